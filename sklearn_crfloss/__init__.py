@@ -1,0 +1,14 @@
+"""sklearn-crfloss: linear-chain CRFs trained with the loss that matches the evaluation.
+
+The estimator is :class:`CRFTagger`; losses live in :mod:`sklearn_crfloss.losses`,
+priors in :mod:`sklearn_crfloss.priors`, inference on potentials in
+:mod:`sklearn_crfloss.inference`, evaluation (conlleval segment F1, scorers)
+in :mod:`sklearn_crfloss.metrics`, feature templates in
+:mod:`sklearn_crfloss.features` and corpora in :mod:`sklearn_crfloss.datasets`.
+"""
+
+from ._tagger import CRFTagger
+
+__version__ = "0.1.0.dev0"
+
+__all__ = ["CRFTagger", "__version__"]

@@ -1,0 +1,124 @@
+"""The training objective: potentials from features, loss, chain rule, prior.
+
+This is the one place where features meet the CRF: the unary potentials
+``U = X @ W`` of the whole corpus, the loss on the potentials, the chain
+rule ``dW = X.T @ dU``, and the prior on the flat parameter vector. The two
+products run in the compiled kernels of ``sklearn_crfloss._features`` over
+the state weights the model owns (every (attribute, label) pair, or only
+those seen in training).
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._features import state_gradient, state_potentials
+
+__all__ = ["CRFObjective"]
+
+
+def _intp_csr(M):
+    return (np.ascontiguousarray(M.indptr, dtype=np.intp),
+            np.ascontiguousarray(M.indices, dtype=np.intp),
+            np.ascontiguousarray(M.data, dtype=np.float64))
+
+
+class CRFObjective:
+    """Objective ``f(theta) = loss(potentials(theta)) + prior(theta, C)``.
+
+    The parameter vector packs, in order: the state weights (the entries
+    ``state_index`` of the C-ordered matrix ``W`` of shape
+    (n_features, n_labels), sorted), the transitions (``n_labels**2``, C
+    order), the start and the end potentials (``n_labels`` each).
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix of shape (n_tokens, n_features)
+        Features of all tokens of the training batch.
+    y : ndarray of intp of shape (n_tokens,)
+        Gold label index of every token.
+    offsets : ndarray of intp of shape (n_sequences + 1,)
+        Sequence boundaries (no empty sequence).
+    n_labels : int
+    loss : object with ``value_and_grad``
+    prior : object with ``value_and_grad``
+    C : float
+    sample_weight : ndarray of shape (n_sequences,) or None
+    state_index : ndarray of intp or None
+        Sorted flat indices into ``W`` of the state weights the model owns;
+        the others are fixed at 0. None: all of them.
+    n_threads : int
+    """
+
+    def __init__(self, X, y, offsets, n_labels, loss, prior, C, sample_weight=None,
+                 state_index=None, n_threads=1):
+        X = sp.csr_matrix(X, dtype=np.float64)
+        self._csr = _intp_csr(X)
+        self._csc = _intp_csr(X.T.tocsr())
+        self.n_tokens, self.n_features = X.shape
+        if state_index is None:
+            state_index = np.arange(self.n_features * n_labels, dtype=np.intp)
+        self.state_index = np.ascontiguousarray(state_index, dtype=np.intp)
+        self._ref_ptr = np.searchsorted(
+            self.state_index // n_labels, np.arange(self.n_features + 1)
+        ).astype(np.intp)
+        self._ref_label = np.ascontiguousarray(self.state_index % n_labels, dtype=np.intp)
+        self.y = y
+        self.offsets = offsets
+        self.n_labels = n_labels
+        self.loss = loss
+        self.prior = prior
+        self.C = C
+        self.sample_weight = sample_weight
+        self.n_threads = n_threads
+        self.n_state = self.state_index.shape[0]
+        self.n_params = self.n_state + n_labels * n_labels + 2 * n_labels
+
+    def unpack(self, theta):
+        """Split ``theta`` into ``(state, transition, start, end)`` views."""
+        L = self.n_labels
+        k = self.n_state
+        return (theta[:k], theta[k:k + L * L].reshape(L, L),
+                theta[k + L * L:k + L * L + L], theta[k + L * L + L:])
+
+    def dense_weights(self, theta):
+        """The state weights of ``theta`` as a dense ``W`` of shape (n_features, n_labels)."""
+        W = np.zeros(self.n_features * self.n_labels)
+        W[self.state_index] = theta[:self.n_state]
+        return W.reshape(self.n_features, self.n_labels)
+
+    def pack(self, W, transition, start, end):
+        """A flat parameter vector from a dense ``W`` and the other potentials."""
+        W = np.asarray(W, dtype=np.float64)
+        return np.concatenate(
+            [W.ravel()[self.state_index], np.ravel(transition), start, end]
+        ).astype(np.float64)
+
+    def potentials(self, theta):
+        """``(U, transition, start, end)`` at ``theta``; U of shape (n_tokens, n_labels)."""
+        state, T, start, end = self.unpack(theta)
+        unary = np.empty((self.n_tokens, self.n_labels))
+        state_potentials(*self._csr, self._ref_ptr, self._ref_label,
+                         np.ascontiguousarray(state), unary, self.n_threads)
+        return unary, T, start, end
+
+    def __call__(self, theta):
+        """Value and gradient of the objective at ``theta``.
+
+        Returns
+        -------
+        value : float
+        grad : ndarray of shape (n_params,)
+        """
+        unary, T, start, end = self.potentials(theta)
+        value, d_unary, d_T, d_start, d_end = self.loss.value_and_grad(
+            unary, T, start, end, self.y, self.offsets,
+            sample_weight=self.sample_weight, n_threads=self.n_threads,
+        )
+        grad = np.empty(self.n_params)
+        state_gradient(*self._csc, self._ref_ptr, self._ref_label,
+                       np.ascontiguousarray(d_unary, dtype=np.float64),
+                       grad[:self.n_state], self.n_threads)
+        grad[self.n_state:] = np.concatenate([np.ravel(d_T), d_start, d_end])
+        p_value, p_grad = self.prior.value_and_grad(theta, self.C)
+        grad += p_grad
+        return value + p_value, grad

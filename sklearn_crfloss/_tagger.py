@@ -1,0 +1,451 @@
+"""CRFTagger: a linear-chain CRF estimator with a choice of training loss."""
+
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import effective_n_jobs
+from sklearn.base import BaseEstimator
+from sklearn.feature_extraction import DictVectorizer, FeatureHasher
+from sklearn.utils.validation import check_is_fitted
+
+from ._compat import HasMethods, Interval, StrOptions, validate_params
+from ._objective import CRFObjective
+from ._optim import lbfgs
+from ._validation import check_finite_tokens, check_labels, check_sample_weight, check_sequences
+from .inference import forward_backward, viterbi
+from .losses import LOSSES, get_loss
+from .priors import PRIORS, get_prior
+
+__all__ = ["CRFTagger"]
+
+
+class CRFTagger(BaseEstimator):
+    """Linear-chain conditional random field for sequence labelling.
+
+    A first-order linear-chain CRF scores a label sequence ``y`` of a
+    sequence ``x`` of ``T`` tokens as
+    ``score(y) = start[y_0] + sum_t W[:, y_t] . x_t + sum_{t>0}
+    transition[y_{t-1}, y_t] + end[y_{T-1}]`` and ``p(y | x)`` is
+    proportional to ``exp(score(y))``. The parameters are trained by
+    minimising ``loss + prior`` with L-BFGS; predictions are Viterbi paths.
+
+    Parameters
+    ----------
+    loss : str or loss object, default='cll'
+        Training loss: a name registered in
+        :data:`sklearn_crfloss.losses.LOSSES` (``'cll'``: conditional
+        log-likelihood) or an object with a ``value_and_grad`` method (see
+        :class:`sklearn_crfloss.losses.BaseLoss`). Hyperparameters of a loss
+        object are reachable as ``loss__<name>`` (GridSearchCV).
+    prior : str or prior object, default='l2'
+        Prior on all parameters: ``'l2'`` (Gaussian, ``||theta||^2 / (2C)``),
+        ``'none'``, or an object with ``value_and_grad(theta, C)`` (see
+        :mod:`sklearn_crfloss.priors`). Transitions and start/end potentials
+        are penalised too.
+    C : float, default=1.0
+        Inverse prior strength, ``C > 0``; larger is weaker. ``C=1`` with
+        ``prior='l2'`` equals CRFsuite's ``c2=0.5`` (``c2 = 1 / (2C)``).
+    max_iter : int, default=1000
+        Maximum number of L-BFGS iterations.
+    tol : float, default=1e-5
+        Stop when the objective improved by less than ``tol`` (relative)
+        over the last 10 iterations (CRFsuite's ``delta``/``period``).
+    min_freq : int, default=1
+        Feature-dict input only: keep the attributes (``'key=value'``
+        columns) that are non-zero in at least ``min_freq`` training tokens.
+    all_possible_states : bool, default=False
+        If False, only the (attribute, label) weights observed together in
+        the training data are trained, the others stay 0 (CRFsuite's default
+        ``feature.possible_states=0``): fewer parameters, faster L-BFGS. If
+        True, every attribute gets a weight for every label.
+    feature_hashing : int or None, default=None
+        Feature-dict input only: if an int, vectorise with
+        :class:`~sklearn.feature_extraction.FeatureHasher` into that many
+        columns instead of :class:`~sklearn.feature_extraction.DictVectorizer`.
+    decoder : {'viterbi'}, default='viterbi'
+        Decoder used by :meth:`predict`.
+    n_jobs : int or None, default=None
+        Threads for the inference kernels (OpenMP over sequences). None
+        means 1 unless in a :func:`joblib.parallel_backend` context; -1 means
+        all processors.
+    warm_start : bool, default=False
+        If True and the estimator is fitted, start from the previous
+        parameters (matched by attribute name and label, new ones start at 0).
+    verbose : int, default=0
+        If > 0, print one line per iteration: objective, gradient norm, seconds.
+    random_state : int, RandomState instance or None, default=None
+        Reserved for stochastic solvers; L-BFGS from zero is deterministic.
+    callback : callable or None, default=None
+        Called as ``callback(iteration, objective)`` after each iteration.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The labels, sorted.
+    coef_ : ndarray of shape (n_classes, n_features_in_)
+        State weights: ``coef_[j] . x_t`` is the unary potential of label
+        ``classes_[j]`` at token ``t``.
+    transition_ : ndarray of shape (n_classes, n_classes)
+        ``transition_[i, j]`` scores ``classes_[i]`` followed by ``classes_[j]``.
+    start_ : ndarray of shape (n_classes,)
+        Potential of the first label of a sequence.
+    end_ : ndarray of shape (n_classes,)
+        Potential of the last label of a sequence.
+    n_features_in_ : int
+        Number of feature columns: the width of the arrays seen in fit, or the
+        number of attributes kept from the feature dicts.
+    attributes_ : ndarray of str of shape (n_features_in_,)
+        Column names: ``'key=value'`` or ``'key'`` attributes for dict input
+        (``DictVectorizer``), ``'hash_<k>'`` with hashing, ``'x<k>'`` for arrays.
+    vectorizer_ : DictVectorizer, FeatureHasher or None
+        The fitted vectoriser of feature-dict input (None for array input).
+    input_kind_ : {'dict', 'array'}
+        The kind of X seen in fit; predict expects the same.
+    n_parameters_ : int
+        Number of trained parameters (free state weights + transitions +
+        start + end).
+    n_iter_ : int
+        Number of L-BFGS iterations run.
+    loss_curve_ : list of float
+        Objective (loss + prior) after each iteration.
+    objective_ : float
+        Final objective: the loss summed over training sequences plus the
+        prior's penalty (for ``'cll'``: negative log-likelihood + penalty).
+    converged_ : bool
+        Whether a stopping rule other than ``max_iter`` ended training.
+
+    See Also
+    --------
+    sklearn_crfloss.features.TemplateFeatures : token tuples to feature dicts.
+    sklearn_crfloss.metrics.segment_f1_score : conlleval segment F1.
+
+    References
+    ----------
+    J. Lafferty, A. McCallum, F. Pereira (2001). Conditional random fields:
+    probabilistic models for segmenting and labeling sequence data. ICML.
+    F. Sha, F. Pereira (2003). Shallow parsing with conditional random fields.
+    HLT-NAACL.
+
+    Examples
+    --------
+    >>> from sklearn_crfloss import CRFTagger
+    >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}, {"w": "runs"}]]
+    >>> y = [["B-NP", "I-NP"], ["B-NP", "I-NP", "B-VP"]]
+    >>> crf = CRFTagger(C=10.0).fit(X, y)
+    >>> [list(p) for p in crf.predict(X)]
+    [['B-NP', 'I-NP'], ['B-NP', 'I-NP', 'B-VP']]
+    """
+
+    _parameter_constraints = {
+        "loss": [StrOptions(set(LOSSES)), HasMethods(["value_and_grad"])],
+        "prior": [StrOptions(set(PRIORS)), HasMethods(["value_and_grad"])],
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "min_freq": [Interval(Integral, 1, None, closed="left")],
+        "all_possible_states": ["boolean"],
+        "feature_hashing": [None, Interval(Integral, 1, None, closed="left")],
+        "decoder": [StrOptions({"viterbi"})],
+        "n_jobs": [None, Integral],
+        "warm_start": ["boolean"],
+        "verbose": ["verbose"],
+        "random_state": ["random_state"],
+        "callback": [None, callable],
+    }
+
+    def __init__(
+        self,
+        *,
+        loss="cll",
+        prior="l2",
+        C=1.0,
+        max_iter=1000,
+        tol=1e-5,
+        min_freq=1,
+        all_possible_states=False,
+        feature_hashing=None,
+        decoder="viterbi",
+        n_jobs=None,
+        warm_start=False,
+        verbose=0,
+        random_state=None,
+        callback=None,
+    ):
+        self.loss = loss
+        self.prior = prior
+        self.C = C
+        self.max_iter = max_iter
+        self.tol = tol
+        self.min_freq = min_freq
+        self.all_possible_states = all_possible_states
+        self.feature_hashing = feature_hashing
+        self.decoder = decoder
+        self.n_jobs = n_jobs
+        self.warm_start = warm_start
+        self.verbose = verbose
+        self.random_state = random_state
+        self.callback = callback
+
+    # ------------------------------------------------------------------ fit
+
+    def fit(self, X, y, sample_weight=None):
+        """Train the CRF.
+
+        Parameters
+        ----------
+        X : list of sequences
+            Each sequence is a list of per-token feature dicts (str -> str is
+            the one-hot attribute ``'key=value'``, str -> number a numeric
+            attribute, str -> bool 0/1, str -> list of str one attribute per
+            string) or a 2-D array / sparse matrix of shape
+            (n_tokens_i, n_features).
+        y : list of sequences of hashable labels
+            ``len(y[i]) == len(X[i])``; at least two distinct labels.
+        sample_weight : array-like of shape (n_sequences,), default=None
+            Non-negative weight of each sequence in the loss.
+
+        Returns
+        -------
+        self : CRFTagger
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            On invalid parameters or inconsistent data (the message names the
+            sequence index); the estimator is then left as it was.
+        TypeError
+            If X or y is not a list of sequences.
+        """
+        validate_params(self)
+        loss = get_loss(self.loss)
+        prior = get_prior(self.prior)
+        kind, tokens, offsets = check_sequences(X)
+        lengths = np.diff(offsets)
+        flat_y = check_labels(y, lengths)
+        sample_weight = check_sample_weight(sample_weight, lengths.shape[0])
+        if any(label is None for label in flat_y):
+            raise ValueError("y contains None; every token needs a label.")
+        classes, y_enc = np.unique(np.asarray(flat_y), return_inverse=True)
+        if classes.shape[0] < 2:
+            raise ValueError(
+                f"y has a single label {classes[0]!r}; a CRF needs at least two distinct labels."
+            )
+        y_enc = np.ascontiguousarray(y_enc.ravel(), dtype=np.intp)
+        vectorizer, columns, Xc, attributes = self._vectorize_fit(kind, tokens, offsets)
+        n_labels = classes.shape[0]
+        state_index = None
+        if not self.all_possible_states:
+            state_index = _observed_pairs(Xc, y_enc, n_labels)
+        objective = CRFObjective(
+            Xc, y_enc, offsets, n_labels, loss, prior, float(self.C),
+            sample_weight=sample_weight, state_index=state_index,
+            n_threads=effective_n_jobs(self.n_jobs),
+        )
+        x0 = self._initial_parameters(objective, attributes, classes)
+        info = lbfgs(objective, x0, max_iter=self.max_iter, tol=self.tol,
+                     verbose=self.verbose, callback=self.callback)
+        W = objective.dense_weights(info.x)
+        _, T, start, end = objective.unpack(info.x)
+
+        # Only now, with everything computed, change the estimator's state.
+        self.classes_ = classes
+        self.coef_ = W.T  # (n_classes, n_features); W itself stays C-ordered
+        self.transition_ = np.array(T)
+        self.start_ = np.array(start)
+        self.end_ = np.array(end)
+        self.n_features_in_ = Xc.shape[1]
+        self.attributes_ = attributes
+        self.vectorizer_ = vectorizer
+        self._columns = columns
+        self.input_kind_ = kind
+        self.n_parameters_ = objective.n_params
+        self.n_iter_ = info.n_iter
+        self.loss_curve_ = info.loss_curve
+        self.objective_ = info.loss_curve[-1] if info.loss_curve else float(objective(info.x)[0])
+        self.converged_ = info.converged
+        self._loss = loss
+        self._prior = prior
+        return self
+
+    def _vectorize_fit(self, kind, tokens, offsets):
+        """Fit the vectoriser; return (vectorizer, columns, CSR, attribute names)."""
+        columns = None
+        if kind == "array":
+            Xc = tokens
+            return None, None, Xc, np.array([f"x{k}" for k in range(Xc.shape[1])])
+        if self.feature_hashing is not None:
+            vectorizer = FeatureHasher(n_features=self.feature_hashing, input_type="dict",
+                                       alternate_sign=False, dtype=np.float64)
+            Xc = vectorizer.transform(tokens).tocsr()
+            attributes = np.array([f"hash_{k}" for k in range(self.feature_hashing)])
+        else:
+            vectorizer = DictVectorizer(dtype=np.float64)
+            try:
+                Xc = vectorizer.fit_transform(tokens).tocsr()
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"Could not vectorise the feature dicts: {exc}") from exc
+            attributes = np.asarray(vectorizer.get_feature_names_out(), dtype=object)
+        Xc.eliminate_zeros()
+        check_finite_tokens(Xc, offsets)
+        if self.min_freq > 1:
+            keep = np.bincount(Xc.indices, minlength=Xc.shape[1]) >= self.min_freq
+            Xc = Xc[:, keep].tocsr()
+            attributes = attributes[keep]
+            if isinstance(vectorizer, DictVectorizer):
+                vectorizer.restrict(keep)
+            else:
+                columns = np.flatnonzero(keep)
+        return vectorizer, columns, Xc, attributes
+
+    def _initial_parameters(self, objective, attributes, classes):
+        """Zeros, or the previous fit's parameters mapped by name (warm start)."""
+        if not (self.warm_start and hasattr(self, "coef_")):
+            return np.zeros(objective.n_params)
+        L, F = classes.shape[0], attributes.shape[0]
+        old_cls = {c: i for i, c in enumerate(self.classes_)}
+        new_c = np.array([i for i, c in enumerate(classes) if c in old_cls], dtype=np.intp)
+        old_c = np.array([old_cls[classes[i]] for i in new_c], dtype=np.intp)
+        old_att = {a: i for i, a in enumerate(self.attributes_)}
+        new_a = np.array([i for i, a in enumerate(attributes) if a in old_att], dtype=np.intp)
+        old_a = np.array([old_att[attributes[i]] for i in new_a], dtype=np.intp)
+        W = np.zeros((F, L))
+        T = np.zeros((L, L))
+        start = np.zeros(L)
+        end = np.zeros(L)
+        W[np.ix_(new_a, new_c)] = self.coef_.T[np.ix_(old_a, old_c)]
+        T[np.ix_(new_c, new_c)] = self.transition_[np.ix_(old_c, old_c)]
+        start[new_c] = self.start_[old_c]
+        end[new_c] = self.end_[old_c]
+        return objective.pack(W, T, start, end)
+
+    # -------------------------------------------------------------- predict
+
+    def _potentials(self, X):
+        """Unary potentials (n_tokens, n_classes) and offsets of X."""
+        check_is_fitted(self)
+        kind, tokens, offsets = check_sequences(
+            X, kind=self.input_kind_,
+            n_features=self.n_features_in_ if self.input_kind_ == "array" else None,
+            allow_empty=True,
+        )
+        if self.input_kind_ == "dict":
+            if len(tokens) == 0:
+                Xc = sp.csr_matrix((0, self.n_features_in_))
+            else:
+                Xc = self.vectorizer_.transform(tokens).tocsr()
+                if self._columns is not None:
+                    Xc = Xc[:, self._columns].tocsr()
+                check_finite_tokens(Xc, offsets)
+        else:
+            Xc = tokens
+        unary = np.ascontiguousarray(Xc @ self.coef_.T)
+        return unary, offsets
+
+    def _split(self, values, offsets):
+        return np.split(values, offsets[1:-1]) if offsets.shape[0] > 1 else []
+
+    def decode(self, X):
+        """Viterbi paths and their scores.
+
+        Parameters
+        ----------
+        X : list of sequences
+            As in :meth:`fit`; empty sequences are allowed.
+
+        Returns
+        -------
+        labels : list of ndarray of shape (n_tokens_i,)
+            The most probable label sequence of each input sequence.
+        scores : ndarray of shape (n_sequences,)
+            Its score (unnormalised log-probability ``score(y)``; subtract
+            the log partition function to get ``log p(y | x)``).
+        """
+        unary, offsets = self._potentials(X)
+        path, score = viterbi(unary, self.transition_, self.start_, self.end_, offsets,
+                              n_threads=effective_n_jobs(self.n_jobs))
+        return self._split(self.classes_[path], offsets), score
+
+    def predict(self, X):
+        """Most probable label sequence of each sequence (Viterbi).
+
+        Parameters
+        ----------
+        X : list of sequences
+            As in :meth:`fit`; empty sequences are allowed.
+
+        Returns
+        -------
+        list of ndarray of shape (n_tokens_i,)
+            Labels from ``classes_``; an empty array for an empty sequence.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before fit.
+        ValueError
+            If X does not match the training data's kind or width.
+        """
+        return self.decode(X)[0]
+
+    def predict_marginals(self, X):
+        """Posterior marginal probability of every label at every token.
+
+        Parameters
+        ----------
+        X : list of sequences
+            As in :meth:`fit`; empty sequences are allowed.
+
+        Returns
+        -------
+        list of ndarray of shape (n_tokens_i, n_classes)
+            ``p(y_t = classes_[j] | x)``; each row sums to 1.
+        """
+        unary, offsets = self._potentials(X)
+        fb = forward_backward(unary, self.transition_, self.start_, self.end_, offsets,
+                              n_threads=effective_n_jobs(self.n_jobs))
+        return self._split(fb.marginals, offsets)
+
+    def score(self, X, y):
+        """Token accuracy of :meth:`predict` on X against y.
+
+        The fraction of tokens (all tokens, ``O`` included) whose predicted
+        label equals the gold label, as in sklearn-crfsuite. For segment F1
+        use :func:`sklearn_crfloss.metrics.segment_f1_score` or
+        ``scoring=segment_f1_scorer``.
+
+        Parameters
+        ----------
+        X : list of sequences
+        y : list of sequences of labels
+
+        Returns
+        -------
+        float
+            In [0, 1].
+        """
+        from .metrics import token_accuracy
+
+        return token_accuracy(y, self.predict(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.sparse = True
+        tags.target_tags.required = True
+        tags.target_tags.one_d_labels = False
+        return tags
+
+
+def _observed_pairs(Xc, y_enc, n_labels):
+    """Flat indices ``attribute * n_labels + label`` of the pairs seen in training."""
+    binary = sp.csr_matrix((np.ones_like(Xc.data), Xc.indices, Xc.indptr), shape=Xc.shape)
+    onehot = sp.csr_matrix(
+        (np.ones(y_enc.shape[0]), (np.arange(y_enc.shape[0]), y_enc)),
+        shape=(y_enc.shape[0], n_labels),
+    )
+    pairs = (binary.T @ onehot).tocoo()
+    index = pairs.row.astype(np.intp) * n_labels + pairs.col
+    index.sort()
+    return index

@@ -1,0 +1,214 @@
+"""Input validation for sequence data: one entry point for fit and predict.
+
+Public X is a list of sequences; each sequence is either a list of per-token
+feature dicts (sklearn-crfsuite style) or a 2-D array / sparse matrix of
+shape (n_tokens_i, n_features). Internally a batch is one CSR matrix of
+shape (n_tokens, n_features) plus ``offsets`` of shape (n_sequences + 1,).
+"""
+
+from collections.abc import Mapping
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import check_array
+
+__all__ = ["check_labels", "check_sample_weight", "check_sequences"]
+
+
+def _sequence_kind(i, x):
+    """'dict', 'array' or 'empty' for sequence ``i``; TypeError otherwise."""
+    if sp.issparse(x):
+        if x.ndim != 2:
+            raise ValueError(f"Sequence {i}: expected a 2-D sparse matrix, got shape {x.shape}.")
+        return "array" if x.shape[0] else "empty"
+    if isinstance(x, np.ndarray):
+        if x.ndim != 2:
+            raise ValueError(
+                f"Sequence {i}: expected a 2-D array of shape (n_tokens, n_features), "
+                f"got an array of shape {x.shape}."
+            )
+        return "array" if x.shape[0] else "empty"
+    if isinstance(x, (str, bytes, Mapping)) or not hasattr(x, "__len__"):
+        raise TypeError(
+            f"Sequence {i}: expected a list of per-token feature dicts or a 2-D array, "
+            f"got {type(x).__name__}. X must be a list of sequences."
+        )
+    if len(x) == 0:
+        return "empty"
+    kinds = {isinstance(tok, Mapping) for tok in x}
+    if kinds == {True}:
+        return "dict"
+    if kinds == {False}:
+        bad = next(tok for tok in x)
+        if isinstance(bad, (str, bytes)) or not hasattr(bad, "__len__"):
+            raise TypeError(
+                f"Sequence {i}: tokens must be feature dicts or rows of numbers, got "
+                f"{type(bad).__name__} ({bad!r:.40})."
+            )
+        return "rows"
+    raise TypeError(f"Sequence {i}: mixes feature dicts with other token types.")
+
+
+def _as_sequence_list(X, name="X"):
+    if isinstance(X, (str, bytes, Mapping)) or sp.issparse(X) or not hasattr(X, "__len__"):
+        raise TypeError(
+            f"{name} must be a list of sequences, got {type(X).__name__}."
+        )
+    if isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype != object:
+        raise TypeError(
+            f"{name} must be a list of sequences (one 2-D array per sequence), got a single "
+            f"2-D array of shape {X.shape}."
+        )
+    return list(X)
+
+
+def check_sequences(X, *, kind=None, n_features=None, allow_empty=False):
+    """Check a list of sequences and stack it into one batch.
+
+    Parameters
+    ----------
+    X : list of sequences
+        Each a list of feature dicts, or a 2-D array / sparse matrix of shape
+        (n_tokens_i, n_features), or a list of rows.
+    kind : {'dict', 'array'} or None, default=None
+        The kind every non-empty sequence must have (the fitted kind at
+        predict time); None accepts either but not a mix.
+    n_features : int or None, default=None
+        Required width of array sequences (the fitted ``n_features_in_``).
+    allow_empty : bool, default=False
+        Whether empty sequences are allowed (predict) or an error (fit).
+
+    Returns
+    -------
+    kind : {'dict', 'array'}
+        The kind of the data ('array' when every sequence is empty).
+    tokens : list of dict or scipy.sparse.csr_matrix of shape (n_tokens, n_features)
+        The feature dicts of all tokens in order, or one CSR matrix (float64).
+    offsets : ndarray of intp of shape (n_sequences + 1,)
+
+    Raises
+    ------
+    TypeError
+        If X is not a list of sequences or a token is neither a dict nor a row.
+    ValueError
+        On mixed kinds, an empty sequence when not allowed, a width
+        different from ``n_features``, or NaN / infinite feature values; the
+        message names the sequence index.
+    """
+    X = _as_sequence_list(X)
+    kinds = []
+    for i, x in enumerate(X):
+        k = _sequence_kind(i, x)
+        if k == "empty" and not allow_empty:
+            raise ValueError(
+                f"Sequence {i} is empty; remove empty sequences before fit "
+                "(predict accepts them and returns an empty array)."
+            )
+        kinds.append("array" if k == "rows" else k)
+    present = {k for k in kinds if k != "empty"}
+    if len(present) > 1:
+        first = {k: kinds.index(k) for k in present}
+        raise ValueError(
+            "X mixes sequences of feature dicts (e.g. sequence "
+            f"{first['dict']}) with arrays (e.g. sequence {first['array']})."
+        )
+    data_kind = present.pop() if present else (kind or "array")
+    if kind is not None and present and data_kind != kind:
+        raise ValueError(
+            f"The estimator was fitted on {kind} sequences but X holds {data_kind} sequences."
+        )
+    lengths = np.array([len(x) if not (sp.issparse(x) or isinstance(x, np.ndarray))
+                        else x.shape[0] for x in X], dtype=np.intp)
+    offsets = np.zeros(len(X) + 1, dtype=np.intp)
+    np.cumsum(lengths, out=offsets[1:])
+    if data_kind == "dict":
+        tokens = [tok for x in X for tok in x]
+        return data_kind, tokens, offsets
+    blocks = []
+    width = n_features
+    for i, x in enumerate(X):
+        if lengths[i] == 0:
+            continue
+        try:
+            block = check_array(x, accept_sparse="csr", dtype=np.float64,
+                                ensure_all_finite=True, ensure_min_samples=1)
+        except ValueError as exc:
+            raise ValueError(f"Sequence {i}: {exc}") from exc
+        if width is None:
+            width = block.shape[1]
+        elif block.shape[1] != width:
+            raise ValueError(
+                f"Sequence {i} has {block.shape[1]} features, expected {width} "
+                + ("as in the first sequence." if n_features is None else "as seen in fit.")
+            )
+        blocks.append(sp.csr_matrix(block))
+    if not blocks:
+        return data_kind, sp.csr_matrix((0, width or 0)), offsets
+    return data_kind, sp.vstack(blocks, format="csr", dtype=np.float64), offsets
+
+
+def check_finite_tokens(Xcsr, offsets):
+    """Raise ValueError naming the first sequence with a NaN or infinite value."""
+    bad = ~np.isfinite(Xcsr.data)
+    if bad.any():
+        row = np.searchsorted(Xcsr.indptr, np.flatnonzero(bad)[0], side="right") - 1
+        seq = int(np.searchsorted(offsets, row, side="right") - 1)
+        raise ValueError(f"Sequence {seq} has a NaN or infinite feature value (token {row - offsets[seq]}).")
+
+
+def check_labels(y, lengths):
+    """Check label sequences against sequence lengths and concatenate them.
+
+    Parameters
+    ----------
+    y : list of sequences of hashable labels
+    lengths : ndarray of int of shape (n_sequences,)
+
+    Returns
+    -------
+    list
+        All labels in order.
+
+    Raises
+    ------
+    ValueError
+        If the number of label sequences or any sequence's length differs
+        (naming the sequence index), or a label is None.
+    TypeError
+        If y is not a list of label sequences.
+    """
+    y = _as_sequence_list(y, name="y")
+    if len(y) != len(lengths):
+        raise ValueError(
+            f"X and y have different numbers of sequences: {len(lengths)} and {len(y)}."
+        )
+    flat = []
+    for i, (yi, n) in enumerate(zip(y, lengths)):
+        if isinstance(yi, (str, bytes)) or not hasattr(yi, "__len__"):
+            raise TypeError(
+                f"y[{i}] must be a sequence of labels (a list or 1-D array), got "
+                f"{type(yi).__name__}; y must be a list of label sequences."
+            )
+        if len(yi) != n:
+            raise ValueError(
+                f"Sequence {i} has {n} tokens but {len(yi)} labels."
+            )
+        flat.extend(yi)
+    return flat
+
+
+def check_sample_weight(sample_weight, n_sequences):
+    """One non-negative finite weight per sequence, as float64 (None if None)."""
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.ndim == 0:
+        w = np.full(n_sequences, float(w))
+    if w.shape != (n_sequences,):
+        raise ValueError(
+            f"sample_weight must have one weight per sequence, shape ({n_sequences},), "
+            f"got {w.shape}."
+        )
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("sample_weight must be finite and non-negative.")
+    return np.ascontiguousarray(w)

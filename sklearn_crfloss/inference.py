@@ -1,0 +1,279 @@
+"""Inference on linear-chain CRF potentials: partition function, marginals, Viterbi.
+
+Every function here works on potentials only, for a batch of sequences laid
+end to end (the layout of a CSR matrix): sequence ``i`` occupies rows
+``offsets[i]:offsets[i + 1]`` of the unary potentials. A label sequence
+``y`` of length ``T`` scores
+
+    score(y) = start[y_0] + sum_t U[t, y_t] + sum_{t>0} transition[y_{t-1}, y_t] + end[y_{T-1}]
+
+and ``p(y | x) = exp(score(y)) / Z``. The heavy lifting is done by the
+compiled kernels ``sklearn_crfloss._forward_backward`` and
+``sklearn_crfloss._viterbi``; these wrappers check shapes and dtypes,
+allocate outputs and per-thread buffers, and add back the constant shifts.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._forward_backward import forward_backward_batch
+from ._viterbi import viterbi_batch
+
+__all__ = [
+    "ForwardBackwardResult",
+    "check_potentials",
+    "forward_backward",
+    "sequence_scores",
+    "viterbi",
+]
+
+
+def check_potentials(unary, transition, start, end, offsets):
+    """Validate and convert CRF potentials to the kernels' layout.
+
+    Parameters
+    ----------
+    unary : array-like of shape (n_tokens, n_labels)
+        Unary (state) potentials.
+    transition : array-like of shape (n_labels, n_labels)
+        ``transition[i, j]`` scores label ``i`` followed by label ``j``.
+    start, end : array-like of shape (n_labels,)
+        Potentials of the first and of the last label of a sequence.
+    offsets : array-like of int of shape (n_sequences + 1,)
+        Sequence boundaries: non-decreasing, ``offsets[0] == 0`` and
+        ``offsets[-1] == n_tokens``.
+
+    Returns
+    -------
+    unary, transition, start, end : ndarray of float64, C-contiguous
+    offsets : ndarray of intp
+
+    Raises
+    ------
+    ValueError
+        If shapes disagree or offsets are not a valid partition of the tokens.
+    """
+    unary = np.ascontiguousarray(unary, dtype=np.float64)
+    transition = np.ascontiguousarray(transition, dtype=np.float64)
+    start = np.ascontiguousarray(start, dtype=np.float64)
+    end = np.ascontiguousarray(end, dtype=np.float64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.intp)
+    if unary.ndim != 2:
+        raise ValueError(f"unary potentials must be 2-D, got shape {unary.shape}")
+    n_tokens, n_labels = unary.shape
+    if transition.shape != (n_labels, n_labels):
+        raise ValueError(
+            f"transition must have shape {(n_labels, n_labels)}, got {transition.shape}"
+        )
+    if start.shape != (n_labels,) or end.shape != (n_labels,):
+        raise ValueError(
+            f"start and end must have shape {(n_labels,)}, got {start.shape} and {end.shape}"
+        )
+    if (
+        offsets.ndim != 1
+        or offsets.shape[0] < 1
+        or offsets[0] != 0
+        or offsets[-1] != n_tokens
+        or np.any(np.diff(offsets) < 0)
+    ):
+        raise ValueError(
+            "offsets must be a non-decreasing 1-D array starting at 0 and "
+            f"ending at n_tokens={n_tokens}"
+        )
+    return unary, transition, start, end, offsets
+
+
+@dataclass
+class ForwardBackwardResult:
+    """Output of :func:`forward_backward`.
+
+    Attributes
+    ----------
+    log_z : ndarray of shape (n_sequences,)
+        Log partition function of each sequence (0 for an empty sequence).
+    marginals : ndarray of shape (n_tokens, n_labels)
+        Node marginals ``p(y_t = j | x)``; each row sums to 1.
+    transition_counts : ndarray of shape (n_labels, n_labels)
+        Expected transition counts ``sum_i w_i sum_t p(y_{t-1}=a, y_t=b | x_i)``.
+    start_counts, end_counts : ndarray of shape (n_labels,)
+        Weighted sums of the first and of the last token's marginals.
+    n_fallback : int
+        Number of sequences that needed the log-space fallback.
+    """
+
+    log_z: np.ndarray
+    marginals: np.ndarray
+    transition_counts: np.ndarray
+    start_counts: np.ndarray
+    end_counts: np.ndarray
+    n_fallback: int = 0
+
+
+def forward_backward(unary, transition, start, end, offsets, sample_weight=None, n_threads=1):
+    """Log partition function, node marginals and expected transition counts.
+
+    Scaled forward-backward (each alpha row normalised, the log of its sum
+    kept; exponentials of the transitions once per call and of each unary
+    row once). A sequence whose scaled pass underflows (potentials of
+    magnitude ~700 or more) is recomputed in log space.
+
+    Parameters
+    ----------
+    unary : array-like of shape (n_tokens, n_labels)
+        Unary potentials.
+    transition : array-like of shape (n_labels, n_labels)
+        Transition potentials, ``[i, j]`` for label ``i`` then ``j``.
+    start, end : array-like of shape (n_labels,)
+        Start and end potentials.
+    offsets : array-like of int of shape (n_sequences + 1,)
+        Sequence boundaries (CSR ``indptr`` style).
+    sample_weight : array-like of shape (n_sequences,), default=None
+        Per-sequence weights applied to the expected counts (not to the
+        marginals). ``None`` means 1 for every sequence.
+    n_threads : int, default=1
+        OpenMP threads over sequences.
+
+    Returns
+    -------
+    ForwardBackwardResult
+
+    Raises
+    ------
+    ValueError
+        On inconsistent shapes (see :func:`check_potentials`).
+    """
+    unary, transition, start, end, offsets = check_potentials(
+        unary, transition, start, end, offsets
+    )
+    n_tokens, n_labels = unary.shape
+    n_seq = offsets.shape[0] - 1
+    if sample_weight is None:
+        weights = np.ones(n_seq)
+    else:
+        weights = np.ascontiguousarray(sample_weight, dtype=np.float64)
+    n_threads = max(1, int(n_threads))
+    nonempty = np.flatnonzero(np.diff(offsets) > 0)
+    log_z = np.zeros(n_seq)
+    marginals = np.empty((n_tokens, n_labels))
+    work = np.empty((n_tokens, n_labels))
+    pair_acc = np.zeros((n_threads, n_labels, n_labels))
+    direct_acc = np.zeros((n_threads, n_labels, n_labels))
+    boundary_acc = np.zeros((n_threads, 2, n_labels))
+    scratch = np.empty((n_threads, 3 * n_labels))
+    shift_trans = transition.max()
+    shift_start = start.max()
+    shift_end = end.max()
+    exp_trans = np.exp(transition - shift_trans)
+    exp_start = np.exp(start - shift_start)
+    exp_end = np.exp(end - shift_end)
+    if nonempty.shape[0] == n_seq:
+        sub_offsets, sub_weights = offsets, weights
+    else:  # the kernel needs non-empty sequences
+        sub_offsets = np.ascontiguousarray(np.append(offsets[nonempty], n_tokens), dtype=np.intp)
+        sub_weights = np.ascontiguousarray(weights[nonempty])
+    sub_log_z = np.zeros(sub_offsets.shape[0] - 1)
+    n_fallback = forward_backward_batch(
+        unary, transition, start, end, exp_trans, exp_start, exp_end,
+        sub_offsets, sub_weights, marginals, work, sub_log_z,
+        pair_acc, direct_acc, boundary_acc, scratch,
+        shift_start, shift_end, shift_trans, n_threads,
+    )
+    log_z[nonempty] = sub_log_z
+    counts = pair_acc.sum(axis=0) * exp_trans
+    if n_fallback:
+        counts += direct_acc.sum(axis=0)
+    boundary = boundary_acc.sum(axis=0)
+    return ForwardBackwardResult(
+        log_z=log_z,
+        marginals=marginals,
+        transition_counts=counts,
+        start_counts=boundary[0],
+        end_counts=boundary[1],
+        n_fallback=int(n_fallback),
+    )
+
+
+def viterbi(unary, transition, start, end, offsets, n_threads=1):
+    """Most probable label sequence (Viterbi) of each sequence and its score.
+
+    Parameters
+    ----------
+    unary : array-like of shape (n_tokens, n_labels)
+        Unary potentials.
+    transition : array-like of shape (n_labels, n_labels)
+        Transition potentials; ``-inf`` forbids a transition.
+    start, end : array-like of shape (n_labels,)
+        Start and end potentials.
+    offsets : array-like of int of shape (n_sequences + 1,)
+        Sequence boundaries.
+    n_threads : int, default=1
+        OpenMP threads over sequences.
+
+    Returns
+    -------
+    path : ndarray of intp of shape (n_tokens,)
+        Label index of every token on the best path of its sequence.
+    score : ndarray of float64 of shape (n_sequences,)
+        ``score(path)`` per sequence (0 for an empty sequence). Ties are
+        broken towards the smaller label index.
+
+    Raises
+    ------
+    ValueError
+        On inconsistent shapes (see :func:`check_potentials`).
+    """
+    unary, transition, start, end, offsets = check_potentials(
+        unary, transition, start, end, offsets
+    )
+    n_tokens, n_labels = unary.shape
+    n_threads = max(1, int(n_threads))
+    path = np.zeros(n_tokens, dtype=np.intp)
+    score = np.zeros(offsets.shape[0] - 1)
+    backpointers = np.empty((n_tokens, n_labels), dtype=np.int32)
+    scratch = np.empty((n_threads, 2 * n_labels))
+    viterbi_batch(unary, transition, start, end, offsets, path, score,
+                  backpointers, scratch, n_threads)
+    return path, score
+
+
+def sequence_scores(unary, transition, start, end, y, offsets):
+    """Score of given label sequences, ``score(y_i)`` for every sequence.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_tokens, n_labels)
+    transition : ndarray of shape (n_labels, n_labels)
+    start, end : ndarray of shape (n_labels,)
+    y : ndarray of int of shape (n_tokens,)
+        Label index of every token.
+    offsets : ndarray of int of shape (n_sequences + 1,)
+
+    Returns
+    -------
+    ndarray of float64 of shape (n_sequences,)
+        The score (unnormalised log-probability); 0 for an empty sequence.
+    """
+    y = np.asarray(y, dtype=np.intp)
+    offsets = np.asarray(offsets, dtype=np.intp)
+    n_seq = offsets.shape[0] - 1
+    lengths = np.diff(offsets)
+    seq_id = np.repeat(np.arange(n_seq), lengths)
+    token = unary[np.arange(y.shape[0]), y]
+    total = np.bincount(seq_id, weights=token, minlength=n_seq)
+    nonempty = lengths > 0
+    first = offsets[:-1][nonempty]
+    last = offsets[1:][nonempty] - 1
+    total[nonempty] += start[y[first]] + end[y[last]]
+    inner = _inner_positions(offsets, y.shape[0])
+    total += np.bincount(
+        seq_id[inner], weights=transition[y[inner - 1], y[inner]], minlength=n_seq
+    )
+    return total
+
+
+def _inner_positions(offsets, n_tokens):
+    """Token indices that are not the first of their sequence (edges end there)."""
+    is_first = np.zeros(n_tokens + 1, dtype=bool)
+    is_first[offsets[:-1]] = True
+    return np.flatnonzero(~is_first[:n_tokens])

@@ -1,0 +1,51 @@
+"""Training losses of :class:`~sklearn_crfloss.CRFTagger`.
+
+Each loss family lives in its own module and registers its classes in
+:data:`LOSSES` under the name accepted by ``CRFTagger(loss=...)``. To add a
+loss: subclass :class:`BaseLoss`, implement ``value_and_grad`` on potentials,
+set the class flags, add it to :data:`LOSSES`, and the oracle and gradient
+tests (``tests/test_losses.py``) cover it through the registry.
+"""
+
+from ._base import BaseLoss
+from ._likelihood import ConditionalLogLikelihood
+
+#: Registry of loss names accepted by ``CRFTagger(loss=...)``.
+LOSSES = {
+    "cll": ConditionalLogLikelihood,
+}
+
+__all__ = ["LOSSES", "BaseLoss", "ConditionalLogLikelihood", "get_loss"]
+
+
+def get_loss(loss):
+    """Resolve a loss name or object into a loss object.
+
+    Parameters
+    ----------
+    loss : str or object with ``value_and_grad``
+        A name in :data:`LOSSES` or a loss instance (returned as is).
+
+    Returns
+    -------
+    BaseLoss or object
+        A new instance for a name, else ``loss`` itself.
+
+    Raises
+    ------
+    ValueError
+        If ``loss`` is an unknown name.
+    TypeError
+        If ``loss`` is neither a string nor has a ``value_and_grad`` method.
+    """
+    if isinstance(loss, str):
+        try:
+            return LOSSES[loss]()
+        except KeyError:
+            raise ValueError(
+                f"Unknown loss {loss!r}; choose one of {sorted(LOSSES)} or pass an object "
+                "with a value_and_grad method."
+            ) from None
+    if not hasattr(loss, "value_and_grad"):
+        raise TypeError(f"loss must be a string or have a value_and_grad method, got {loss!r}")
+    return loss

@@ -1,0 +1,111 @@
+"""Base class of training losses: the contract every loss implements."""
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from ..inference import _inner_positions
+
+__all__ = ["BaseLoss"]
+
+
+class BaseLoss(BaseEstimator):
+    """Base class of CRF training losses.
+
+    A loss sees only potentials, never features: the objective computes the
+    unary potentials ``U = X @ W``, calls :meth:`value_and_grad` on the whole
+    training batch, and applies the chain rule ``dW = X.T @ dU`` and the prior
+    itself. Because the whole batch is handed over, a loss may be a sum over
+    sequences (most are) or a function of corpus-level sums (an F-score).
+
+    Hyperparameters are ``__init__`` arguments stored unchanged, so
+    ``get_params``/``set_params`` work and ``GridSearchCV`` reaches them as
+    ``loss__<name>`` through :class:`~sklearn_crfloss.CRFTagger`.
+
+    Class attributes
+    ----------------
+    name : str
+        The registry name (``CRFTagger(loss=name)``).
+    convex : bool
+        Whether the loss is convex in the potentials' parameters.
+    smooth : bool
+        Whether it is differentiable everywhere (L-BFGS applies).
+    needs_online_solver : bool
+        Whether it is trained by an online loop rather than L-BFGS.
+    needs_init : bool
+        Whether a warm start (e.g. from a CLL fit) is recommended.
+    """
+
+    name = None
+    convex = True
+    smooth = True
+    needs_online_solver = False
+    needs_init = False
+
+    def value_and_grad(self, unary, transition, start, end, y, offsets,
+                       sample_weight=None, n_threads=1):
+        """Loss value and its gradient with respect to the potentials.
+
+        Parameters
+        ----------
+        unary : ndarray of float64 of shape (n_tokens, n_labels)
+            Unary potentials of all tokens of the batch, C-contiguous.
+        transition : ndarray of float64 of shape (n_labels, n_labels)
+            Transition potentials.
+        start, end : ndarray of float64 of shape (n_labels,)
+            Start and end potentials.
+        y : ndarray of intp of shape (n_tokens,)
+            Gold label index of every token.
+        offsets : ndarray of intp of shape (n_sequences + 1,)
+            Sequence boundaries; every sequence is non-empty.
+        sample_weight : ndarray of shape (n_sequences,), default=None
+            Per-sequence weights; ``None`` means 1.
+        n_threads : int, default=1
+            Threads the kernels may use.
+
+        Returns
+        -------
+        value : float
+            The loss (to be minimised), summed (not averaged) over sequences.
+        d_unary : ndarray of shape (n_tokens, n_labels)
+        d_transition : ndarray of shape (n_labels, n_labels)
+        d_start, d_end : ndarray of shape (n_labels,)
+            Gradients of ``value`` with respect to each potential.
+        """
+        raise NotImplementedError
+
+
+def gold_counts(y, offsets, n_labels, sample_weight=None):
+    """Weighted empirical counts of the gold label sequences.
+
+    Parameters
+    ----------
+    y : ndarray of intp of shape (n_tokens,)
+    offsets : ndarray of intp of shape (n_sequences + 1,)
+        Boundaries of non-empty sequences.
+    n_labels : int
+    sample_weight : ndarray of shape (n_sequences,), default=None
+
+    Returns
+    -------
+    token_weight : ndarray of shape (n_tokens,) or None
+        The weight of every token's sequence (None when unweighted).
+    transition : ndarray of shape (n_labels, n_labels)
+    start, end : ndarray of shape (n_labels,)
+        Counts of gold transitions, first labels and last labels.
+    """
+    lengths = np.diff(offsets)
+    inner = _inner_positions(offsets, y.shape[0])
+    if sample_weight is None:
+        token_weight = None
+        w_inner = None
+        w_seq = None
+    else:
+        token_weight = np.repeat(sample_weight, lengths)
+        w_inner = token_weight[inner]
+        w_seq = sample_weight
+    transition = np.bincount(
+        y[inner - 1] * n_labels + y[inner], weights=w_inner, minlength=n_labels * n_labels
+    ).reshape(n_labels, n_labels).astype(np.float64)
+    start = np.bincount(y[offsets[:-1]], weights=w_seq, minlength=n_labels).astype(np.float64)
+    end = np.bincount(y[offsets[1:] - 1], weights=w_seq, minlength=n_labels).astype(np.float64)
+    return token_weight, transition, start, end

@@ -1,0 +1,59 @@
+"""Conditional log-likelihood, the loss of CRFsuite, CRF++ and Wapiti."""
+
+import numpy as np
+
+from ..inference import forward_backward, sequence_scores
+from ._base import BaseLoss, gold_counts
+
+__all__ = ["ConditionalLogLikelihood"]
+
+
+class ConditionalLogLikelihood(BaseLoss):
+    """Negative conditional log-likelihood (``loss='cll'``).
+
+    ``value = sum_i w_i (log Z(x_i) - score(y_i, x_i))``, i.e. the negative
+    log-likelihood of the gold label sequences summed (not averaged) over
+    sequences, as CRFsuite and CRF++ minimise it. Its gradient with respect
+    to each potential is the difference between the expected counts under
+    the model (marginals from forward-backward) and the gold counts:
+    ``d_unary[t] = w_i (p(y_t | x_i) - onehot(y_t))`` and so on.
+
+    Convex and smooth. It is the λ = 1 end of the mixed loss of Tsuboi &
+    Kashima (Definition 3) and the starting point (MAP initialisation) of the
+    nonconvex losses.
+
+    References
+    ----------
+    J. Lafferty, A. McCallum, F. Pereira (2001). Conditional random fields:
+    probabilistic models for segmenting and labeling sequence data. ICML.
+    """
+
+    name = "cll"
+    convex = True
+    smooth = True
+
+    def value_and_grad(self, unary, transition, start, end, y, offsets,
+                       sample_weight=None, n_threads=1):
+        # Docstring inherited from BaseLoss.
+        n_labels = unary.shape[1]
+        fb = forward_backward(unary, transition, start, end, offsets,
+                              sample_weight=sample_weight, n_threads=n_threads)
+        gold = sequence_scores(unary, transition, start, end, y, offsets)
+        token_weight, gold_trans, gold_start, gold_end = gold_counts(
+            y, offsets, n_labels, sample_weight
+        )
+        nll = fb.log_z - gold
+        d_unary = fb.marginals
+        d_unary[np.arange(y.shape[0]), y] -= 1.0
+        if sample_weight is None:
+            value = float(nll.sum())
+        else:
+            value = float(np.dot(sample_weight, nll))
+            d_unary *= token_weight[:, None]
+        return (
+            value,
+            d_unary,
+            fb.transition_counts - gold_trans,
+            fb.start_counts - gold_start,
+            fb.end_counts - gold_end,
+        )

@@ -1,0 +1,153 @@
+"""Every registered loss and prior: value against enumeration, gradient against finite differences.
+
+Parametrised over the registries, so a new loss or prior is covered by adding
+it to ``LOSSES`` / ``PRIORS`` (and its definition to ``_oracle.loss_by_enumeration``).
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose
+
+from sklearn_crfloss._objective import CRFObjective
+from sklearn_crfloss.losses import LOSSES, BaseLoss, ConditionalLogLikelihood, get_loss
+from sklearn_crfloss.priors import PRIORS, GaussianPrior, get_prior
+
+from _oracle import loss_by_enumeration, random_problem
+
+
+def finite_difference_gradient(fun, x, eps=1e-5):
+    """Five-point central differences of a scalar function."""
+    grad = np.empty_like(x)
+    for i in range(x.shape[0]):
+        step = np.zeros_like(x)
+        step[i] = eps
+        grad[i] = (-fun(x + 2 * step) + 8 * fun(x + step) - 8 * fun(x - step)
+                   + fun(x - 2 * step)) / (12 * eps)
+    return grad
+
+
+def small_objective(rng, loss, prior, *, n_features=5, n_labels=3, lengths=(1, 3, 4),
+                    weighted=False, state_index=None):
+    offsets = np.zeros(len(lengths) + 1, dtype=np.intp)
+    np.cumsum(lengths, out=offsets[1:])
+    n = offsets[-1]
+    dense = rng.normal(size=(n, n_features)) * (rng.random((n, n_features)) < 0.6)
+    X = sp.csr_matrix(dense)
+    y = rng.integers(n_labels, size=n).astype(np.intp)
+    w = rng.uniform(0.5, 2.0, size=len(lengths)) if weighted else None
+    return CRFObjective(X, y, offsets, n_labels, loss, prior, C=0.7, sample_weight=w,
+                        state_index=state_index)
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("seed", range(3))
+def test_loss_value_matches_enumeration(name, weighted, seed):
+    rng = np.random.default_rng(seed)
+    loss = get_loss(name)
+    U, T, s, e, y, off = random_problem(rng, 3, lengths=(1, 2, 5, 3))
+    w = rng.uniform(0.5, 2.0, size=len(off) - 1) if weighted else None
+    value = loss.value_and_grad(U, T, s, e, y, off, sample_weight=w)[0]
+    assert_allclose(value, loss_by_enumeration(loss, U, T, s, e, y, off, w), rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+@pytest.mark.parametrize("seed", range(3))
+def test_loss_gradient_wrt_potentials(name, seed):
+    rng = np.random.default_rng(seed)
+    loss = get_loss(name)
+    U, T, s, e, y, off = random_problem(rng, 3, lengths=(1, 2, 4))
+    w = rng.uniform(0.5, 2.0, size=len(off) - 1)
+    shapes = [U.shape, T.shape, s.shape, e.shape]
+    sizes = [int(np.prod(sh)) for sh in shapes]
+
+    def split(x):
+        parts = np.split(x, np.cumsum(sizes)[:-1])
+        return [p.reshape(sh) for p, sh in zip(parts, shapes)]
+
+    def value(x):
+        return loss.value_and_grad(*split(x), y, off, sample_weight=w)[0]
+
+    x0 = np.concatenate([U.ravel(), T.ravel(), s, e])
+    _, dU, dT, ds, de = loss.value_and_grad(U, T, s, e, y, off, sample_weight=w)
+    analytic = np.concatenate([dU.ravel(), dT.ravel(), ds, de])
+    assert_allclose(analytic, finite_difference_gradient(value, x0), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("loss_name", sorted(LOSSES))
+@pytest.mark.parametrize("prior_name", sorted(PRIORS))
+@pytest.mark.parametrize("observed_only", [False, True])
+def test_objective_gradient(loss_name, prior_name, observed_only):
+    # The full objective (features -> potentials -> loss, + prior) against
+    # finite differences in every parameter, at a random point.
+    rng = np.random.default_rng(42)
+    state_index = np.array([0, 2, 4, 5, 9, 13, 14], dtype=np.intp) if observed_only else None
+    obj = small_objective(rng, get_loss(loss_name), get_prior(prior_name), weighted=True,
+                          state_index=state_index)
+    theta = rng.normal(scale=0.5, size=obj.n_params)
+    value, grad = obj(theta)
+    assert np.isfinite(value)
+    fd = finite_difference_gradient(lambda t: obj(t)[0], theta)
+    assert_allclose(grad, fd, rtol=1e-6, atol=1e-7)
+
+
+def test_objective_pack_unpack_round_trip():
+    rng = np.random.default_rng(0)
+    obj = small_objective(rng, ConditionalLogLikelihood(), GaussianPrior(),
+                          state_index=np.array([1, 3, 7], dtype=np.intp))
+    theta = rng.normal(size=obj.n_params)
+    W = obj.dense_weights(theta)
+    assert W.shape == (5, 3)
+    assert np.count_nonzero(W) == 3
+    _, T, s, e = obj.unpack(theta)
+    assert_allclose(obj.pack(W, T, s, e), theta)
+
+
+def test_unary_potentials_are_X_times_W():
+    rng = np.random.default_rng(1)
+    obj = small_objective(rng, ConditionalLogLikelihood(), GaussianPrior(),
+                          state_index=np.array([0, 4, 5, 11, 14], dtype=np.intp))
+    theta = rng.normal(size=obj.n_params)
+    X = sp.csr_matrix((obj._csr[2], obj._csr[1], obj._csr[0]), shape=(obj.n_tokens, obj.n_features))
+    U = obj.potentials(theta)[0]
+    assert_allclose(U, X @ obj.dense_weights(theta), atol=1e-12)
+
+
+def test_gaussian_prior_value_and_gradient():
+    rng = np.random.default_rng(0)
+    theta = rng.normal(size=20)
+    value, grad = GaussianPrior().value_and_grad(theta, 2.0)
+    assert_allclose(value, theta @ theta / 4.0)
+    assert_allclose(grad, theta / 2.0)
+    mean = rng.normal(size=20)
+    value, grad = GaussianPrior(mean=mean).value_and_grad(theta, 2.0)
+    assert_allclose(value, (theta - mean) @ (theta - mean) / 4.0)
+    assert_allclose(grad, (theta - mean) / 2.0)
+
+
+def test_cll_gradient_is_marginals_minus_gold():
+    rng = np.random.default_rng(3)
+    U, T, s, e, y, off = random_problem(rng, 3, lengths=(2, 3))
+    from sklearn_crfloss.inference import forward_backward
+
+    _, dU, _, _, _ = ConditionalLogLikelihood().value_and_grad(U, T, s, e, y, off)
+    expected = forward_backward(U, T, s, e, off).marginals
+    expected[np.arange(len(y)), y] -= 1
+    assert_allclose(dU, expected, atol=1e-14)
+
+
+def test_registries_resolve_names_and_objects():
+    assert isinstance(get_loss("cll"), BaseLoss)
+    loss = ConditionalLogLikelihood()
+    assert get_loss(loss) is loss
+    with pytest.raises(ValueError, match="Unknown loss 'nope'"):
+        get_loss("nope")
+    with pytest.raises(TypeError, match="value_and_grad"):
+        get_loss(3)
+    with pytest.raises(ValueError, match="Unknown prior"):
+        get_prior("l3")
+    for name, cls in LOSSES.items():
+        assert cls.name == name
+    for name, cls in PRIORS.items():
+        assert cls.name == name
