@@ -112,8 +112,8 @@ def check_sequences(X, *, kind=None, n_features=None, allow_empty=False):
             "X mixes sequences of feature dicts (e.g. sequence "
             f"{first['dict']}) with arrays (e.g. sequence {first['array']})."
         )
-    data_kind = present.pop() if present else (kind or "array")
-    if kind is not None and present and data_kind != kind:
+    data_kind = next(iter(present)) if present else (kind or "array")
+    if kind is not None and data_kind != kind:
         raise ValueError(
             f"The estimator was fitted on {kind} sequences but X holds {data_kind} sequences."
         )

@@ -18,3 +18,41 @@ def data_home():
     )
     os.environ["SKLEARN_CRFLOSS_DATA"] = str(path)
     return path
+
+
+def make_toy_chunks(n_sequences=60, seed=0, max_len=8):
+    """A small synthetic chunking data set (feature dicts, IOB2 labels).
+
+    Labels follow a Markov chain over O, B-NP, I-NP, B-VP, I-VP; each token's
+    word is drawn from a label-specific vocabulary with 20% noise, so a CRF
+    learns it well but not perfectly.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    labels = ["O", "B-NP", "I-NP", "B-VP", "I-VP"]
+    nxt = {"O": ["O", "B-NP", "B-VP"], "B-NP": ["I-NP", "O", "B-VP"],
+           "I-NP": ["I-NP", "O", "B-VP"], "B-VP": ["I-VP", "O", "B-NP"],
+           "I-VP": ["O", "B-NP"]}
+    vocab = {lab: [f"{lab.lower()}{k}" for k in range(4)] for lab in labels}
+    X, y = [], []
+    for _ in range(n_sequences):
+        n = int(rng.integers(1, max_len + 1))
+        lab = ["B-NP" if rng.random() < 0.5 else "O"]
+        for _ in range(n - 1):
+            options = nxt[lab[-1]]
+            lab.append(options[int(rng.integers(len(options)))])
+        words = [
+            vocab[lab_t][int(rng.integers(4))] if rng.random() > 0.2
+            else vocab[labels[int(rng.integers(5))]][0]
+            for lab_t in lab
+        ]
+        X.append([{"w": w, "prev": words[t - 1] if t else "<s>", "bias": 1.0}
+                  for t, w in enumerate(words)])
+        y.append(lab)
+    return X, y
+
+
+@pytest.fixture
+def toy_chunks():
+    return make_toy_chunks()

@@ -1,0 +1,23 @@
+"""Sequence-labelling data sets and CoNLL-format input/output.
+
+Loaders for CoNLL-2000 chunking and CoNLL-2002 Spanish named entity
+recognition (read from the data folder given by :func:`get_data_home`,
+downloaded when missing), and a reader and writer for the CoNLL column
+format.
+"""
+
+from ._conll import (
+    get_data_home,
+    load_conll2000,
+    load_conll2002,
+    read_conll,
+    write_conll,
+)
+
+__all__ = [
+    "get_data_home",
+    "load_conll2000",
+    "load_conll2002",
+    "read_conll",
+    "write_conll",
+]

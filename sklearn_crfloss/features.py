@@ -1,0 +1,400 @@
+"""CRF++-style feature templates for token sequences.
+
+This module turns sentences given as lists of token tuples, e.g.
+``[("He", "PRP"), ("reckons", "VBZ"), ...]``, into one feature dictionary per
+token, following the template language of CRF++ [1]_.  The dictionaries map a
+template identifier to the expanded template text, e.g.
+``{"U05": "He/reckons", ...}``, so that a
+:class:`~sklearn.feature_extraction.DictVectorizer` (or any estimator that
+one-hot encodes string values) turns them into the indicator attributes
+``"U05=He/reckons"`` that CRF++ would generate.
+
+References
+----------
+.. [1] T. Kudo, "CRF++: Yet Another CRF toolkit", section "Preparing feature
+   templates", https://taku910.github.io/crfpp/#templ
+"""
+
+import os
+import re
+from itertools import repeat
+
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = ["CONLL2000_TEMPLATE", "TemplateFeatures"]
+
+CONLL2000_TEMPLATE = """\
+# Unigram
+U00:%x[-2,0]
+U01:%x[-1,0]
+U02:%x[0,0]
+U03:%x[1,0]
+U04:%x[2,0]
+U05:%x[-1,0]/%x[0,0]
+U06:%x[0,0]/%x[1,0]
+
+U10:%x[-2,1]
+U11:%x[-1,1]
+U12:%x[0,1]
+U13:%x[1,1]
+U14:%x[2,1]
+U15:%x[-2,1]/%x[-1,1]
+U16:%x[-1,1]/%x[0,1]
+U17:%x[0,1]/%x[1,1]
+U18:%x[1,1]/%x[2,1]
+
+U20:%x[-2,1]/%x[-1,1]/%x[0,1]
+U21:%x[-1,1]/%x[0,1]/%x[1,1]
+U22:%x[0,1]/%x[1,1]/%x[2,1]
+
+# Bigram
+B
+"""
+"""CRF++'s feature template for the CoNLL-2000 chunking task (str).
+
+The template shipped as ``examples/chunking/template`` with CRF++ [1]_: words
+at relative positions -2..2 (``U00``-``U04``, column 0), the word bigrams
+-1/0 and 0/1 (``U05``, ``U06``), POS tags at -2..2 (``U10``-``U14``, column 1),
+POS bigrams (``U15``-``U18``) and POS trigrams (``U20``-``U22``): 19 unigram
+features per token.  Its last line is the plain bigram template ``B``, which
+:class:`TemplateFeatures` ignores (the CRF always has a dense label transition
+matrix).  Expects tokens ``(word, POS, ...)``.
+
+References
+----------
+.. [1] T. Kudo, "CRF++: Yet Another CRF toolkit", examples/chunking/template,
+   https://taku910.github.io/crfpp/#templ
+
+Examples
+--------
+>>> from sklearn_crfloss.features import CONLL2000_TEMPLATE
+>>> print(CONLL2000_TEMPLATE.splitlines()[6])
+U05:%x[-1,0]/%x[0,0]
+"""
+
+_MACRO_RE = re.compile(r"%x\[([-+]?\d+),(\d+)\]")
+_UNIGRAM_RE = re.compile(r"(U[^:%\s]*)(?::(.*))?", re.DOTALL)
+
+
+def _template_lines(template):
+    """Return the template as a list of ``(line_number, line)``."""
+    if isinstance(template, os.PathLike):
+        with open(template, encoding="utf-8") as f:
+            template = f.read()
+    if isinstance(template, str):
+        lines = template.split("\n")
+    elif isinstance(template, (list, tuple)):
+        lines = list(template)
+        for line in lines:
+            if not isinstance(line, str):
+                raise TypeError(
+                    "template lines must be str, got "
+                    f"{type(line).__name__}: {line!r}"
+                )
+    else:
+        raise TypeError(
+            "template must be a str (the template text), a list or tuple of "
+            "lines, or an os.PathLike pointing to a template file; got "
+            f"{type(template).__name__}"
+        )
+    return list(enumerate(lines, start=1))
+
+
+def _parse_template(template):
+    """Compile a CRF++ template into ``[(key, macros, literals), ...]``.
+
+    ``macros`` is a tuple of ``(offset, column)`` pairs and ``literals`` a
+    tuple of ``len(macros) + 1`` literal strings surrounding them.
+    """
+    compiled = []
+    seen = {}
+    for lineno, raw in _template_lines(template):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        kind = line[0]
+        if kind == "B":
+            if "%" in line:
+                raise ValueError(
+                    f"Template line {lineno} {raw!r}: bigram templates with "
+                    "macros (observation-dependent label-bigram features) are "
+                    "not supported; the CRF always uses a dense label "
+                    "transition matrix, which is what a plain 'B' line means."
+                )
+            continue  # plain 'B' / 'Bxx': the dense transition matrix
+        if kind != "U":
+            raise ValueError(
+                f"Template line {lineno} {raw!r}: unknown template type "
+                f"{kind!r}; lines must start with 'U' (unigram), 'B' "
+                "(bigram) or '#' (comment)."
+            )
+        m = _UNIGRAM_RE.fullmatch(line)
+        if m is None:
+            raise ValueError(
+                f"Template line {lineno} {raw!r}: expected 'Uid:text' where "
+                "'id' contains no ':', '%' or whitespace and 'text' may "
+                "contain %x[row,col] macros, e.g. 'U05:%x[-1,0]/%x[0,0]'."
+            )
+        key, body = m.group(1), m.group(2) or ""
+        if key in seen:
+            raise ValueError(
+                f"Template line {lineno} {raw!r}: duplicate identifier {key!r} "
+                f"(already used on line {seen[key]})."
+            )
+        seen[key] = lineno
+        macros, literals, pos = [], [], 0
+        for mm in _MACRO_RE.finditer(body):
+            literals.append(body[pos : mm.start()])
+            macros.append((int(mm.group(1)), int(mm.group(2))))
+            pos = mm.end()
+        literals.append(body[pos:])
+        if any("%" in lit for lit in literals):
+            raise ValueError(
+                f"Template line {lineno} {raw!r}: invalid macro; the only "
+                "macro is %x[row,col] with integer row (relative position) "
+                "and non-negative integer col (column index), without spaces."
+            )
+        compiled.append((key, tuple(macros), tuple(literals)))
+    if not compiled:
+        raise ValueError(
+            "The template has no unigram ('U') lines, so it would generate no "
+            "features."
+        )
+    return compiled
+
+
+class TemplateFeatures(TransformerMixin, BaseEstimator):
+    """Token features from a CRF++ feature template.
+
+    Turns each sentence, a list of token tuples such as ``(word, POS)``, into
+    a list of per-token feature dictionaries ``{identifier: expanded text}``
+    following the template language of CRF++ [1]_.  Meant as the first step
+    of a pipeline whose next step one-hot encodes the dictionaries (each
+    entry ``key: value`` becomes the indicator attribute ``"key=value"``).
+
+    Template syntax (one template per line):
+
+    - ``Uid:text`` -- a unigram template.  ``id`` is any identifier without
+      ``:``, ``%`` or whitespace (conventionally two digits, e.g. ``U05``);
+      ``text`` is literal text with macros ``%x[row,col]``, which expand to
+      column ``col`` of the token at relative position ``row`` from the
+      current one.  The feature dictionary gets the entry
+      ``{"Uid": expanded text}``.  ``Uid`` alone (no colon) is a constant
+      (bias) feature with value ``""``.
+    - Positions before the start of the sentence expand to CRF++'s boundary
+      symbols ``_B-1``, ``_B-2``, ... and positions after the end to ``_B+1``,
+      ``_B+2``, ... (CRF++ limits ``|row|`` to 8; here any row is allowed).
+    - ``B`` or ``Bid`` without macros -- a label-bigram template.  It is
+      accepted and ignored: the CRF always has a dense label transition
+      matrix.  Bigram lines with macros (observation-dependent transition
+      features) raise a :class:`ValueError`.
+    - Blank lines and lines starting with ``#`` are ignored; leading and
+      trailing whitespace of a line is ignored.
+
+    Parameters
+    ----------
+    template : str, list of str or os.PathLike, default=CONLL2000_TEMPLATE
+        The template: the template text (a ``str``, possibly multi-line), a
+        list or tuple of lines, or the path of a template file (an
+        :class:`os.PathLike` such as :class:`pathlib.Path`; a plain ``str``
+        is always template text).  The default is CRF++'s CoNLL-2000
+        chunking template, which expects tokens ``(word, POS, ...)``.
+
+    Attributes
+    ----------
+    templates_ : list of tuple
+        The compiled unigram templates, in template order, each
+        ``(key, macros, literals)``: ``key`` the identifier (str),
+        ``macros`` a tuple of ``(offset, column)`` pairs, and ``literals`` a
+        tuple of ``len(macros) + 1`` literal strings that surround the
+        macros.
+    keys_ : list of str
+        The template identifiers, i.e. the keys of every feature dictionary.
+    n_columns_ : int
+        The number of token columns the template needs (largest column index
+        used plus one).
+
+    See Also
+    --------
+    sklearn.feature_extraction.DictVectorizer : One-hot encodes feature
+        dictionaries.
+
+    Notes
+    -----
+    ``fit`` only parses the template (``X`` is not used), so it is cheap;
+    ``transform`` builds, for every sentence, the template's columns padded
+    with the boundary symbols once and then expands each template for all
+    positions of the sentence at once.  Token entries are converted with
+    :class:`str`.
+
+    References
+    ----------
+    .. [1] T. Kudo, "CRF++: Yet Another CRF toolkit", section "Preparing
+       feature templates", https://taku910.github.io/crfpp/#templ
+
+    Examples
+    --------
+    >>> from sklearn_crfloss.features import TemplateFeatures
+    >>> X = [[("He", "PRP"), ("reckons", "VBZ")]]
+    >>> feats = TemplateFeatures(["U00:%x[0,0]", "U01:%x[-1,0]/%x[0,1]", "B"])
+    >>> feats.fit_transform(X)
+    [[{'U00': 'He', 'U01': '_B-1/PRP'}, {'U00': 'reckons', 'U01': 'He/VBZ'}]]
+    >>> len(TemplateFeatures().fit_transform(X)[0][0])  # CONLL2000_TEMPLATE
+    19
+    """
+
+    def __init__(self, template=CONLL2000_TEMPLATE):
+        self.template = template
+
+    def fit(self, X, y=None):
+        """Parse the template.
+
+        Parameters
+        ----------
+        X : list of list of tuple
+            Ignored (the template does not depend on the data); accepted for
+            API consistency.
+        y : list of list of str, default=None
+            Ignored.
+
+        Returns
+        -------
+        self : TemplateFeatures
+            The fitted transformer.
+
+        Raises
+        ------
+        ValueError
+            If a template line is invalid (the message quotes the line), an
+            identifier is used twice, a bigram line has macros, or there is
+            no unigram line.
+        TypeError
+            If ``template`` has an unsupported type.
+        """
+        compiled = _parse_template(self.template)
+        self.templates_ = compiled
+        self.keys_ = [key for key, _, _ in compiled]
+        cols = [c for _, macros, _ in compiled for _, c in macros]
+        self.n_columns_ = max(cols) + 1 if cols else 0
+        return self
+
+    def transform(self, X):
+        """Expand the template at every token of every sentence.
+
+        Parameters
+        ----------
+        X : list of list of tuple
+            Sentences of shape (n_sentences,), each a list of n_tokens token
+            tuples ``(word, POS, ...)`` with at least ``n_columns_`` entries.
+
+        Returns
+        -------
+        features : list of list of dict
+            Of shape (n_sentences,), each a list of n_tokens feature
+            dictionaries mapping every template identifier (``keys_``) to its
+            expanded text (str).
+
+        Raises
+        ------
+        ValueError
+            If a token has fewer columns than the template uses, or is a
+            ``str`` rather than a tuple (the message names the sentence and
+            token index).
+        sklearn.exceptions.NotFittedError
+            If the transformer is not fitted.
+        """
+        check_is_fitted(self, "templates_")
+        if isinstance(X, str):
+            raise ValueError(
+                "X must be a list of sentences, each a list of token tuples; "
+                "got a str."
+            )
+        compiled = self.templates_
+        keys = self.keys_
+        n_cols = self.n_columns_
+        offsets = [o for _, macros, _ in compiled for o, _ in macros]
+        left = max(0, -min(offsets, default=0))
+        right = max(0, max(offsets, default=0))
+        bos = [f"_B-{k}" for k in range(left, 0, -1)]
+        eos = [f"_B+{k}" for k in range(1, right + 1)]
+        used_cols = sorted({c for _, macros, _ in compiled for _, c in macros})
+
+        # Per template: (1, padded offset, col) for a bare macro, (0, text,
+        # None) without macros, (3, sep.join, ((padded offset, col), ...))
+        # for macros joined by one separator, else (2, str.format, (...)).
+        # Padded offset = offset + len(bos).
+        plan = []
+        for _, macros, literals in compiled:
+            if not macros:
+                plan.append((0, literals[0], None))
+            elif len(macros) == 1 and literals == ("", ""):
+                plan.append((1, macros[0][0] + left, macros[0][1]))
+            else:
+                shifted = tuple((o + left, c) for o, c in macros)
+                inner = set(literals[1:-1])
+                if literals[0] == literals[-1] == "" and len(inner) == 1:
+                    # e.g. "%x[-1,0]/%x[0,0]": str.join is the fastest.
+                    plan.append((3, inner.pop().join, shifted))
+                else:
+                    fmt = "{}".join(
+                        lit.replace("{", "{{").replace("}", "}}")
+                        for lit in literals
+                    )
+                    plan.append((2, fmt.format, shifted))
+
+        out = []
+        for i, sent in enumerate(X):
+            n = len(sent)
+            if n == 0:
+                out.append([])
+                continue
+            if n_cols:
+                if min(map(len, sent)) < n_cols or any(
+                    isinstance(tok, str) for tok in sent
+                ):
+                    self._raise_bad_sentence(i, sent, n_cols)
+                columns = list(zip(*sent))
+            padded = {
+                c: bos + list(map(str, columns[c])) + eos for c in used_cols
+            }
+            values = []
+            for kind, a, b in plan:
+                if kind == 1:
+                    values.append(padded[b][a : a + n])
+                elif kind == 3:
+                    values.append(
+                        list(map(a, zip(*[padded[c][o : o + n] for o, c in b])))
+                    )
+                elif kind == 2:
+                    values.append(
+                        list(map(a, *[padded[c][o : o + n] for o, c in b]))
+                    )
+                else:
+                    values.append(repeat(a, n))
+            out.append([dict(zip(keys, row)) for row in zip(*values)])
+        return out
+
+    @staticmethod
+    def _raise_bad_sentence(i, sent, n_cols):
+        for j, tok in enumerate(sent):
+            if isinstance(tok, str):
+                raise ValueError(
+                    f"Sentence {i}, token {j}: expected a token tuple such as "
+                    f"(word, POS), got the str {tok!r}. X must be a list of "
+                    "sentences, each a list of token tuples."
+                )
+            if len(tok) < n_cols:
+                raise ValueError(
+                    f"Sentence {i}, token {j}: the template uses column "
+                    f"{n_cols - 1}, but the token {tuple(tok)!r} has only "
+                    f"{len(tok)} column(s)."
+                )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # X is a list of sequences of token tuples, not a 2-D array.
+        tags.input_tags.two_d_array = False
+        tags.transformer_tags.preserves_dtype = []
+        tags.requires_fit = True
+        return tags

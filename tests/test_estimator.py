@@ -1,0 +1,288 @@
+"""CRFTagger: scikit-learn behaviour, fitted attributes, warm start, persistence."""
+
+import pickle
+import subprocess
+import sys
+import warnings
+
+import joblib
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score, cross_validate
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils import estimator_checks, get_tags
+
+from sklearn_crfloss import CRFTagger
+from sklearn_crfloss.inference import forward_backward
+from sklearn_crfloss.losses import ConditionalLogLikelihood
+from sklearn_crfloss.metrics import hamming_scorer, segment_f1_scorer
+
+from conftest import make_toy_chunks
+
+CHECKS = [
+    "check_no_attributes_set_in_init",
+    "check_parameters_default_constructible",
+    "check_get_params_invariance",
+    "check_set_params",
+    "check_estimator_repr",
+    "check_do_not_raise_errors_in_init_or_set_params",
+    "check_estimator_cloneable",
+    "check_param_validation",
+]
+
+
+@pytest.mark.parametrize("check", CHECKS)
+def test_sklearn_estimator_checks(check):
+    getattr(estimator_checks, check)("CRFTagger", CRFTagger())
+
+
+def test_fit_predict_and_attributes(toy_chunks):
+    X, y = toy_chunks
+    crf = CRFTagger(C=10.0)
+    assert crf.fit(X, y) is crf
+    L = len(crf.classes_)
+    assert list(crf.classes_) == sorted({lab for s in y for lab in s})
+    assert crf.coef_.shape == (L, crf.n_features_in_)
+    assert crf.attributes_.shape == (crf.n_features_in_,)
+    assert crf.transition_.shape == (L, L)
+    assert crf.start_.shape == crf.end_.shape == (L,)
+    assert crf.n_iter_ == len(crf.loss_curve_) >= 1
+    assert crf.converged_
+    assert np.all(np.diff(crf.loss_curve_) <= 1e-9)
+    assert crf.objective_ == crf.loss_curve_[-1]
+    pred = crf.predict(X)
+    assert len(pred) == len(X)
+    assert all(p.shape == (len(x),) for p, x in zip(pred, X))
+    assert crf.score(X, y) > 0.8
+
+
+def test_predict_marginals_match_kernel_and_sum_to_one(toy_chunks):
+    X, y = toy_chunks
+    crf = CRFTagger().fit(X, y)
+    marg = crf.predict_marginals(X[:5])
+    assert [m.shape for m in marg] == [(len(x), len(crf.classes_)) for x in X[:5]]
+    for m in marg:
+        assert_allclose(m.sum(axis=1), 1.0, atol=1e-12)
+
+
+def test_decode_scores_are_viterbi_scores(toy_chunks):
+    X, y = toy_chunks
+    crf = CRFTagger().fit(X, y)
+    labels, scores = crf.decode(X[:3])
+    for lab, sc, m in zip(labels, scores, crf.predict_marginals(X[:3])):
+        assert np.isfinite(sc)
+    assert [list(a) for a in labels] == [list(a) for a in crf.predict(X[:3])]
+
+
+def test_empty_sequence_in_predict_returns_empty_array(toy_chunks):
+    X, y = toy_chunks
+    crf = CRFTagger().fit(X, y)
+    pred = crf.predict([[], X[0], []])
+    assert pred[0].shape == (0,) and pred[2].shape == (0,)
+    assert_array_equal(pred[1], crf.predict([X[0]])[0])
+    assert crf.predict([]) == []
+    assert crf.predict_marginals([[]])[0].shape == (0, len(crf.classes_))
+
+
+def test_not_fitted_raises():
+    with pytest.raises(NotFittedError):
+        CRFTagger().predict([[{"a": 1}]])
+
+
+def test_clone_params_repr_html(toy_chunks):
+    crf = CRFTagger(C=0.5, loss=ConditionalLogLikelihood(), max_iter=7)
+    c2 = clone(crf)
+    assert c2.get_params()["C"] == 0.5 and c2.max_iter == 7
+    assert c2.loss is not crf.loss
+    assert "loss" in crf.get_params(deep=True)
+    crf.set_params(C=3.0)
+    assert crf.C == 3.0
+    assert "CRFTagger" in repr(crf) and "C=0.5" in repr(c2)
+    assert "CRFTagger" in crf._repr_html_()
+    tags = get_tags(crf)
+    assert tags.input_tags.two_d_array is False
+    assert tags.target_tags.required is True
+
+
+def test_under_warnings_as_errors_inside_pipeline():
+    pipe = Pipeline([("id", FunctionTransformer()), ("crf", CRFTagger())])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clone(pipe)
+        repr(pipe)
+        params = pipe.get_params(deep=True)
+        get_tags(pipe)
+    assert "crf__C" in params and "crf__loss" in params
+
+
+def test_pickle_and_joblib_round_trip_in_fresh_process(toy_chunks, tmp_path):
+    X, y = toy_chunks
+    crf = CRFTagger().fit(X, y)
+    expected = crf.predict(X)
+    path = tmp_path / "model.joblib"
+    joblib.dump(crf, path)
+    pickle.dump((X, expected), open(tmp_path / "data.pkl", "wb"))
+    again = pickle.loads(pickle.dumps(crf))
+    assert all(np.array_equal(a, b) for a, b in zip(again.predict(X), expected))
+    code = (
+        "import joblib, pickle, sys, numpy as np\n"
+        f"crf = joblib.load({str(path)!r})\n"
+        f"X, expected = pickle.load(open({str(tmp_path / 'data.pkl')!r}, 'rb'))\n"
+        "pred = crf.predict(X)\n"
+        "sys.exit(0 if all(np.array_equal(a, b) for a, b in zip(pred, expected)) else 3)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_pipeline_gridsearch_with_segment_f1(toy_chunks):
+    X, y = toy_chunks
+    pipe = Pipeline([("id", FunctionTransformer()), ("crf", CRFTagger(max_iter=50))])
+    gs = GridSearchCV(pipe, {"crf__C": [0.01, 10.0]}, scoring=segment_f1_scorer, cv=3, n_jobs=2)
+    gs.fit(X, y)
+    assert gs.best_params_["crf__C"] in (0.01, 10.0)
+    assert 0.0 <= gs.best_score_ <= 1.0
+    assert len(gs.predict(X[:4])) == 4
+
+
+def test_cross_val_score_and_cross_validate(toy_chunks):
+    X, y = toy_chunks
+    crf = CRFTagger(max_iter=50)
+    scores = cross_val_score(crf, X, y, cv=3)
+    assert scores.shape == (3,) and np.all((scores > 0.5) & (scores <= 1.0))
+    res = cross_validate(crf, X, y, cv=KFold(3), scoring={"f1": segment_f1_scorer,
+                                                           "hamming": hamming_scorer})
+    assert np.all(res["test_f1"] > 0.3)
+    assert np.all(res["test_hamming"] <= 0.0)
+
+
+def test_two_labels_only():
+    X, y = make_toy_chunks(n_sequences=30, seed=2)
+    y = [["O" if lab == "O" else "X" for lab in s] for s in y]
+    scores = cross_val_score(CRFTagger(), X, y, cv=3, scoring=hamming_scorer)
+    assert np.all(np.isfinite(scores))
+
+
+def test_array_and_sparse_input_give_the_same_model():
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(n), 4)) for n in rng.integers(1, 7, size=40)]
+    y = [np.where(x[:, 0] > 0, "a", "b") for x in X]
+    dense = CRFTagger(C=1.0).fit(X, y)
+    sparse = CRFTagger(C=1.0).fit([sp.csr_matrix(x) for x in X], y)
+    rows = CRFTagger(C=1.0).fit([x.tolist() for x in X], y)
+    assert_allclose(dense.coef_, sparse.coef_, atol=1e-8)
+    assert_allclose(dense.coef_, rows.coef_, atol=1e-8)
+    assert dense.n_features_in_ == 4
+    assert dense.score(X, y) > 0.9
+
+
+def test_all_possible_states_trains_more_weights(toy_chunks):
+    X, y = toy_chunks
+    observed = CRFTagger().fit(X, y)
+    full = CRFTagger(all_possible_states=True).fit(X, y)
+    L = len(full.classes_)
+    assert full.n_parameters_ == full.n_features_in_ * L + L * L + 2 * L
+    assert observed.n_parameters_ < full.n_parameters_
+    assert full.objective_ <= observed.objective_ + 1e-6
+
+
+def test_min_freq_drops_rare_attributes(toy_chunks):
+    X, y = toy_chunks
+    all_ = CRFTagger().fit(X, y)
+    cut = CRFTagger(min_freq=5).fit(X, y)
+    assert cut.n_features_in_ < all_.n_features_in_
+    counts = {}
+    for s in X:
+        for tok in s:
+            for k, v in tok.items():
+                key = f"{k}={v}" if isinstance(v, str) else k
+                counts[key] = counts.get(key, 0) + 1
+    assert set(cut.attributes_) == {a for a, c in counts.items() if c >= 5}
+    cut.predict(X)
+
+
+def test_feature_hashing(toy_chunks):
+    X, y = toy_chunks
+    crf = CRFTagger(feature_hashing=2**10).fit(X, y)
+    assert crf.n_features_in_ == 2**10
+    assert crf.score(X, y) > 0.8
+
+
+def test_sample_weight_integer_equals_duplication(toy_chunks):
+    X, y = toy_chunks
+    X, y = X[:20], y[:20]
+    w = np.array([2 if i % 3 == 0 else 1 for i in range(20)])
+    Xd = [x for x, k in zip(X, w) for _ in range(k)]
+    yd = [s for s, k in zip(y, w) for _ in range(k)]
+    a = CRFTagger(tol=1e-10).fit(X, y, sample_weight=w)
+    b = CRFTagger(tol=1e-10).fit(Xd, yd)
+    assert_allclose(a.objective_, b.objective_, rtol=1e-6)
+    assert_allclose(a.coef_, b.coef_, atol=1e-4)
+
+
+def test_warm_start_continues_from_previous_fit(toy_chunks):
+    X, y = toy_chunks
+    crf = CRFTagger(warm_start=True, max_iter=5)
+    with pytest.warns(ConvergenceWarning):
+        crf.fit(X, y)
+    first = crf.loss_curve_[-1]
+    crf.set_params(max_iter=200)
+    crf.fit(X, y)
+    assert crf.loss_curve_[0] <= first + 1e-9
+    # New attributes and labels are taken in, known ones keep their weights.
+    X2 = X + [[{"w": "brand-new", "bias": 1.0}]]
+    y2 = y + [["B-PP"]]
+    crf.set_params(max_iter=1)
+    with pytest.warns(ConvergenceWarning):
+        crf.fit(X2, y2)
+    assert "B-PP" in crf.classes_
+
+
+def test_max_iter_raises_convergence_warning(toy_chunks):
+    X, y = toy_chunks
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        crf = CRFTagger(max_iter=2).fit(X, y)
+    assert not crf.converged_ and crf.n_iter_ == 2
+
+
+def test_verbose_prints_one_line_per_iteration(toy_chunks, capsys):
+    X, y = toy_chunks
+    crf = CRFTagger(verbose=1).fit(X, y)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("iter")]
+    assert len(lines) == crf.n_iter_
+    assert "objective" in lines[0] and "|grad|" in lines[0]
+
+
+def test_callback_called_every_iteration(toy_chunks):
+    X, y = toy_chunks
+    seen = []
+    crf = CRFTagger(callback=lambda it, f: seen.append((it, f))).fit(X, y)
+    assert [it for it, _ in seen] == list(range(1, crf.n_iter_ + 1))
+    assert [f for _, f in seen] == crf.loss_curve_
+
+
+def test_n_jobs_gives_same_model(toy_chunks):
+    X, y = toy_chunks
+    a = CRFTagger(n_jobs=1).fit(X, y)
+    b = CRFTagger(n_jobs=2).fit(X, y)
+    assert_allclose(a.coef_, b.coef_, atol=1e-8)
+
+
+def test_fitted_model_matches_cll_optimality(toy_chunks):
+    # At the optimum of CLL + L2, the gradient vanishes: the expected
+    # transition counts equal the gold counts minus transition_ / C.
+    X, y = toy_chunks
+    C = 2.0
+    crf = CRFTagger(C=C, tol=1e-12, max_iter=2000).fit(X, y)
+    marg = crf.predict_marginals(X)
+    idx = {c: i for i, c in enumerate(crf.classes_)}
+    gold_start = np.zeros(len(idx))
+    for s in y:
+        gold_start[idx[s[0]]] += 1
+    expected_start = sum(m[0] for m in marg)
+    assert_allclose(expected_start - gold_start + crf.start_ / C, 0.0, atol=1e-3)

@@ -1,0 +1,116 @@
+"""Bad input: a clear ValueError or TypeError naming the problem and the sequence."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_array_equal
+
+from sklearn_crfloss import CRFTagger
+
+from conftest import make_toy_chunks
+
+X_OK = [[{"w": "a"}, {"w": "b"}], [{"w": "c"}]]
+Y_OK = [["x", "y"], ["y"]]
+
+
+@pytest.mark.parametrize(
+    "X, y, exc, match",
+    [
+        (X_OK, Y_OK[:1], ValueError, "different numbers of sequences: 2 and 1"),
+        ([[{"w": "a"}], [{"w": "c"}]], [["x"], ["x", "y"]], ValueError, "Sequence 1 has 1 tokens but 2 labels"),
+        (X_OK + [[]], Y_OK + [[]], ValueError, "Sequence 2 is empty"),
+        (X_OK, [["x", "x"], ["x"]], ValueError, "single label"),
+        (X_OK, [["x", None], ["y"]], ValueError, "None"),
+        ([[{"w": "a"}, {"v": float("nan")}], [{"w": "c"}]], Y_OK, ValueError, "Sequence 0 has a NaN"),
+        ([[{"w": "a"}], [{"w": "b"}, {"v": np.inf}]], [["x"], ["y", "x"]], ValueError, "Sequence 1 has a NaN or infinite"),
+        ([[{"w": "a"}, {"w": "b"}], ["c"]], Y_OK, TypeError, "Sequence 1: tokens must be feature dicts or rows"),
+        ([[{"w": "a"}, {"w": "b"}], "c"], Y_OK, TypeError, "Sequence 1: expected a list"),
+        ([[{"w": "a"}, [1.0]], [{"w": "c"}]], Y_OK, TypeError, "Sequence 0: mixes feature dicts"),
+        ([[{"w": "a"}, {"w": "b"}], np.ones((1, 3))], Y_OK, ValueError, "mixes sequences of feature dicts"),
+        ([np.ones((2, 3)), np.ones((1, 4))], Y_OK, ValueError, "Sequence 1 has 4 features, expected 3"),
+        ([np.ones((2, 3)), np.array([[1.0, np.nan, 0.0]])], Y_OK, ValueError, "Sequence 1"),
+        (np.ones((3, 3)), Y_OK, TypeError, "X must be a list of sequences"),
+        (X_OK, ["xy", "y"], TypeError, r"y\[0\] must be a sequence of labels"),
+        ({"a": 1}, Y_OK, TypeError, "X must be a list of sequences"),
+    ],
+)
+def test_bad_fit_input(X, y, exc, match):
+    with pytest.raises(exc, match=match):
+        CRFTagger().fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"C": 0.0}, "'C' parameter"),
+        ({"C": -1.0}, "'C' parameter"),
+        ({"loss": "nope"}, "'loss' parameter"),
+        ({"prior": "l3"}, "'prior' parameter"),
+        ({"max_iter": 0}, "'max_iter' parameter"),
+        ({"min_freq": 0}, "'min_freq' parameter"),
+        ({"decoder": "beam"}, "'decoder' parameter"),
+    ],
+)
+def test_bad_parameters(params, match):
+    with pytest.raises(ValueError, match=match):
+        CRFTagger(**params).fit(X_OK, Y_OK)
+
+
+def test_bad_sample_weight():
+    with pytest.raises(ValueError, match="one weight per sequence"):
+        CRFTagger().fit(X_OK, Y_OK, sample_weight=[1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="non-negative"):
+        CRFTagger().fit(X_OK, Y_OK, sample_weight=[1.0, -2.0])
+
+
+def test_predict_with_a_different_number_of_features():
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(3, 4)) for _ in range(5)]
+    y = [["a", "b", "a"]] * 5
+    crf = CRFTagger().fit(X, y)
+    with pytest.raises(ValueError, match="Sequence 1 has 5 features, expected 4 as seen in fit"):
+        crf.predict([X[0], rng.normal(size=(2, 5))])
+    with pytest.raises(ValueError, match="fitted on array sequences but X holds dict"):
+        crf.predict([[{"w": "a"}]])
+    # sparse input of the right width is fine
+    assert crf.predict([sp.csr_matrix(X[0])])[0].shape == (3,)
+
+
+def test_predict_dict_model_rejects_arrays():
+    crf = CRFTagger().fit(X_OK, Y_OK)
+    with pytest.raises(ValueError, match="fitted on dict sequences but X holds array"):
+        crf.predict([np.ones((2, 3))])
+
+
+def test_failed_fit_leaves_fitted_estimator_unchanged():
+    X, y = make_toy_chunks(30)
+    crf = CRFTagger().fit(X, y)
+    before = {k: v for k, v in vars(crf).items() if k.endswith("_")}
+    pred = crf.predict(X)
+    bad_y = [list(s) for s in y]
+    bad_y[7] = bad_y[7] + ["O"]
+    with pytest.raises(ValueError, match="Sequence 7"):
+        crf.fit(X, bad_y)
+    with pytest.raises(ValueError):
+        crf.set_params(C=-1.0).fit(X, y)
+    after = {k: v for k, v in vars(crf).items() if k.endswith("_")}
+    assert before.keys() == after.keys()
+    for k in before:
+        assert before[k] is after[k]
+    assert all(np.array_equal(a, b) for a, b in zip(crf.predict(X), pred))
+
+
+def test_unknown_attributes_at_predict_are_ignored():
+    crf = CRFTagger().fit(X_OK, Y_OK)
+    pred = crf.predict([[{"w": "zzz", "other": 3.0}]])
+    assert pred[0].shape == (1,)
+
+
+def test_feature_value_types():
+    # str -> one-hot, number -> numeric, bool -> 0/1, list of str -> one per string
+    X = [[{"w": "a", "n": 2.5, "cap": True, "suf": ["a", "xa"]},
+          {"w": "b", "n": -1.0, "cap": False, "suf": ["b"]}]] * 3
+    y = [["x", "y"]] * 3
+    crf = CRFTagger(C=100.0).fit(X, y)
+    assert set(crf.attributes_) == {"w=a", "w=b", "n", "cap", "suf=a", "suf=xa", "suf=b"}
+    assert_array_equal(crf.predict(X[:1])[0], ["x", "y"])
