@@ -1,81 +1,71 @@
 # Unary potentials from sparse features, and the chain rule back to weights.
 #
-# The state weights are the (attribute, label) pairs the model owns, sorted
-# by attribute then label and stored as a flat vector theta (CRFsuite's
-# feature references, crf1d_feature.c). ref_ptr[a]:ref_ptr[a+1] are the
-# entries of attribute a; ref_label[k] is the label of entry k. With every
-# label for every attribute this is a dense (n_attributes, n_labels) matrix
-# W in C order, so U = X @ W; with only the pairs seen in training (the
-# default) it touches a small fraction of W.
+# W is dense, (n_attributes, n_labels) in C order; with CRFsuite-style
+# observed pairs only, the untrained entries are simply 0. Each kernel's inner
+# loop runs over one contiguous row of n_labels values, which vectorises.
+# (CRFsuite-style per-attribute lists of (label, weight) pairs do fewer
+# multiplications but scatter into the output one label at a time; measured
+# slower here.)
 #
-#   state_potentials: U[t, label[k]] = sum over (a, v) in row t of X, over k
-#                     in refs(a), of v * theta[k]          (rows in parallel)
-#   state_gradient:   g[k] = sum over (t, v) in column a of X of
-#                     v * dU[t, label[k]]                   (attributes in
-#                     parallel, from the CSC form of X; each g[k] is written
-#                     by one thread only, so no atomics and no reduction)
+#   dense_potentials: U[t] = sum over (a, v) in row t of X of v * W[a]
+#                     (rows in parallel)
+#   dense_gradient:   dW[a] = sum over (t, v) in column a of X of v * dU[t]
+#                     (attributes in parallel, from the CSC form of X; each
+#                     row of dW is written by one thread, so no atomics and
+#                     no reduction)
 
 from cython.parallel cimport prange
 
 
-def state_potentials(
+def dense_potentials(
     const Py_ssize_t[::1] indptr,
     const Py_ssize_t[::1] indices,
     const double[::1] data,
-    const Py_ssize_t[::1] ref_ptr,
-    const Py_ssize_t[::1] ref_label,
-    const double[::1] theta,
+    const double[:, ::1] W,
     double[:, ::1] out,
     int n_threads,
 ):
-    """Unary potentials of every token (low level).
-
-    indptr, indices, data: a CSR matrix X (n_tokens, n_attributes) with intp
-    indices; ref_ptr (n_attributes + 1,), ref_label and theta (n_state,);
-    out (n_tokens, n_labels) is overwritten.
-    """
+    """U = X @ W for CSR X and dense W (n_attributes, n_labels) (low level)."""
     cdef Py_ssize_t n_rows = indptr.shape[0] - 1
     cdef Py_ssize_t L = out.shape[1]
-    cdef Py_ssize_t t, p, k, a, j
+    cdef Py_ssize_t t, p, a, j
     cdef double v
+    cdef double* o
+    cdef const double* w
     with nogil:
         for t in prange(n_rows, num_threads=n_threads, schedule='static', chunksize=256):
+            o = &out[t, 0]
             for j in range(L):
-                out[t, j] = 0.0
+                o[j] = 0.0
             for p in range(indptr[t], indptr[t + 1]):
-                a = indices[p]
+                w = &W[indices[p], 0]
                 v = data[p]
-                for k in range(ref_ptr[a], ref_ptr[a + 1]):
-                    out[t, ref_label[k]] += v * theta[k]
+                for j in range(L):
+                    o[j] += v * w[j]
 
 
-def state_gradient(
+def dense_gradient(
     const Py_ssize_t[::1] col_ptr,
     const Py_ssize_t[::1] row_index,
     const double[::1] data,
-    const Py_ssize_t[::1] ref_ptr,
-    const Py_ssize_t[::1] ref_label,
     const double[:, ::1] d_unary,
-    double[::1] out,
+    double[:, ::1] out,
     int n_threads,
 ):
-    """Gradient of the state weights from the gradient of the potentials (low level).
-
-    col_ptr, row_index, data: X in CSC form (the CSR form of X.T) with intp
-    indices; ref_ptr, ref_label as for state_potentials; d_unary
-    (n_tokens, n_labels); out (n_state,) is overwritten.
-    """
+    """dW = X.T @ dU from the CSC form of X (low level); out (n_attributes, n_labels)."""
     cdef Py_ssize_t n_attr = col_ptr.shape[0] - 1
-    cdef Py_ssize_t a, p, k, t, k0, k1
+    cdef Py_ssize_t L = out.shape[1]
+    cdef Py_ssize_t a, p, j
     cdef double v
+    cdef double* o
+    cdef const double* d
     with nogil:
         for a in prange(n_attr, num_threads=n_threads, schedule='dynamic', chunksize=64):
-            k0 = ref_ptr[a]
-            k1 = ref_ptr[a + 1]
-            for k in range(k0, k1):
-                out[k] = 0.0
+            o = &out[a, 0]
+            for j in range(L):
+                o[j] = 0.0
             for p in range(col_ptr[a], col_ptr[a + 1]):
-                t = row_index[p]
+                d = &d_unary[row_index[p], 0]
                 v = data[p]
-                for k in range(k0, k1):
-                    out[k] += v * d_unary[t, ref_label[k]]
+                for j in range(L):
+                    o[j] += v * d[j]

@@ -47,11 +47,13 @@ cdef int _scaled_sequence(
     const double[:, ::1] unary, const double[:, ::1] exp_trans,
     const double[::1] exp_start, const double[::1] exp_end,
     Py_ssize_t s, Py_ssize_t e, double weight,
-    double[:, ::1] marginals, double[:, ::1] psi,
+    double[:, ::1] marginals, double* psi,
     double* scratch, double* pair_acc, double* start_acc, double* end_acc,
     double* log_z_out,
 ) noexcept nogil:
     """Scaled forward-backward for rows s:e. Returns 0, or 1 on underflow.
+
+    psi is the thread's buffer of (e - s) * L doubles; scratch has 3 * L.
 
     On return 0: marginals[s:e] hold node marginals, pair_acc (L*L) has been
     incremented by weight * sum_t outer(alpha_hat[t-1], psi[t]*beta_hat[t]/c_t),
@@ -74,12 +76,12 @@ cdef int _scaled_sequence(
                 m = unary[t, j]
         log_z += m
         for j in range(L):
-            psi[t, j] = exp(unary[t, j] - m)
+            psi[(t - s) * L + j] = exp(unary[t, j] - m)
 
     # Forward: normalised alpha rows are stored in `marginals`.
     c = 0.0
     for j in range(L):
-        a = exp_start[j] * psi[s, j]
+        a = exp_start[j] * psi[j]
         marginals[s, j] = a
         c += a
     if not (c > _MIN_SCALE and isfinite(c)):
@@ -97,7 +99,7 @@ cdef int _scaled_sequence(
                 v[j] += a * exp_trans[i, j]
         c = 0.0
         for j in range(L):
-            a = v[j] * psi[t, j]
+            a = v[j] * psi[(t - s) * L + j]
             marginals[t, j] = a
             c += a
         if not (c > _MIN_SCALE and isfinite(c)):
@@ -108,7 +110,7 @@ cdef int _scaled_sequence(
         c = 1.0 / c
         for j in range(L):
             marginals[t, j] *= c
-            psi[t, j] *= c
+            psi[(t - s) * L + j] *= c
     c = 0.0
     for j in range(L):
         c += marginals[e - 1, j] * exp_end[j]
@@ -127,7 +129,7 @@ cdef int _scaled_sequence(
         end_acc[j] += weight * marginals[e - 1, j] * b_next[j]
     for t in range(e - 1, s, -1):
         for j in range(L):
-            v[j] = psi[t, j] * b_next[j]
+            v[j] = psi[(t - s) * L + j] * b_next[j]
         for i in range(L):
             a = 0.0
             for j in range(L):
@@ -153,13 +155,14 @@ cdef void _log_sequence(
     const double[:, ::1] unary, const double[:, ::1] transition,
     const double[::1] start, const double[::1] end,
     Py_ssize_t s, Py_ssize_t e, double weight,
-    double[:, ::1] marginals, double[:, ::1] work,
+    double[:, ::1] marginals, double* work,
     double* scratch, double* direct_acc, double* start_acc, double* end_acc,
     double* log_z_out,
 ) noexcept nogil:
     """Log-space forward-backward for rows s:e (the underflow fallback).
 
-    marginals[s:e] receives log alpha then the marginals; work[s:e] log beta.
+    marginals[s:e] receives log alpha then the marginals; the thread's buffer
+    work ((e - s) * L doubles) log beta.
     direct_acc (L*L) is incremented by weight * the pair marginals themselves.
     """
     cdef Py_ssize_t L = unary.shape[1]
@@ -173,24 +176,24 @@ cdef void _log_sequence(
                 scratch[i] = marginals[t - 1, i] + transition[i, j]
             marginals[t, j] = _logsumexp_row(scratch, L) + unary[t, j]
     for j in range(L):
-        work[e - 1, j] = end[j]
+        work[(e - 1 - s) * L + j] = end[j]
         scratch[j] = marginals[e - 1, j] + end[j]
     log_z = _logsumexp_row(scratch, L)
     log_z_out[0] = log_z
     for t in range(e - 2, s - 1, -1):
         for i in range(L):
             for j in range(L):
-                scratch[j] = transition[i, j] + unary[t + 1, j] + work[t + 1, j]
-            work[t, i] = _logsumexp_row(scratch, L)
+                scratch[j] = transition[i, j] + unary[t + 1, j] + work[(t + 1 - s) * L + j]
+            work[(t - s) * L + i] = _logsumexp_row(scratch, L)
     for t in range(s + 1, e):
         for i in range(L):
             for j in range(L):
                 x = (marginals[t - 1, i] + transition[i, j] + unary[t, j]
-                     + work[t, j] - log_z)
+                     + work[(t - s) * L + j] - log_z)
                 direct_acc[i * L + j] += weight * exp(x)
     for t in range(s, e):
         for j in range(L):
-            marginals[t, j] = exp(marginals[t, j] + work[t, j] - log_z)
+            marginals[t, j] = exp(marginals[t, j] + work[(t - s) * L + j] - log_z)
     for j in range(L):
         start_acc[j] += weight * marginals[s, j]
         end_acc[j] += weight * marginals[e - 1, j]
@@ -207,7 +210,6 @@ def forward_backward_batch(
     const Py_ssize_t[::1] offsets,
     const double[::1] weights,
     double[:, ::1] marginals,
-    double[:, ::1] work,
     double[::1] log_z,
     double[:, :, ::1] pair_acc,
     double[:, :, ::1] direct_acc,
@@ -221,12 +223,12 @@ def forward_backward_batch(
     """Scaled forward-backward over a batch of sequences (low level).
 
     Use :func:`sklearn_crfloss.inference.forward_backward`, which allocates
-    the outputs and adds back the shifts. Shapes: unary, marginals, work
+    the outputs and adds back the shifts. Shapes: unary, marginals
     (n_tokens, L); transition, exp_trans (L, L); start, end, exp_start,
     exp_end (L,); offsets (n_sequences + 1,) intp; weights, log_z
     (n_sequences,); pair_acc, direct_acc (n_threads, L, L); boundary_acc
-    (n_threads, 2, L); scratch (n_threads, 3 * L). All float64, C order.
-    exp_trans = exp(transition - shift_trans), and likewise for start/end.
+    (n_threads, 2, L); scratch (n_threads, (max_length + 3) * L) where
+    max_length is the longest sequence. All float64, C order. exp_trans = exp(transition - shift_trans), and likewise for start/end.
     Every sequence must be non-empty. Returns the number of sequences that
     needed the log-space fallback.
     """
@@ -236,6 +238,7 @@ def forward_backward_batch(
     cdef int n_fallback = 0
     cdef double lz
     cdef double* sc
+    cdef double* buf
     cdef double* start_acc
     cdef double* end_acc
     with nogil:
@@ -244,16 +247,17 @@ def forward_backward_batch(
             s = offsets[k]
             e = offsets[k + 1]
             sc = &scratch[tid, 0]
+            buf = &scratch[tid, 3 * L]
             start_acc = &boundary_acc[tid, 0, 0]
             end_acc = &boundary_acc[tid, 1, 0]
             lz = 0.0
             if _scaled_sequence(unary, exp_trans, exp_start, exp_end, s, e,
-                                weights[k], marginals, work, sc,
+                                weights[k], marginals, buf, sc,
                                 &pair_acc[tid, 0, 0], start_acc, end_acc, &lz):
                 # The scaled pass touches the accumulators only after all
                 # its checks have passed, so there is nothing to undo.
                 _log_sequence(unary, transition, start, end, s, e, weights[k],
-                              marginals, work, sc, &direct_acc[tid, 0, 0],
+                              marginals, buf, sc, &direct_acc[tid, 0, 0],
                               start_acc, end_acc, &lz)
                 log_z[k] = lz
                 n_fallback += 1

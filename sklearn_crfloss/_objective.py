@@ -3,15 +3,16 @@
 This is the one place where features meet the CRF: the unary potentials
 ``U = X @ W`` of the whole corpus, the loss on the potentials, the chain
 rule ``dW = X.T @ dU``, and the prior on the flat parameter vector. The two
-products run in the compiled kernels of ``sklearn_crfloss._features`` over
-the state weights the model owns (every (attribute, label) pair, or only
-those seen in training).
+products run in the compiled kernels of ``sklearn_crfloss._features`` (rows
+of X in parallel for U, columns for dW) on a dense ``W`` whose entries
+outside the trained (attribute, label) pairs stay 0: contiguous rows of
+``n_labels`` weights vectorise better than CRFsuite-style per-pair lists.
 """
 
 import numpy as np
 import scipy.sparse as sp
 
-from ._features import state_gradient, state_potentials
+from ._features import dense_gradient, dense_potentials
 
 __all__ = ["CRFObjective"]
 
@@ -58,10 +59,12 @@ class CRFObjective:
         if state_index is None:
             state_index = np.arange(self.n_features * n_labels, dtype=np.intp)
         self.state_index = np.ascontiguousarray(state_index, dtype=np.intp)
-        self._ref_ptr = np.searchsorted(
-            self.state_index // n_labels, np.arange(self.n_features + 1)
-        ).astype(np.intp)
-        self._ref_label = np.ascontiguousarray(self.state_index % n_labels, dtype=np.intp)
+        self._all_states = self.state_index.shape[0] == self.n_features * n_labels
+        # Dense buffers reused by every evaluation: W (zero outside the
+        # trained pairs), dW, and the unary potentials.
+        self._W = None if self._all_states else np.zeros((self.n_features, n_labels))
+        self._dW = np.empty((self.n_features, n_labels))
+        self._unary = np.empty((self.n_tokens, n_labels))
         self.y = y
         self.offsets = offsets
         self.n_labels = n_labels
@@ -94,12 +97,18 @@ class CRFObjective:
         ).astype(np.float64)
 
     def potentials(self, theta):
-        """``(U, transition, start, end)`` at ``theta``; U of shape (n_tokens, n_labels)."""
+        """``(U, transition, start, end)`` at ``theta``; U of shape (n_tokens, n_labels).
+
+        U is a buffer that the next call overwrites.
+        """
         state, T, start, end = self.unpack(theta)
-        unary = np.empty((self.n_tokens, self.n_labels))
-        state_potentials(*self._csr, self._ref_ptr, self._ref_label,
-                         np.ascontiguousarray(state), unary, self.n_threads)
-        return unary, T, start, end
+        if self._all_states:
+            W = state.reshape(self.n_features, self.n_labels)
+        else:
+            W = self._W
+            W.ravel()[self.state_index] = state
+        dense_potentials(*self._csr, W, self._unary, self.n_threads)
+        return self._unary, T, start, end
 
     def __call__(self, theta):
         """Value and gradient of the objective at ``theta``.
@@ -115,9 +124,9 @@ class CRFObjective:
             sample_weight=self.sample_weight, n_threads=self.n_threads,
         )
         grad = np.empty(self.n_params)
-        state_gradient(*self._csc, self._ref_ptr, self._ref_label,
-                       np.ascontiguousarray(d_unary, dtype=np.float64),
-                       grad[:self.n_state], self.n_threads)
+        dense_gradient(*self._csc, np.ascontiguousarray(d_unary, dtype=np.float64),
+                       self._dW, self.n_threads)
+        grad[:self.n_state] = self._dW.ravel()[self.state_index]
         grad[self.n_state:] = np.concatenate([np.ravel(d_T), d_start, d_end])
         p_value, p_grad = self.prior.value_and_grad(theta, self.C)
         grad += p_grad

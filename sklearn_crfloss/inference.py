@@ -156,11 +156,11 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
     nonempty = np.flatnonzero(np.diff(offsets) > 0)
     log_z = np.zeros(n_seq)
     marginals = np.empty((n_tokens, n_labels))
-    work = np.empty((n_tokens, n_labels))
     pair_acc = np.zeros((n_threads, n_labels, n_labels))
     direct_acc = np.zeros((n_threads, n_labels, n_labels))
     boundary_acc = np.zeros((n_threads, 2, n_labels))
-    scratch = np.empty((n_threads, 3 * n_labels))
+    max_length = int(np.diff(offsets).max()) if n_seq else 0
+    scratch = np.empty((n_threads, (max_length + 3) * n_labels))
     shift_trans = transition.max()
     shift_start = start.max()
     shift_end = end.max()
@@ -175,7 +175,7 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
     sub_log_z = np.zeros(sub_offsets.shape[0] - 1)
     n_fallback = forward_backward_batch(
         unary, transition, start, end, exp_trans, exp_start, exp_end,
-        sub_offsets, sub_weights, marginals, work, sub_log_z,
+        sub_offsets, sub_weights, marginals, sub_log_z,
         pair_acc, direct_acc, boundary_acc, scratch,
         shift_start, shift_end, shift_trans, n_threads,
     )

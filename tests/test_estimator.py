@@ -142,7 +142,7 @@ def test_pickle_and_joblib_round_trip_in_fresh_process(toy_chunks, tmp_path):
 
 def test_pipeline_gridsearch_with_segment_f1(toy_chunks):
     X, y = toy_chunks
-    pipe = Pipeline([("id", FunctionTransformer()), ("crf", CRFTagger(max_iter=50))])
+    pipe = Pipeline([("id", FunctionTransformer()), ("crf", CRFTagger(max_iter=300))])
     gs = GridSearchCV(pipe, {"crf__C": [0.01, 10.0]}, scoring=segment_f1_scorer, cv=3, n_jobs=2)
     gs.fit(X, y)
     assert gs.best_params_["crf__C"] in (0.01, 10.0)
