@@ -286,3 +286,24 @@ def test_fitted_model_matches_cll_optimality(toy_chunks):
         gold_start[idx[s[0]]] += 1
     expected_start = sum(m[0] for m in marg)
     assert_allclose(expected_start - gold_start + crf.start_ / C, 0.0, atol=1e-3)
+
+
+class _ScaledCLL(ConditionalLogLikelihood):
+    """A stand-in non-CLL loss (CLL times 2) to exercise init='cll'."""
+
+    name = "scaled_cll"
+
+    def value_and_grad(self, *args, **kwargs):
+        value, *grads = super().value_and_grad(*args, **kwargs)
+        return (2 * value, *[2 * g for g in grads])
+
+
+def test_init_cll_runs_a_cll_fit_first(toy_chunks):
+    X, y = toy_chunks
+    crf = CRFTagger(loss=_ScaledCLL(), init="cll", C=1.0).fit(X, y)
+    assert crf.init_n_iter_ > 0
+    cold = CRFTagger(loss=_ScaledCLL(), C=1.0).fit(X, y)
+    assert cold.init_n_iter_ == 0
+    # Started at the CLL optimum, the second stage has far less to do.
+    assert crf.n_iter_ < cold.n_iter_
+    assert CRFTagger(init="cll").fit(X, y).init_n_iter_ == 0

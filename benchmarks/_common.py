@@ -1,0 +1,202 @@
+"""Helpers shared by the benchmark scripts (machine, versions, peak memory, tables).
+
+Not part of the package: the scripts in this folder add the folder to
+``sys.path`` and ``import _common``.
+"""
+
+import gc
+import os
+import platform
+import re
+import shlex
+import sys
+import time
+import tracemalloc
+from importlib import metadata
+
+__all__ = [
+    "PeakMemory",
+    "Timer",
+    "command_line",
+    "format_table",
+    "machine_info",
+    "thread_info",
+    "versions",
+]
+
+_MB = 1024.0 * 1024.0
+
+
+def _proc_status_kb(field):
+    """Value of ``field`` (e.g. ``VmHWM``) in /proc/self/status in kB, or None."""
+    try:
+        with open("/proc/self/status") as f:
+            text = f.read()
+    except OSError:
+        return None
+    m = re.search(rf"^{field}:\s+(\d+)\s+kB", text, re.MULTILINE)
+    return int(m.group(1)) if m else None
+
+
+def _reset_hwm():
+    """Reset the peak resident set size (Linux >= 4.0); return True on success."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return False
+    # The reset sets VmHWM to the current VmRSS; check that it did happen.
+    hwm, rss = _proc_status_kb("VmHWM"), _proc_status_kb("VmRSS")
+    return hwm is not None and rss is not None and hwm <= rss + 1024
+
+
+class PeakMemory:
+    """Context manager measuring the peak memory of the block it wraps.
+
+    Preferred method (``method == "VmHWM"``): reset the kernel's resident-set
+    high-water mark by writing ``5`` to ``/proc/self/clear_refs``, run the
+    block, then read ``VmHWM`` from ``/proc/self/status``.  It sees every
+    allocation of the process, C libraries included.  ``peak_mb`` is the
+    absolute peak RSS and ``delta_mb`` the peak minus the RSS at entry.
+
+    Fallback (``method == "tracemalloc"``, used when the reset is not
+    possible): :mod:`tracemalloc` peak of the block, which only sees
+    allocations made through Python's allocators (numpy arrays included, C
+    libraries such as CRFsuite not); ``peak_mb`` is then None and ``delta_mb``
+    the traced peak.  Pass ``allow_tracemalloc=False`` to get None for both
+    instead (for blocks whose memory lives in C libraries).
+    """
+
+    def __init__(self, allow_tracemalloc=True):
+        self.allow_tracemalloc = allow_tracemalloc
+        self.method = None
+        self.peak_mb = None
+        self.delta_mb = None
+        self.rss_before_mb = None
+
+    def __enter__(self):
+        gc.collect()
+        if _reset_hwm():
+            self.method = "VmHWM"
+            self.rss_before_mb = _proc_status_kb("VmRSS") / 1024.0
+        elif self.allow_tracemalloc:
+            self.method = "tracemalloc"
+            tracemalloc.start()
+            tracemalloc.reset_peak()
+        else:
+            self.method = "unavailable"
+        return self
+
+    def __exit__(self, *exc):
+        if self.method == "VmHWM":
+            self.peak_mb = _proc_status_kb("VmHWM") / 1024.0
+            self.delta_mb = self.peak_mb - self.rss_before_mb
+        elif self.method == "tracemalloc":
+            self.delta_mb = tracemalloc.get_traced_memory()[1] / _MB
+            tracemalloc.stop()
+        return False
+
+
+class Timer:
+    """Context manager recording wall (``wall``) and process CPU (``cpu``) seconds."""
+
+    def __enter__(self):
+        self._w = time.perf_counter()
+        self._c = time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self._w
+        self.cpu = time.process_time() - self._c
+        return False
+
+
+def machine_info():
+    """Dict with nproc, usable CPUs, CPU model, memory, load average, platform."""
+    model = None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = None
+    mem_total = None
+    try:
+        with open("/proc/meminfo") as f:
+            m = re.search(r"MemTotal:\s+(\d+)", f.read())
+            mem_total = round(int(m.group(1)) / 1024 / 1024, 1) if m else None
+    except OSError:
+        pass
+    try:
+        load = tuple(round(v, 2) for v in os.getloadavg())
+    except OSError:
+        load = None
+    return {
+        "nproc": os.cpu_count(),
+        "usable_cpus": usable,
+        "cpu_model": model or platform.processor() or "unknown",
+        "mem_total_gb": mem_total,
+        "loadavg_1_5_15": load,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
+
+
+def versions(modules):
+    """Dict ``{distribution: version}`` for the given distribution names."""
+    out = {}
+    for name in modules:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def thread_info():
+    """Short description of the thread pools (BLAS, OpenMP) and thread env vars."""
+    env = {
+        k: os.environ[k]
+        for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+        if k in os.environ
+    }
+    pools = []
+    try:
+        from threadpoolctl import threadpool_info
+
+        for p in threadpool_info():
+            pools.append(
+                f"{p.get('internal_api')}={p.get('num_threads')}"
+                f" ({os.path.basename(p.get('filepath', ''))})"
+            )
+    except Exception as exc:  # informative only
+        pools.append(f"threadpoolctl unavailable: {exc}")
+    return {"env": env, "pools": pools}
+
+
+def command_line(env_vars=()):
+    """The command line that started this process, with the given env vars."""
+    prefix = [f"{k}={shlex.quote(os.environ[k])}" for k in env_vars if k in os.environ]
+    return " ".join(prefix + [shlex.quote(sys.executable)] + [shlex.join(sys.argv)])
+
+
+def format_table(header, rows):
+    """Plain-text table: first column left-aligned, the others right-aligned."""
+    cols = list(zip(*([header] + rows)))
+    widths = [max(len(str(c)) for c in col) for col in cols]
+    lines = []
+    for k, row in enumerate([header] + rows):
+        cells = [
+            str(c).ljust(w) if i == 0 else str(c).rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths))
+        ]
+        lines.append("  ".join(cells))
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
