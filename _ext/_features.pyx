@@ -29,13 +29,18 @@ cdef enum:
 
 def dense_potentials(
     const Py_ssize_t[::1] indptr,
-    const Py_ssize_t[::1] indices,
+    const int[::1] indices,
     const double[::1] data,
+    bint binary,
     const double[:, ::1] W,
     double[:, ::1] out,
     int n_threads,
 ):
-    """U = X @ W for CSR X and dense W (n_attributes, n_labels) (low level)."""
+    """U = X @ W for CSR X and dense W (n_attributes, n_labels) (low level).
+
+    With ``binary`` every stored value of X is 1 and ``data`` is not read
+    (indicator features: half the memory traffic).
+    """
     cdef Py_ssize_t n_rows = indptr.shape[0] - 1
     cdef Py_ssize_t nnz = indices.shape[0]
     cdef Py_ssize_t L = out.shape[1]
@@ -55,20 +60,28 @@ def dense_potentials(
                     for j in range(0, L, 8):
                         __builtin_prefetch(w + j)
                 w = &W[indices[p], 0]
-                v = data[p]
-                for j in range(L):
-                    o[j] += v * w[j]
+                if binary:
+                    for j in range(L):
+                        o[j] += w[j]
+                else:
+                    v = data[p]
+                    for j in range(L):
+                        o[j] += v * w[j]
 
 
 def dense_gradient(
     const Py_ssize_t[::1] col_ptr,
-    const Py_ssize_t[::1] row_index,
+    const int[::1] row_index,
     const double[::1] data,
+    bint binary,
     const double[:, ::1] d_unary,
     double[:, ::1] out,
     int n_threads,
 ):
-    """dW = X.T @ dU from the CSC form of X (low level); out (n_attributes, n_labels)."""
+    """dW = X.T @ dU from the CSC form of X (low level); out (n_attributes, n_labels).
+
+    ``binary`` as for :func:`dense_potentials`.
+    """
     cdef Py_ssize_t n_attr = col_ptr.shape[0] - 1
     cdef Py_ssize_t nnz = row_index.shape[0]
     cdef Py_ssize_t L = out.shape[1]
@@ -88,6 +101,10 @@ def dense_gradient(
                     for j in range(0, L, 8):
                         __builtin_prefetch(d + j)
                 d = &d_unary[row_index[p], 0]
-                v = data[p]
-                for j in range(L):
-                    o[j] += v * d[j]
+                if binary:
+                    for j in range(L):
+                        o[j] += d[j]
+                else:
+                    v = data[p]
+                    for j in range(L):
+                        o[j] += v * d[j]

@@ -45,6 +45,7 @@ cdef inline double _logsumexp_row(const double* x, Py_ssize_t n) noexcept nogil:
 
 cdef int _scaled_sequence(
     const double[:, ::1] unary, const double[:, ::1] exp_trans,
+    const double[:, ::1] exp_trans_t,
     const double[::1] exp_start, const double[::1] exp_end,
     Py_ssize_t s, Py_ssize_t e, double weight,
     double[:, ::1] marginals, double* psi,
@@ -130,11 +131,14 @@ cdef int _scaled_sequence(
     for t in range(e - 1, s, -1):
         for j in range(L):
             v[j] = psi[(t - s) * L + j] * b_next[j]
+        # b_cur = expT @ v as a sum of rows of expT.T (axpy, vectorises;
+        # a dot product per row would need horizontal additions).
         for i in range(L):
-            a = 0.0
-            for j in range(L):
-                a += exp_trans[i, j] * v[j]
-            b_cur[i] = a
+            b_cur[i] = 0.0
+        for j in range(L):
+            a = v[j]
+            for i in range(L):
+                b_cur[i] += a * exp_trans_t[j, i]
         # pair accumulator for edge (t-1, t) and node marginal of t
         for i in range(L):
             a = weight * marginals[t - 1, i]
@@ -205,6 +209,7 @@ def forward_backward_batch(
     const double[::1] start,
     const double[::1] end,
     const double[:, ::1] exp_trans,
+    const double[:, ::1] exp_trans_t,
     const double[::1] exp_start,
     const double[::1] exp_end,
     const Py_ssize_t[::1] offsets,
@@ -224,7 +229,7 @@ def forward_backward_batch(
 
     Use :func:`sklearn_crfloss.inference.forward_backward`, which allocates
     the outputs and adds back the shifts. Shapes: unary, marginals
-    (n_tokens, L); transition, exp_trans (L, L); start, end, exp_start,
+    (n_tokens, L); transition, exp_trans and its transpose exp_trans_t (L, L); start, end, exp_start,
     exp_end (L,); offsets (n_sequences + 1,) intp; weights, log_z
     (n_sequences,); pair_acc, direct_acc (n_threads, L, L); boundary_acc
     (n_threads, 2, L); scratch (n_threads, (max_length + 3) * L) where
@@ -251,7 +256,7 @@ def forward_backward_batch(
             start_acc = &boundary_acc[tid, 0, 0]
             end_acc = &boundary_acc[tid, 1, 0]
             lz = 0.0
-            if _scaled_sequence(unary, exp_trans, exp_start, exp_end, s, e,
+            if _scaled_sequence(unary, exp_trans, exp_trans_t, exp_start, exp_end, s, e,
                                 weights[k], marginals, buf, sc,
                                 &pair_acc[tid, 0, 0], start_acc, end_acc, &lz):
                 # The scaled pass touches the accumulators only after all

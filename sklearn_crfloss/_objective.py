@@ -17,10 +17,14 @@ from ._features import dense_gradient, dense_potentials
 __all__ = ["CRFObjective"]
 
 
-def _intp_csr(M):
+def _kernel_csr(M):
+    """(indptr as intp, indices as int32, data, binary) for the feature kernels."""
+    if M.shape[1] >= 2**31:
+        raise ValueError(f"at most 2**31 - 1 feature columns are supported, got {M.shape[1]}")
+    data = np.ascontiguousarray(M.data, dtype=np.float64)
     return (np.ascontiguousarray(M.indptr, dtype=np.intp),
-            np.ascontiguousarray(M.indices, dtype=np.intp),
-            np.ascontiguousarray(M.data, dtype=np.float64))
+            np.ascontiguousarray(M.indices, dtype=np.int32),
+            data, bool(np.all(data == 1.0)))
 
 
 class CRFObjective:
@@ -53,16 +57,30 @@ class CRFObjective:
     def __init__(self, X, y, offsets, n_labels, loss, prior, C, sample_weight=None,
                  state_index=None, n_threads=1):
         X = sp.csr_matrix(X, dtype=np.float64)
-        self._csr = _intp_csr(X)
-        self._csc = _intp_csr(X.T.tocsr())
         self.n_tokens, self.n_features = X.shape
         if state_index is None:
             state_index = np.arange(self.n_features * n_labels, dtype=np.intp)
         self.state_index = np.ascontiguousarray(state_index, dtype=np.intp)
         self._all_states = self.state_index.shape[0] == self.n_features * n_labels
-        # Dense buffers reused by every evaluation: W (zero outside the
-        # trained pairs), dW, and the unary potentials.
-        self._W = None if self._all_states else np.zeros((self.n_features, n_labels))
+        if self._all_states:
+            # W is theta's own memory: no copy, no reordering.
+            self._W = None
+            self._row_index = self.state_index
+        else:
+            # Internally the rows of W (and the columns of X) are sorted by
+            # decreasing attribute frequency, so the rows most tokens use sit
+            # together and stay in cache; theta keeps the caller's order.
+            order = np.argsort(-np.bincount(X.indices, minlength=self.n_features),
+                               kind="stable")
+            rank = np.empty_like(order)
+            rank[order] = np.arange(order.shape[0])
+            X = X[:, order]
+            self._row_index = (rank[self.state_index // n_labels] * n_labels
+                               + self.state_index % n_labels)
+            self._W = np.zeros((self.n_features, n_labels))
+        self._csr = _kernel_csr(X)
+        self._csc = _kernel_csr(X.T.tocsr())
+        # Buffers reused by every evaluation: dW and the unary potentials.
         self._dW = np.empty((self.n_features, n_labels))
         self._unary = np.empty((self.n_tokens, n_labels))
         self.y = y
@@ -106,7 +124,7 @@ class CRFObjective:
             W = state.reshape(self.n_features, self.n_labels)
         else:
             W = self._W
-            W.ravel()[self.state_index] = state
+            W.ravel()[self._row_index] = state
         dense_potentials(*self._csr, W, self._unary, self.n_threads)
         return self._unary, T, start, end
 
@@ -126,7 +144,7 @@ class CRFObjective:
         grad = np.empty(self.n_params)
         dense_gradient(*self._csc, np.ascontiguousarray(d_unary, dtype=np.float64),
                        self._dW, self.n_threads)
-        grad[:self.n_state] = self._dW.ravel()[self.state_index]
+        grad[:self.n_state] = self._dW.ravel()[self._row_index]
         grad[self.n_state:] = np.concatenate([np.ravel(d_T), d_start, d_end])
         p_value, p_grad = self.prior.value_and_grad(theta, self.C)
         grad += p_grad

@@ -38,7 +38,7 @@ class OptimizeInfo:
     message: str = ""
 
 
-def lbfgs(fun, x0, *, max_iter, tol, period=10, max_corrections=10, bounds=None,
+def lbfgs(fun, x0, *, max_iter, tol, period=10, max_corrections=6, bounds=None,
           verbose=0, callback=None):
     """Minimise ``fun`` with ``scipy.optimize.minimize(method='L-BFGS-B', jac=True)``.
 
@@ -60,8 +60,11 @@ def lbfgs(fun, x0, *, max_iter, tol, period=10, max_corrections=10, bounds=None,
         Relative improvement threshold over ``period`` iterations.
     period : int, default=10
         Window of the relative-improvement test.
-    max_corrections : int, default=10
-        L-BFGS memory (scipy's ``maxcor``).
+    max_corrections : int, default=6
+        L-BFGS memory (scipy's ``maxcor``; CRFsuite's default 6). Each
+        iteration of L-BFGS-B streams ``2 * max_corrections`` vectors of the
+        parameters' size, which on CoNLL-2000 costs as much as a third of an
+        objective evaluation at scipy's default of 10.
     bounds : sequence of (min, max) or None, default=None
         Box constraints, passed to scipy.
     verbose : int, default=0

@@ -90,7 +90,7 @@ class CRFTagger(BaseEstimator):
     ----------
     classes_ : ndarray of shape (n_classes,)
         The labels, sorted.
-    coef_ : ndarray of shape (n_classes, n_features_in_)
+    coef_ : ndarray of shape (n_classes, n_features)
         State weights: ``coef_[j] . x_t`` is the unary potential of label
         ``classes_[j]`` at token ``t``.
     transition_ : ndarray of shape (n_classes, n_classes)
@@ -102,7 +102,7 @@ class CRFTagger(BaseEstimator):
     n_features_in_ : int
         Number of feature columns: the width of the arrays seen in fit, or the
         number of attributes kept from the feature dicts.
-    attributes_ : ndarray of str of shape (n_features_in_,)
+    attributes_ : ndarray of str of shape (n_features,)
         Column names: ``'key=value'`` or ``'key'`` attributes for dict input
         (``DictVectorizer``), ``'hash_<k>'`` with hashing, ``'x<k>'`` for arrays.
     vectorizer_ : DictVectorizer, FeatureHasher or None
@@ -142,7 +142,7 @@ class CRFTagger(BaseEstimator):
     >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}, {"w": "runs"}]]
     >>> y = [["B-NP", "I-NP"], ["B-NP", "I-NP", "B-VP"]]
     >>> crf = CRFTagger(C=10.0).fit(X, y)
-    >>> [list(p) for p in crf.predict(X)]
+    >>> [p.tolist() for p in crf.predict(X)]
     [['B-NP', 'I-NP'], ['B-NP', 'I-NP', 'B-VP']]
     """
 

@@ -174,7 +174,8 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
         sub_weights = np.ascontiguousarray(weights[nonempty])
     sub_log_z = np.zeros(sub_offsets.shape[0] - 1)
     n_fallback = forward_backward_batch(
-        unary, transition, start, end, exp_trans, exp_start, exp_end,
+        unary, transition, start, end, exp_trans, np.ascontiguousarray(exp_trans.T),
+        exp_start, exp_end,
         sub_offsets, sub_weights, marginals, sub_log_z,
         pair_acc, direct_acc, boundary_acc, scratch,
         shift_start, shift_end, shift_trans, n_threads,

@@ -10,7 +10,7 @@ also the decoder used by the training losses that need segments.
 Schemes
 -------
 ``scheme="conlleval"`` (default)
-    Exactly the chunk logic of ``conlleval.pl`` (CoNLL-2000, version
+    Exactly the chunk logic of ``conlleval.pl`` [1]_ (CoNLL-2000, version
     2004-01-26). A label is split at its **first** hyphen into a prefix and a
     type (``B-ARGM-LOC`` -> ``B``, ``ARGM-LOC``); a label with no hyphen has an
     empty type and the whole label as prefix; only the literal ``"O"`` is

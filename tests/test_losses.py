@@ -104,14 +104,16 @@ def test_objective_pack_unpack_round_trip():
     assert_allclose(obj.pack(W, T, s, e), theta)
 
 
-def test_unary_potentials_are_X_times_W():
+@pytest.mark.parametrize("state_index", [None, np.array([0, 4, 5, 11, 14], dtype=np.intp)])
+def test_unary_potentials_are_X_times_W(state_index):
     rng = np.random.default_rng(1)
     obj = small_objective(rng, ConditionalLogLikelihood(), GaussianPrior(),
-                          state_index=np.array([0, 4, 5, 11, 14], dtype=np.intp))
-    theta = rng.normal(size=obj.n_params)
-    X = sp.csr_matrix((obj._csr[2], obj._csr[1], obj._csr[0]), shape=(obj.n_tokens, obj.n_features))
+                          state_index=state_index)
+    rng = np.random.default_rng(1)  # the same X as small_objective drew
+    dense = rng.normal(size=(8, 5)) * (rng.random((8, 5)) < 0.6)
+    theta = np.random.default_rng(2).normal(size=obj.n_params)
     U = obj.potentials(theta)[0]
-    assert_allclose(U, X @ obj.dense_weights(theta), atol=1e-12)
+    assert_allclose(U, dense @ obj.dense_weights(theta), atol=1e-12)
 
 
 def test_gaussian_prior_value_and_gradient():

@@ -21,8 +21,8 @@ class BaseLoss(BaseEstimator):
     ``get_params``/``set_params`` work and ``GridSearchCV`` reaches them as
     ``loss__<name>`` through :class:`~sklearn_crfloss.CRFTagger`.
 
-    Class attributes
-    ----------------
+    Attributes
+    ----------
     name : str
         The registry name (``CRFTagger(loss=name)``).
     convex : bool

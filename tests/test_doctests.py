@@ -1,0 +1,21 @@
+"""The Examples sections of the docstrings run and print what they show."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "sklearn_crfloss._tagger",
+    "sklearn_crfloss.metrics",
+    "sklearn_crfloss.features",
+    "sklearn_crfloss.datasets._conll",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name, data_home):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0
+    assert result.attempted > 0
