@@ -136,7 +136,9 @@ def test_pickle_and_joblib_round_trip_in_fresh_process(toy_chunks, tmp_path):
         "pred = crf.predict(X)\n"
         "sys.exit(0 if all(np.array_equal(a, b) for a, b in zip(pred, expected)) else 3)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    # cwd away from the checkout: "python -c" puts the cwd first on sys.path.
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path)
     assert done.returncode == 0, done.stderr
 
 
