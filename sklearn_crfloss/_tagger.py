@@ -245,6 +245,8 @@ class CRFTagger(BaseEstimator):
                 f"y has a single label {classes[0]!r}; a CRF needs at least two distinct labels."
             )
         y_enc = np.ascontiguousarray(y_enc.ravel(), dtype=np.intp)
+        if hasattr(loss, "prepare"):
+            loss.prepare(classes)
         vectorizer, columns, Xc, attributes = self._vectorize_fit(kind, tokens, offsets)
         n_labels = classes.shape[0]
         state_index = None

@@ -90,6 +90,7 @@ def loss_by_enumeration(loss, unary, transition, start, end, y, offsets, sample_
     an entry here (the test of the registry checks that).
     """
     n_seq = len(offsets) - 1
+    L = unary.shape[1]
     w = np.ones(n_seq) if sample_weight is None else np.asarray(sample_weight)
     total = 0.0
     for i in range(n_seq):
@@ -98,6 +99,21 @@ def loss_by_enumeration(loss, unary, transition, start, end, y, offsets, sample_
         gold = path_score(unary[s:e], transition, start, end, y[s:e])
         if loss.name == "cll":
             total += w[i] * (logsumexp(scores) - gold)
+        elif loss.name in ("softmax_margin", "jrb"):
+            costs = np.array([path_cost(loss, y[s:e], p, L) for p in paths])
+            if loss.name == "softmax_margin":  # Gimpel & Smith Eq. 6
+                total += w[i] * (logsumexp(scores + costs) - gold)
+            else:  # log E_p[exp cost], section 3.1
+                total += w[i] * (logsumexp(scores + costs) - logsumexp(scores))
         else:
             raise NotImplementedError(f"no enumeration oracle for loss {loss.name!r}")
     return total
+
+
+def path_cost(loss, gold, path, n_labels):
+    """cost(gold, path) of a cost-sensitive loss, summed over positions."""
+    M = getattr(loss, "_cost_matrix", None)
+    if M is None:  # Hamming with multiplier cost_scale, labels are indices
+        assert loss.cost == "hamming"
+        return loss.cost_scale * float(np.sum(np.asarray(gold) != np.asarray(path)))
+    return float(sum(M[a, b] for a, b in zip(gold, path)))

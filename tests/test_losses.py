@@ -142,7 +142,8 @@ def test_cll_gradient_is_marginals_minus_gold():
 def test_registries_resolve_names_and_objects():
     assert isinstance(get_loss("cll"), BaseLoss)
     loss = ConditionalLogLikelihood()
-    assert get_loss(loss) is loss
+    copy = get_loss(loss)
+    assert type(copy) is ConditionalLogLikelihood and copy is not loss
     with pytest.raises(ValueError, match="Unknown loss 'nope'"):
         get_loss("nope")
     with pytest.raises(TypeError, match="value_and_grad"):

@@ -7,15 +7,21 @@ set the class flags, add it to :data:`LOSSES`, and the oracle and gradient
 tests (``tests/test_losses.py``) cover it through the registry.
 """
 
+from sklearn.base import clone
+
 from ._base import BaseLoss
+from ._cost import HammingCost, JensenRiskBound, LabelCost, SoftmaxMargin
 from ._likelihood import ConditionalLogLikelihood
 
 #: Registry of loss names accepted by ``CRFTagger(loss=...)``.
 LOSSES = {
     "cll": ConditionalLogLikelihood,
+    "softmax_margin": SoftmaxMargin,
+    "jrb": JensenRiskBound,
 }
 
-__all__ = ["LOSSES", "BaseLoss", "ConditionalLogLikelihood", "get_loss"]
+__all__ = ["LOSSES", "BaseLoss", "ConditionalLogLikelihood", "HammingCost",
+           "JensenRiskBound", "LabelCost", "SoftmaxMargin", "get_loss"]
 
 
 def get_loss(loss):
@@ -29,7 +35,9 @@ def get_loss(loss):
     Returns
     -------
     BaseLoss or object
-        A new instance for a name, else ``loss`` itself.
+        A new instance for a name, else an unfitted copy of ``loss``
+        (``sklearn.base.clone``), so that ``prepare`` never changes the
+        caller's object.
 
     Raises
     ------
@@ -48,4 +56,4 @@ def get_loss(loss):
             ) from None
     if not hasattr(loss, "value_and_grad"):
         raise TypeError(f"loss must be a string or have a value_and_grad method, got {loss!r}")
-    return loss
+    return clone(loss, safe=False)

@@ -41,6 +41,21 @@ class BaseLoss(BaseEstimator):
     needs_online_solver = False
     needs_init = False
 
+    def prepare(self, classes):
+        """Learn the label names before training (default: nothing to do).
+
+        :class:`~sklearn_crfloss.CRFTagger` calls it in ``fit``, on its own
+        copy of the loss, with ``classes_``; a loss whose definition involves
+        label names (a cost matrix given by names, segments of a chunking
+        scheme) resolves them here. The labels ``y`` handed to
+        :meth:`value_and_grad` are indices into ``classes``.
+
+        Parameters
+        ----------
+        classes : ndarray of shape (n_labels,)
+            The sorted training labels.
+        """
+
     def value_and_grad(self, unary, transition, start, end, y, offsets,
                        sample_weight=None, n_threads=1):
         """Loss value and its gradient with respect to the potentials.

@@ -1,0 +1,207 @@
+"""Cost functions and cost-sensitive losses (Gimpel & Smith 2010).
+
+A cost ``cost(y*, y) = sum_t c(y*_t, y_t)`` that decomposes over positions
+like the unary features (Gimpel & Smith, section 3.2) enters inference as
+extra unary potentials: for gold labels ``y*`` the cost-augmented
+potentials are ``U'[t, j] = U[t, j] + c(y*_t, j)``, and every existing kernel
+(forward-backward, Viterbi) runs unchanged on ``U'``. Because
+``c(y, y) = 0``, the gold path's score is the same under ``U`` and ``U'``.
+"""
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from ..inference import forward_backward
+from ._base import BaseLoss
+from ._likelihood import ConditionalLogLikelihood
+
+__all__ = ["HammingCost", "LabelCost", "SoftmaxMargin", "JensenRiskBound", "get_cost"]
+
+
+class HammingCost(BaseEstimator):
+    """Hamming cost: ``cost_scale`` for every mislabelled token.
+
+    ``c(a, b) = cost_scale * [a != b]`` (Gimpel & Smith 2010, section 4, with
+    the multiplier ``m``).
+
+    Parameters
+    ----------
+    cost_scale : float, default=1.0
+        The multiplier ``m`` (the paper tries 1, 5, 10, 20); ``>= 0``.
+    """
+
+    def __init__(self, cost_scale=1.0):
+        self.cost_scale = cost_scale
+
+    def matrix(self, classes):
+        """Cost matrix ``c[a, b]`` of shape (n_classes, n_classes) in ``classes`` order."""
+        n = len(classes)
+        return float(self.cost_scale) * (1.0 - np.eye(n))
+
+
+class LabelCost(BaseEstimator):
+    """Per-label-pair cost given by label names.
+
+    ``c(a, b) = cost_scale * costs[(a, b)]`` for gold label ``a`` and
+    predicted label ``b``; pairs not listed cost ``default`` (the Hamming
+    cost when ``default=1``), and ``c(a, a) = 0`` always. A recall-oriented
+    cost for NER charges more for predicting ``O`` on an entity token than
+    the reverse, e.g. ``{("B-PER", "O"): 5.0, ("I-PER", "O"): 5.0}``.
+
+    Parameters
+    ----------
+    costs : dict of (label, label) -> float
+        Costs of (gold, predicted) label pairs, non-negative.
+    default : float, default=1.0
+        Cost of a mislabelled pair not in ``costs``.
+    cost_scale : float, default=1.0
+        Multiplier of every cost.
+
+    Raises
+    ------
+    ValueError
+        From :meth:`matrix`, if a cost is negative or a diagonal pair has a
+        non-zero cost. Labels not among the training labels are ignored.
+    """
+
+    def __init__(self, costs, default=1.0, cost_scale=1.0):
+        self.costs = costs
+        self.default = default
+        self.cost_scale = cost_scale
+
+    def matrix(self, classes):
+        """Cost matrix ``c[a, b]`` of shape (n_classes, n_classes) in ``classes`` order."""
+        index = {c: i for i, c in enumerate(classes)}
+        n = len(classes)
+        M = float(self.default) * (1.0 - np.eye(n))
+        for (a, b), value in dict(self.costs).items():
+            if value < 0:
+                raise ValueError(f"cost of ({a!r}, {b!r}) is negative: {value}")
+            if a == b and value != 0:
+                raise ValueError(f"cost of ({a!r}, {a!r}) must be 0, got {value}")
+            if a in index and b in index:
+                M[index[a], index[b]] = value
+        if self.default < 0:
+            raise ValueError(f"default cost must be >= 0, got {self.default}")
+        return float(self.cost_scale) * M
+
+
+def get_cost(cost, cost_scale):
+    """Resolve ``cost`` ('hamming', a dict of label-pair costs, or a cost object)."""
+    if isinstance(cost, str):
+        if cost != "hamming":
+            raise ValueError(f"Unknown cost {cost!r}; use 'hamming', a dict of "
+                             "(gold, predicted) label-pair costs, or a cost object.")
+        return HammingCost(cost_scale=cost_scale)
+    if isinstance(cost, dict):
+        return LabelCost(cost, cost_scale=cost_scale)
+    if not hasattr(cost, "matrix"):
+        raise TypeError(f"cost must be 'hamming', a dict or have a matrix(classes) method, got {cost!r}")
+    return cost
+
+
+class _CostSensitiveLoss(BaseLoss):
+    """Shared parts of the losses that take a cost: the cost matrix and U + cost."""
+
+    def __init__(self, cost="hamming", cost_scale=1.0):
+        self.cost = cost
+        self.cost_scale = cost_scale
+
+    def prepare(self, classes):
+        # Docstring inherited: resolve the cost matrix in classes_ order.
+        self._cost_matrix = get_cost(self.cost, self.cost_scale).matrix(classes)
+
+    def _augmented(self, unary, y):
+        """``U + c(y*_t, .)``: unary potentials plus each token's cost row."""
+        M = getattr(self, "_cost_matrix", None)
+        n_labels = unary.shape[1]
+        if M is None:  # not prepared: labels are their indices
+            if isinstance(self.cost, dict):
+                raise ValueError("a cost given by label names needs prepare(classes) first "
+                                 "(CRFTagger.fit calls it)")
+            M = get_cost(self.cost, self.cost_scale).matrix(np.arange(n_labels))
+        if M.shape != (n_labels, n_labels):
+            raise ValueError(f"cost matrix has shape {M.shape}, expected {(n_labels, n_labels)}")
+        return unary + M[y]
+
+
+class SoftmaxMargin(_CostSensitiveLoss):
+    """Softmax-margin (``loss='softmax_margin'``), Gimpel & Smith (2010), Eq. 6.
+
+    ``value = sum_i w_i (log sum_y exp(score(y) + cost(y_i, y)) - score(y_i))``:
+    conditional log-likelihood with the cost added inside the partition
+    function, so high-cost outputs are pushed down harder. Its gradient is
+    the cost-augmented marginals minus the gold indicators. Convex and smooth;
+    an upper bound on CLL (Eq. 3), on the risk (Eq. 5, through Eq. 7) and a
+    differentiable upper bound on max-margin (Eq. 4).
+
+    Parameters
+    ----------
+    cost : {'hamming'} or dict or cost object, default='hamming'
+        ``'hamming'``, a dict of (gold, predicted) label-pair costs
+        (:class:`LabelCost`), or an object with ``matrix(classes)``.
+    cost_scale : float, default=1.0
+        Multiplier ``m`` of the cost (the paper tries 1, 5, 10, 20).
+
+    References
+    ----------
+    K. Gimpel, N. A. Smith (2010). Softmax-margin CRFs: training log-linear
+    models with cost functions. NAACL-HLT, Eq. 6.
+    """
+
+    name = "softmax_margin"
+    convex = True
+    smooth = True
+
+    def value_and_grad(self, unary, transition, start, end, y, offsets,
+                       sample_weight=None, n_threads=1):
+        # Docstring inherited. cost(y*, y*) = 0, so the gold score under the
+        # augmented potentials is the plain one: this is CLL on U + cost.
+        return ConditionalLogLikelihood().value_and_grad(
+            self._augmented(unary, y), transition, start, end, y, offsets,
+            sample_weight=sample_weight, n_threads=n_threads)
+
+
+class JensenRiskBound(_CostSensitiveLoss):
+    """Jensen risk bound (``loss='jrb'``), Gimpel & Smith (2010), section 3.1.
+
+    ``value = sum_i w_i log E_p[exp cost(y_i, .)] = softmax-margin - CLL``
+    (Eq. 7 minus Eq. 3): by Jensen's inequality an upper bound on the risk
+    ``sum_i w_i E_p[cost(y_i, .)]`` (Eq. 5). Per sequence it is
+    ``log Z(U + cost) - log Z(U)``, so its gradient is the cost-augmented
+    marginals minus the plain marginals: two forward-backward passes and no
+    backpropagation through the marginals (cheaper than the risk). Smooth,
+    nonconvex: start from a CLL fit (``init='cll'``).
+
+    Parameters
+    ----------
+    cost : {'hamming'} or dict or cost object, default='hamming'
+    cost_scale : float, default=1.0
+
+    References
+    ----------
+    K. Gimpel, N. A. Smith (2010). Softmax-margin CRFs: training log-linear
+    models with cost functions. NAACL-HLT, section 3.1, Eq. 7.
+    """
+
+    name = "jrb"
+    convex = False
+    smooth = True
+    needs_init = True
+
+    def value_and_grad(self, unary, transition, start, end, y, offsets,
+                       sample_weight=None, n_threads=1):
+        # Docstring inherited.
+        aug = forward_backward(self._augmented(unary, y), transition, start, end, offsets,
+                               sample_weight=sample_weight, n_threads=n_threads)
+        plain = forward_backward(unary, transition, start, end, offsets,
+                                 sample_weight=sample_weight, n_threads=n_threads)
+        diff = aug.log_z - plain.log_z
+        d_unary = aug.marginals - plain.marginals
+        if sample_weight is None:
+            value = float(diff.sum())
+        else:
+            value = float(np.dot(sample_weight, diff))
+            d_unary *= np.repeat(sample_weight, np.diff(offsets))[:, None]
+        return (value, d_unary, aug.transition_counts - plain.transition_counts,
+                aug.start_counts - plain.start_counts, aug.end_counts - plain.end_counts)
