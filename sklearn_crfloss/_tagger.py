@@ -7,6 +7,7 @@ import scipy.sparse as sp
 from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator
 from sklearn.feature_extraction import DictVectorizer, FeatureHasher
+from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._compat import HasMethods, Interval, StrOptions, validate_params
@@ -15,7 +16,8 @@ from ._optim import lbfgs
 from ._validation import check_finite_tokens, check_labels, check_sample_weight, check_sequences
 from .inference import forward_backward, viterbi
 from .losses import LOSSES, ConditionalLogLikelihood, get_loss
-from .priors import PRIORS, get_prior
+from ._online import online_fit
+from .priors import PRIORS, GaussianPrior, NoPrior, get_prior
 
 __all__ = ["CRFTagger"]
 
@@ -46,8 +48,9 @@ class CRFTagger(BaseEstimator):
     C : float, default=1.0
         Inverse prior strength, ``C > 0``; larger is weaker. ``C=1`` with
         ``prior='l2'`` equals CRFsuite's ``c2=0.5`` (``c2 = 1 / (2C)``).
-    max_iter : int, default=1000
-        Maximum number of L-BFGS iterations.
+    max_iter : int or None, default=None
+        Maximum number of L-BFGS iterations (None: 1000), or the number of
+        epochs of an online solver (None: 10).
     tol : float, default=1e-5
         Stop when the objective improved by less than ``tol`` (relative)
         over the last 10 iterations (CRFsuite's ``delta``/``period``).
@@ -70,6 +73,22 @@ class CRFTagger(BaseEstimator):
         MAP initialisation that nonconvex losses need, Suzuki et al. 2006,
         Table 2); a no-op when ``loss='cll'``. Usable inside GridSearchCV and
         Pipelines, unlike a manual ``warm_start`` sequence.
+    solver : {None, 'lbfgs', 'sgd'}, default=None
+        None: the loss's own choice (``default_solver``): L-BFGS for smooth
+        losses, stochastic subgradient descent for ``'max_margin'``, the
+        online rules for ``'perceptron'`` and ``'mira'`` (which accept no
+        other). ``'sgd'`` (any loss that sums over sequences, L2 or no
+        prior) steps on one sequence at a time, shuffled with
+        ``random_state``, with step ``1 / (lambda (t0 + t))``,
+        ``lambda = 1 / (C n_sequences)``, first step ``eta0``; see
+        :mod:`sklearn_crfloss._online`. Online solvers train a weight for
+        every label of every attribute they see (``all_possible_states``
+        does not apply).
+    average : bool, default=True
+        Perceptron and MIRA: return the average of the weights over all
+        steps (not available with ``solver='sgd'``, which ignores it).
+    eta0 : float, default=0.1
+        First step size of ``solver='sgd'``.
     decoder : {'viterbi'}, default='viterbi'
         Decoder used by :meth:`predict`.
     n_jobs : int or None, default=None
@@ -82,7 +101,8 @@ class CRFTagger(BaseEstimator):
     verbose : int, default=0
         If > 0, print one line per iteration: objective, gradient norm, seconds.
     random_state : int, RandomState instance or None, default=None
-        Reserved for stochastic solvers; L-BFGS from zero is deterministic.
+        Shuffling of the online solvers (same value, same model); L-BFGS
+        from zero is deterministic and ignores it.
     callback : callable or None, default=None
         Called as ``callback(iteration, objective)`` after each iteration.
 
@@ -113,11 +133,13 @@ class CRFTagger(BaseEstimator):
         Number of trained parameters (free state weights + transitions +
         start + end).
     n_iter_ : int
-        Number of L-BFGS iterations run on ``loss``.
+        Number of L-BFGS iterations run on ``loss`` (epochs for online solvers).
     init_n_iter_ : int
         Iterations of the CLL fit that ``init='cll'`` ran first (else 0).
     loss_curve_ : list of float
-        Objective (loss + prior) after each iteration.
+        Objective (loss + prior) after each iteration; for online solvers the
+        number of mistakes (perceptron, MIRA) or the summed loss (sgd) of
+        each epoch.
     objective_ : float
         Final objective: the loss summed over training sequences plus the
         prior's penalty (for ``'cll'``: negative log-likelihood + penalty).
@@ -150,12 +172,15 @@ class CRFTagger(BaseEstimator):
         "loss": [StrOptions(set(LOSSES)), HasMethods(["value_and_grad"])],
         "prior": [StrOptions(set(PRIORS)), HasMethods(["value_and_grad"])],
         "C": [Interval(Real, 0, None, closed="neither")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [None, Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "min_freq": [Interval(Integral, 1, None, closed="left")],
         "all_possible_states": ["boolean"],
         "feature_hashing": [None, Interval(Integral, 1, None, closed="left")],
         "init": [None, StrOptions({"cll"})],
+        "solver": [None, StrOptions({"lbfgs", "sgd"})],
+        "average": ["boolean"],
+        "eta0": [Interval(Real, 0, None, closed="neither")],
         "decoder": [StrOptions({"viterbi"})],
         "n_jobs": [None, Integral],
         "warm_start": ["boolean"],
@@ -170,12 +195,15 @@ class CRFTagger(BaseEstimator):
         loss="cll",
         prior="l2",
         C=1.0,
-        max_iter=1000,
+        max_iter=None,
         tol=1e-5,
         min_freq=1,
         all_possible_states=False,
         feature_hashing=None,
         init=None,
+        solver=None,
+        average=True,
+        eta0=0.1,
         decoder="viterbi",
         n_jobs=None,
         warm_start=False,
@@ -192,6 +220,9 @@ class CRFTagger(BaseEstimator):
         self.all_possible_states = all_possible_states
         self.feature_hashing = feature_hashing
         self.init = init
+        self.solver = solver
+        self.average = average
+        self.eta0 = eta0
         self.decoder = decoder
         self.n_jobs = n_jobs
         self.warm_start = warm_start
@@ -257,18 +288,36 @@ class CRFTagger(BaseEstimator):
             sample_weight=sample_weight, state_index=state_index,
             n_threads=effective_n_jobs(self.n_jobs),
         )
+        solver = self._resolve_solver(loss, prior)
+        max_iter = self.max_iter or (1000 if solver == "lbfgs" else 10)
         x0 = self._initial_parameters(objective, attributes, classes)
         init_n_iter = 0
         if self.init == "cll" and getattr(loss, "name", None) != "cll":
             objective.loss = ConditionalLogLikelihood()
-            init_info = lbfgs(objective, x0, max_iter=self.max_iter, tol=self.tol,
+            init_info = lbfgs(objective, x0, max_iter=self.max_iter or 1000, tol=self.tol,
                               verbose=self.verbose)
             objective.loss = loss
             x0, init_n_iter = init_info.x, init_info.n_iter
-        info = lbfgs(objective, x0, max_iter=self.max_iter, tol=self.tol,
-                     verbose=self.verbose, callback=self.callback)
-        W = objective.dense_weights(info.x)
-        _, T, start, end = objective.unpack(info.x)
+        if solver == "lbfgs":
+            info = lbfgs(objective, x0, max_iter=max_iter, tol=self.tol,
+                         verbose=self.verbose, callback=self.callback)
+            W = objective.dense_weights(info.x)
+            _, T, start, end = objective.unpack(info.x)
+            n_iter, curve, converged = info.n_iter, info.loss_curve, info.converged
+            n_params = objective.n_params
+        else:
+            _, T0, s0, e0 = objective.unpack(x0)
+            (W, T, start, end), curve = online_fit(
+                Xc, y_enc, offsets, n_labels, rule=solver, loss=loss,
+                cost_matrix=getattr(loss, "_cost_matrix", None),
+                C=None if (solver == "sgd" and isinstance(prior, NoPrior)) else float(self.C),
+                max_iter=max_iter, average=self.average, eta0=self.eta0,
+                random_state=check_random_state(self.random_state),
+                init=(objective.dense_weights(x0), T0, s0, e0),
+                sample_weight=sample_weight, verbose=self.verbose, callback=self.callback,
+            )
+            n_iter, converged = max_iter, True
+            n_params = W.size + T.size + start.size + end.size
 
         # Only now, with everything computed, change the estimator's state.
         self.classes_ = classes
@@ -281,15 +330,33 @@ class CRFTagger(BaseEstimator):
         self.vectorizer_ = vectorizer
         self._columns = columns
         self.input_kind_ = kind
-        self.n_parameters_ = objective.n_params
-        self.n_iter_ = info.n_iter
+        self.n_parameters_ = n_params
+        self.n_iter_ = n_iter
         self.init_n_iter_ = init_n_iter
-        self.loss_curve_ = info.loss_curve
-        self.objective_ = info.loss_curve[-1] if info.loss_curve else float(objective(info.x)[0])
-        self.converged_ = info.converged
+        self.loss_curve_ = curve
+        self.objective_ = curve[-1] if curve else float("nan")
+        self.converged_ = converged
         self._loss = loss
         self._prior = prior
         return self
+
+    def _resolve_solver(self, loss, prior):
+        """The training procedure for this loss; ValueError on a bad combination."""
+        default = getattr(loss, "default_solver", "lbfgs")
+        name = getattr(loss, "name", type(loss).__name__)
+        if getattr(loss, "needs_online_solver", False):
+            if self.solver is not None:
+                raise ValueError(f"loss={name!r} is trained by its own online rule; "
+                                 f"leave solver=None (got solver={self.solver!r}).")
+            return default
+        solver = self.solver or default
+        if solver == "lbfgs" and not getattr(loss, "smooth", True):
+            raise ValueError(f"loss={name!r} is not differentiable: L-BFGS does not apply, "
+                             "use solver='sgd'.")
+        if solver == "sgd" and not (isinstance(prior, NoPrior) or (
+                isinstance(prior, GaussianPrior) and not np.any(prior.mean))):
+            raise ValueError("solver='sgd' supports prior='l2' (zero mean) or 'none'.")
+        return solver
 
     def _vectorize_fit(self, kind, tokens, offsets):
         """Fit the vectoriser; return (vectorizer, columns, CSR, attribute names)."""

@@ -105,6 +105,11 @@ def loss_by_enumeration(loss, unary, transition, start, end, y, offsets, sample_
                 total += w[i] * (logsumexp(scores + costs) - gold)
             else:  # log E_p[exp cost], section 3.1
                 total += w[i] * (logsumexp(scores + costs) - logsumexp(scores))
+        elif loss.name in ("max_margin", "mira"):  # Gimpel & Smith Eq. 4
+            costs = np.array([path_cost(loss, y[s:e], p, L) for p in paths])
+            total += w[i] * (np.max(scores + costs) - gold)
+        elif loss.name == "perceptron":  # max_y score(y) - score(y*)
+            total += w[i] * (np.max(scores) - gold)
         else:
             raise NotImplementedError(f"no enumeration oracle for loss {loss.name!r}")
     return total

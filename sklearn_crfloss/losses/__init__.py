@@ -12,16 +12,21 @@ from sklearn.base import clone
 from ._base import BaseLoss
 from ._cost import HammingCost, JensenRiskBound, LabelCost, SoftmaxMargin
 from ._likelihood import ConditionalLogLikelihood
+from ._margin import MIRA, MaxMargin, StructuredPerceptron
 
 #: Registry of loss names accepted by ``CRFTagger(loss=...)``.
 LOSSES = {
     "cll": ConditionalLogLikelihood,
     "softmax_margin": SoftmaxMargin,
     "jrb": JensenRiskBound,
+    "max_margin": MaxMargin,
+    "perceptron": StructuredPerceptron,
+    "mira": MIRA,
 }
 
 __all__ = ["LOSSES", "BaseLoss", "ConditionalLogLikelihood", "HammingCost",
-           "JensenRiskBound", "LabelCost", "SoftmaxMargin", "get_loss"]
+           "JensenRiskBound", "LabelCost", "MIRA", "MaxMargin", "SoftmaxMargin",
+           "StructuredPerceptron", "get_loss"]
 
 
 def get_loss(loss):

@@ -33,6 +33,11 @@ class BaseLoss(BaseEstimator):
         Whether it is trained by an online loop rather than L-BFGS.
     needs_init : bool
         Whether a warm start (e.g. from a CLL fit) is recommended.
+    default_solver : {'lbfgs', 'sgd', 'perceptron', 'mira'}
+        How :class:`~sklearn_crfloss.CRFTagger` trains the loss when its
+        ``solver`` is None: L-BFGS for smooth losses, stochastic
+        subgradient descent for max-margin, the online rules for the
+        perceptron and MIRA.
     """
 
     name = None
@@ -40,6 +45,7 @@ class BaseLoss(BaseEstimator):
     smooth = True
     needs_online_solver = False
     needs_init = False
+    default_solver = "lbfgs"
 
     def prepare(self, classes):
         """Learn the label names before training (default: nothing to do).

@@ -1,0 +1,108 @@
+"""Max-margin, perceptron and MIRA: subgradients and the online trainers."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from sklearn_crfloss import CRFTagger
+from sklearn_crfloss.losses import MIRA, MaxMargin, StructuredPerceptron
+
+from _oracle import enumerate_paths, random_problem
+from conftest import make_toy_chunks
+
+
+def test_max_margin_subgradient_is_the_argmax_difference():
+    rng = np.random.default_rng(8)
+    U, T, s, e, y, off = random_problem(rng, 3, lengths=(2, 4))
+    loss = MaxMargin(cost_scale=2.0)
+    _, dU, dT, ds, de = loss.value_and_grad(U, T, s, e, y, off)
+    expected_dU = np.zeros_like(U)
+    expected_dT = np.zeros_like(T)
+    for a, b in zip(off[:-1], off[1:]):
+        paths, scores = enumerate_paths(U[a:b], T, s, e)
+        costs = 2.0 * (paths != y[a:b]).sum(axis=1)
+        best = paths[np.argmax(scores + costs)]
+        expected_dU[a + np.arange(b - a), best] += 1
+        expected_dU[a + np.arange(b - a), y[a:b]] -= 1
+        for p, q in zip(best[:-1], best[1:]):
+            expected_dT[p, q] += 1
+        for p, q in zip(y[a:b][:-1], y[a:b][1:]):
+            expected_dT[p, q] -= 1
+    assert_allclose(dU, expected_dU)
+    assert_allclose(dT, expected_dT)
+
+
+def _separable(seed=0, n=40):
+    # The word identifies the label: a separable problem.
+    rng = np.random.default_rng(seed)
+    labels = ["O", "B-X", "I-X"]
+    X, y = [], []
+    for _ in range(n):
+        lab = [labels[int(k)] for k in rng.integers(3, size=int(rng.integers(1, 7)))]
+        X.append([{"w": f"w_{lab_t}", "bias": 1.0} for lab_t in lab])
+        y.append(lab)
+    return X, y
+
+
+@pytest.mark.parametrize("loss", ["perceptron", "mira", "max_margin"])
+def test_online_trainers_fit_a_separable_problem(loss):
+    X, y = _separable()
+    crf = CRFTagger(loss=loss, max_iter=15, random_state=0, C=10.0).fit(X, y)
+    assert crf.n_iter_ == 15 and len(crf.loss_curve_) == 15
+    assert crf.score(X, y) == 1.0
+    if loss != "max_margin":
+        assert crf.loss_curve_[-1] == 0  # no mistakes in the last epoch
+
+
+@pytest.mark.parametrize("loss", ["perceptron", "mira", "max_margin"])
+def test_same_random_state_same_model(loss):
+    X, y = make_toy_chunks(40, seed=1)
+    a = CRFTagger(loss=loss, max_iter=3, random_state=7).fit(X, y)
+    b = CRFTagger(loss=loss, max_iter=3, random_state=7).fit(X, y)
+    c = CRFTagger(loss=loss, max_iter=3, random_state=8).fit(X, y)
+    assert_array_equal(a.coef_, b.coef_)
+    assert_array_equal(a.transition_, b.transition_)
+    assert not np.array_equal(a.coef_, c.coef_)
+
+
+def test_averaging_changes_the_perceptron():
+    X, y = make_toy_chunks(40, seed=2)
+    avg = CRFTagger(loss="perceptron", max_iter=3, random_state=0).fit(X, y)
+    last = CRFTagger(loss="perceptron", max_iter=3, random_state=0, average=False).fit(X, y)
+    assert not np.allclose(avg.coef_, last.coef_)
+    assert avg.score(X, y) > 0.7
+
+
+def test_sgd_decreases_the_objective_of_a_smooth_loss():
+    X, y = make_toy_chunks(60, seed=4)
+    crf = CRFTagger(loss="cll", solver="sgd", max_iter=8, random_state=0).fit(X, y)
+    assert crf.loss_curve_[-1] < crf.loss_curve_[0]
+    assert crf.score(X, y) > 0.8
+
+
+def test_solver_combinations_are_checked():
+    X, y = make_toy_chunks(10)
+    with pytest.raises(ValueError, match="not differentiable"):
+        CRFTagger(loss="max_margin", solver="lbfgs").fit(X, y)
+    with pytest.raises(ValueError, match="own online rule"):
+        CRFTagger(loss="perceptron", solver="sgd").fit(X, y)
+    with pytest.raises(ValueError, match="supports prior"):
+        from sklearn_crfloss.priors import GaussianPrior
+
+        CRFTagger(loss="max_margin", prior=GaussianPrior(mean=1.0)).fit(X, y)
+
+
+def test_mira_step_is_clipped_by_C():
+    X, y = _separable(seed=3, n=20)
+    small = CRFTagger(loss=MIRA(cost_scale=1.0), C=1e-3, max_iter=1, random_state=0,
+                      average=False).fit(X, y)
+    large = CRFTagger(loss=MIRA(cost_scale=1.0), C=1e3, max_iter=1, random_state=0,
+                      average=False).fit(X, y)
+    # 20 steps of tau <= C on feature differences of at most 6 (sequence length)
+    assert np.abs(small.coef_).max() <= 20 * 6 * 1e-3 + 1e-12
+    assert np.abs(large.coef_).max() > np.abs(small.coef_).max()
+
+
+def test_loss_flags():
+    assert not MaxMargin.smooth and MaxMargin.default_solver == "sgd"
+    assert StructuredPerceptron.needs_online_solver and MIRA.needs_online_solver
