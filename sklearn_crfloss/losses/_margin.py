@@ -97,7 +97,7 @@ class StructuredPerceptron(BaseLoss):
         return _hinge(unary, unary, transition, start, end, y, offsets, sample_weight)
 
 
-class MIRA(_CostSensitiveLoss):
+class MIRA(MaxMargin):
     """1-best MIRA with cost-augmented inference (``loss='mira'``).
 
     Online (Crammer et al. 2006, passive-aggressive PA-I; Gimpel & Smith
@@ -107,8 +107,8 @@ class MIRA(_CostSensitiveLoss):
     ``tau (f(y_i) - f(y))`` with ``tau = min(C, l / ||f(y_i) - f(y)||^2)``,
     the smallest step that makes the gold path win by the cost, clipped at
     the estimator's ``C``. ``max_iter`` epochs, averaged weights by default.
-    ``value_and_grad`` gives the structured hinge it decreases (as
-    :class:`MaxMargin`).
+    ``value_and_grad`` is :class:`MaxMargin`'s structured hinge, which the
+    update decreases.
 
     Parameters
     ----------
@@ -126,9 +126,3 @@ class MIRA(_CostSensitiveLoss):
     smooth = False
     needs_online_solver = True
     default_solver = "mira"
-
-    def value_and_grad(self, unary, transition, start, end, y, offsets,
-                       sample_weight=None, n_threads=1):
-        # Docstring inherited; the gradient is a subgradient.
-        return _hinge(unary, self._augmented(unary, y), transition, start, end, y, offsets,
-                      sample_weight)
