@@ -9,13 +9,18 @@ tests (``tests/test_losses.py``) cover it through the registry.
 
 from ._base import BaseLoss
 from ._likelihood import ConditionalLogLikelihood
+from ._marginal import LabelwiseAccuracyLoss, MixedLoss, PointwiseLoss
 
 #: Registry of loss names accepted by ``CRFTagger(loss=...)``.
 LOSSES = {
     "cll": ConditionalLogLikelihood,
+    "labelwise": LabelwiseAccuracyLoss,
+    "mixed": MixedLoss,
+    "pointwise": PointwiseLoss,
 }
 
-__all__ = ["LOSSES", "BaseLoss", "ConditionalLogLikelihood", "get_loss"]
+__all__ = ["LOSSES", "BaseLoss", "ConditionalLogLikelihood", "LabelwiseAccuracyLoss",
+           "MixedLoss", "PointwiseLoss", "get_loss"]
 
 
 def get_loss(loss):
