@@ -446,7 +446,7 @@ class CRFTagger(BaseEstimator):
             marg = forward_backward(unary, self.transition_, self.start_, self.end_, offsets,
                                     n_threads=n_threads).marginals
             if self.constraints is None:
-                path = np.argmax(marg, axis=1) if L else np.zeros(0, dtype=np.intp)
+                path = np.argmax(marg, axis=1)
             else:
                 path, _ = viterbi(np.log(np.maximum(marg, 1e-300)), forbid_trans,
                                   forbid_start, np.zeros(L), offsets, n_threads=n_threads)

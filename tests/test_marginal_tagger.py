@@ -81,6 +81,17 @@ def test_iob2_constraints_by_enumeration(decoder):
     assert n_changed > 0  # the constraints did something
 
 
+@pytest.mark.parametrize("decoder", ["viterbi", "mea"])
+@pytest.mark.parametrize("constraints", [None, "iob2"])
+def test_decoders_accept_empty_sequences(fitted, decoder, constraints):
+    crf, X, _ = fitted
+    crf.set_params(decoder=decoder, constraints=constraints)
+    labels, scores = crf.decode([[], X[0], []])
+    assert [len(lab) for lab in labels] == [0, len(X[0]), 0]
+    assert scores[0] == 0 and scores[2] == 0
+    crf.set_params(decoder="viterbi", constraints=None)
+
+
 def test_iob2_constraints_reject_other_labels():
     X = [[{"w": "a"}, {"w": "b"}]]
     crf = CRFTagger(constraints="iob2", max_iter=3).fit(X, [["X", "Y"]])
