@@ -52,10 +52,13 @@ class CRFObjective:
         Sorted flat indices into ``W`` of the state weights the model owns;
         the others are fixed at 0. None: all of them.
     n_threads : int
+    token_weight : ndarray of shape (n_tokens,) or None
+        Per-token weights, passed to the loss as ``token_weight=`` when not
+        None (losses with ``supports_token_weight = True``).
     """
 
     def __init__(self, X, y, offsets, n_labels, loss, prior, C, sample_weight=None,
-                 state_index=None, n_threads=1):
+                 state_index=None, n_threads=1, token_weight=None):
         X = sp.csr_matrix(X, dtype=np.float64)
         self.n_tokens, self.n_features = X.shape
         if state_index is None:
@@ -91,6 +94,7 @@ class CRFObjective:
         self.C = C
         self.sample_weight = sample_weight
         self.n_threads = n_threads
+        self.token_weight = token_weight
         self.n_state = self.state_index.shape[0]
         self.n_params = self.n_state + n_labels * n_labels + 2 * n_labels
 
@@ -137,9 +141,10 @@ class CRFObjective:
         grad : ndarray of shape (n_params,)
         """
         unary, T, start, end = self.potentials(theta)
+        extra = {} if self.token_weight is None else {"token_weight": self.token_weight}
         value, d_unary, d_T, d_start, d_end = self.loss.value_and_grad(
             unary, T, start, end, self.y, self.offsets,
-            sample_weight=self.sample_weight, n_threads=self.n_threads,
+            sample_weight=self.sample_weight, n_threads=self.n_threads, **extra,
         )
         grad = np.empty(self.n_params)
         dense_gradient(*self._csc, np.ascontiguousarray(d_unary, dtype=np.float64),

@@ -89,8 +89,22 @@ class CRFTagger(BaseEstimator):
         steps (not available with ``solver='sgd'``, which ignores it).
     eta0 : float, default=0.1
         First step size of ``solver='sgd'``.
-    decoder : {'viterbi'}, default='viterbi'
-        Decoder used by :meth:`predict`.
+    decoder : {'viterbi', 'mea'}, default='viterbi'
+        Decoder used by :meth:`predict` and :meth:`decode`. ``'viterbi'``:
+        the most probable label sequence. ``'mea'``: maximum expected
+        accuracy (posterior) decoding, the label of highest marginal
+        probability at each position (Gross et al. 2006, Eq. (2)), which
+        maximises the expected number of correct labels; the decoder that
+        ``loss='labelwise'`` trains for.
+    constraints : {None, 'iob2'}, default=None
+        Decode-time constraints for both decoders. ``'iob2'``: a label
+        ``I-X`` may only follow ``B-X`` or ``I-X`` (so ``O -> I-X``,
+        ``B-X -> I-Y``, ``I-X -> I-Y`` and a sequence starting with ``I-X``
+        are forbidden); every label must be ``'O'``, ``'B-<type>'`` or
+        ``'I-<type>'``. Viterbi uses ``-inf`` for the forbidden transitions;
+        MEA becomes a Viterbi search over the log-marginals restricted to the
+        allowed transitions (the allowed path of maximum
+        ``sum_t log p(y_t | x)``).
     n_jobs : int or None, default=None
         Threads for the inference kernels (OpenMP over sequences). None
         means 1 unless in a :func:`joblib.parallel_backend` context; -1 means
@@ -181,7 +195,8 @@ class CRFTagger(BaseEstimator):
         "solver": [None, StrOptions({"lbfgs", "sgd"})],
         "average": ["boolean"],
         "eta0": [Interval(Real, 0, None, closed="neither")],
-        "decoder": [StrOptions({"viterbi"})],
+        "decoder": [StrOptions({"viterbi", "mea"})],
+        "constraints": [None, StrOptions({"iob2"})],
         "n_jobs": [None, Integral],
         "warm_start": ["boolean"],
         "verbose": ["verbose"],
@@ -205,6 +220,7 @@ class CRFTagger(BaseEstimator):
         average=True,
         eta0=0.1,
         decoder="viterbi",
+        constraints=None,
         n_jobs=None,
         warm_start=False,
         verbose=0,
@@ -224,6 +240,7 @@ class CRFTagger(BaseEstimator):
         self.average = average
         self.eta0 = eta0
         self.decoder = decoder
+        self.constraints = constraints
         self.n_jobs = n_jobs
         self.warm_start = warm_start
         self.verbose = verbose
@@ -232,7 +249,7 @@ class CRFTagger(BaseEstimator):
 
     # ------------------------------------------------------------------ fit
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, token_weight=None):
         """Train the CRF.
 
         Parameters
@@ -247,6 +264,13 @@ class CRFTagger(BaseEstimator):
             ``len(y[i]) == len(X[i])``; at least two distinct labels.
         sample_weight : array-like of shape (n_sequences,), default=None
             Non-negative weight of each sequence in the loss.
+        token_weight : list of array-like, default=None
+            Non-negative weight of each token, one array of length
+            ``len(y[i])`` per sequence: the position-dependent weights of
+            Tsuboi & Kashima (Section 6). Only for losses that support them
+            (``'pointwise'``, ``'mixed'`` (its pointwise part),
+            ``'labelwise'``); they multiply ``sample_weight``. Not used by
+            the ``init='cll'`` stage.
 
         Returns
         -------
@@ -268,6 +292,7 @@ class CRFTagger(BaseEstimator):
         lengths = np.diff(offsets)
         flat_y = check_labels(y, lengths)
         sample_weight = check_sample_weight(sample_weight, lengths.shape[0])
+        token_weight = _check_token_weight(token_weight, lengths, loss)
         if any(label is None for label in flat_y):
             raise ValueError("y contains None; every token needs a label.")
         classes, y_enc = np.unique(np.asarray(flat_y), return_inverse=True)
@@ -298,14 +323,27 @@ class CRFTagger(BaseEstimator):
                               verbose=self.verbose)
             objective.loss = loss
             x0, init_n_iter = init_info.x, init_info.n_iter
+        objective.token_weight = token_weight
         if solver == "lbfgs":
-            info = lbfgs(objective, x0, max_iter=max_iter, tol=self.tol,
-                         verbose=self.verbose, callback=self.callback)
+            # A loss with an annealing schedule (e.g. labelwise with a list of
+            # alpha) is trained stage by stage, each warm-started from the last.
+            stages = loss.stages() if hasattr(loss, "stages") else [loss]
+            n_iter, curve = 0, []
+            for stage in stages:
+                objective.loss = stage
+                info = lbfgs(objective, x0, max_iter=max_iter, tol=self.tol,
+                             verbose=self.verbose, callback=self.callback)
+                x0 = info.x
+                n_iter += info.n_iter
+                curve += list(info.loss_curve)
+            objective.loss = loss
+            converged = info.converged
             W = objective.dense_weights(info.x)
             _, T, start, end = objective.unpack(info.x)
-            n_iter, curve, converged = info.n_iter, info.loss_curve, info.converged
             n_params = objective.n_params
         else:
+            if token_weight is not None:
+                raise ValueError(f"token_weight needs solver='lbfgs', not {solver!r}.")
             _, T0, s0, e0 = objective.unpack(x0)
             (W, T, start, end), curve = online_fit(
                 Xc, y_enc, offsets, n_labels, rule=solver, loss=loss,
@@ -436,7 +474,7 @@ class CRFTagger(BaseEstimator):
         return np.split(values, offsets[1:-1]) if offsets.shape[0] > 1 else []
 
     def decode(self, X):
-        """Viterbi paths and their scores.
+        """Decoded label sequences (``decoder``, ``constraints``) and their scores.
 
         Parameters
         ----------
@@ -446,18 +484,50 @@ class CRFTagger(BaseEstimator):
         Returns
         -------
         labels : list of ndarray of shape (n_tokens_i,)
-            The most probable label sequence of each input sequence.
+            The decoded label sequence of each input sequence: the most
+            probable one (``'viterbi'``) or the one of maximum expected
+            accuracy (``'mea'``), among the allowed ones if ``constraints``.
         scores : ndarray of shape (n_sequences,)
-            Its score (unnormalised log-probability ``score(y)``; subtract
-            the log partition function to get ``log p(y | x)``).
+            ``'viterbi'``: its score (unnormalised log-probability
+            ``score(y)``; subtract the log partition function to get
+            ``log p(y | x)``). ``'mea'``: its expected number of correct
+            labels ``sum_t p(y_t | x)``.
+
+        Raises
+        ------
+        ValueError
+            With ``constraints='iob2'``, if a label is not ``'O'``,
+            ``'B-<type>'`` or ``'I-<type>'``.
         """
         unary, offsets = self._potentials(X)
-        path, score = viterbi(unary, self.transition_, self.start_, self.end_, offsets,
-                              n_threads=effective_n_jobs(self.n_jobs))
+        n_threads = effective_n_jobs(self.n_jobs)
+        L = self.classes_.shape[0]
+        if self.constraints == "iob2":
+            allowed_trans, allowed_start = _iob2_allowed(self.classes_)
+            forbid_trans = np.where(allowed_trans, 0.0, -np.inf)
+            forbid_start = np.where(allowed_start, 0.0, -np.inf)
+        else:
+            forbid_trans, forbid_start = np.zeros((L, L)), np.zeros(L)
+        if self.decoder == "viterbi":
+            path, score = viterbi(unary, self.transition_ + forbid_trans,
+                                  self.start_ + forbid_start, self.end_, offsets,
+                                  n_threads=n_threads)
+        else:
+            marg = forward_backward(unary, self.transition_, self.start_, self.end_, offsets,
+                                    n_threads=n_threads).marginals
+            if self.constraints is None:
+                path = np.argmax(marg, axis=1)
+            else:
+                path, _ = viterbi(np.log(np.maximum(marg, 1e-300)), forbid_trans,
+                                  forbid_start, np.zeros(L), offsets, n_threads=n_threads)
+            n_seq = offsets.shape[0] - 1
+            seq_id = np.repeat(np.arange(n_seq), np.diff(offsets))
+            score = np.bincount(seq_id, weights=marg[np.arange(path.shape[0]), path],
+                                minlength=n_seq)
         return self._split(self.classes_[path], offsets), score
 
     def predict(self, X):
-        """Most probable label sequence of each sequence (Viterbi).
+        """Decoded label sequence of each sequence (``decoder``: Viterbi or MEA).
 
         Parameters
         ----------
@@ -525,6 +595,66 @@ class CRFTagger(BaseEstimator):
         tags.target_tags.required = True
         tags.target_tags.one_d_labels = False
         return tags
+
+
+def _check_token_weight(token_weight, lengths, loss):
+    """Flatten per-token weights (a list of per-sequence arrays) or return None."""
+    if token_weight is None:
+        return None
+    if not getattr(loss, "supports_token_weight", False):
+        raise ValueError(
+            f"token_weight is not supported by loss {getattr(loss, 'name', loss)!r}; "
+            "use 'pointwise', 'mixed' or 'labelwise'."
+        )
+    if isinstance(token_weight, (str, bytes)) or not hasattr(token_weight, "__len__"):
+        raise TypeError("token_weight must be a list of per-token weight arrays")
+    if len(token_weight) != lengths.shape[0]:
+        raise ValueError(
+            f"token_weight has {len(token_weight)} sequences, X has {lengths.shape[0]}"
+        )
+    parts = []
+    for i, (tw, n) in enumerate(zip(token_weight, lengths)):
+        tw = np.asarray(tw, dtype=np.float64).ravel()
+        if tw.shape[0] != n:
+            raise ValueError(f"token_weight[{i}] has {tw.shape[0]} weights, sequence has {n} tokens")
+        parts.append(tw)
+    flat = np.concatenate(parts) if parts else np.zeros(0)
+    if not np.all(np.isfinite(flat)) or np.any(flat < 0):
+        raise ValueError("token_weight must be finite and non-negative")
+    return flat
+
+
+def _iob2_allowed(classes):
+    """Allowed transitions (L, L) and first labels (L,) under IOB2.
+
+    ``I-X`` may follow only ``B-X`` or ``I-X`` and may not start a sequence.
+
+    Raises
+    ------
+    ValueError
+        If a label is not ``'O'``, ``'B-<type>'`` or ``'I-<type>'``.
+    """
+    parsed = []
+    for label in classes:
+        text = label if isinstance(label, str) else str(label)
+        prefix, sep, typ = text.partition("-")
+        if text == "O":
+            parsed.append(("O", ""))
+        elif sep and typ and prefix in ("B", "I"):
+            parsed.append((prefix, typ))
+        else:
+            raise ValueError(
+                f"constraints='iob2' needs labels 'O', 'B-<type>' or 'I-<type>', got {label!r}"
+            )
+    L = len(parsed)
+    allowed = np.ones((L, L), dtype=bool)
+    start = np.ones(L, dtype=bool)
+    for j, (pj, tj) in enumerate(parsed):
+        if pj == "I":
+            start[j] = False
+            for i, (pi, ti) in enumerate(parsed):
+                allowed[i, j] = pi in ("B", "I") and ti == tj
+    return allowed, start
 
 
 def _observed_pairs(Xc, y_enc, n_labels):

@@ -83,22 +83,56 @@ def brute_force(unary, transition, start, end, offsets, sample_weight=None):
                 path=best_path, score=best_score)
 
 
-def loss_by_enumeration(loss, unary, transition, start, end, y, offsets, sample_weight=None):
+def window_log_prob(paths, scores, y, lo, hi):
+    """log p(y_lo..y_hi-1 = gold | x) by summing the enumerated paths."""
+    match = np.all(paths[:, lo:hi] == y[lo:hi], axis=1)
+    return logsumexp(scores[match]) - logsumexp(scores)
+
+
+def markov_loss_by_enumeration(k, unary, transition, start, end, y, offsets):
+    """Tsuboi & Kashima's M_k (Definition 4, Eq. (3.9)) by enumeration.
+
+    Windows ``t = -k+1 .. T`` (1-based) of ``k + 1`` labels; positions
+    outside ``1..T`` are the dummy label ``σ_0`` (always gold, probability
+    1), so each window reduces to its intersection with the sequence.
+    """
+    total = 0.0
+    for i in range(len(offsets) - 1):
+        s, e = offsets[i], offsets[i + 1]
+        T = e - s
+        paths, scores = enumerate_paths(unary[s:e], transition, start, end)
+        for t in range(-k + 1, T + 1):  # 1-based window start
+            lo, hi = max(t, 1) - 1, min(t + k, T)
+            total -= window_log_prob(paths, scores, y[s:e], lo, hi)
+    return total
+
+
+def loss_by_enumeration(loss, unary, transition, start, end, y, offsets, sample_weight=None,
+                        token_weight=None):
     """A loss's value computed from its definition by enumeration.
 
     Dispatches on the loss's registry name; every registered loss must have
-    an entry here (the test of the registry checks that).
+    an entry here (the test of the registry checks that). ``token_weight``
+    (per token) is used by the marginal losses.
     """
     n_seq = len(offsets) - 1
     L = unary.shape[1]
     w = np.ones(n_seq) if sample_weight is None else np.asarray(sample_weight)
+    tw = np.ones(len(y)) if token_weight is None else np.asarray(token_weight)
     total = 0.0
     for i in range(n_seq):
         s, e = offsets[i], offsets[i + 1]
         paths, scores = enumerate_paths(unary[s:e], transition, start, end)
         gold = path_score(unary[s:e], transition, start, end, y[s:e])
+        log_z = logsumexp(scores)
+        prob = np.exp(scores - log_z)
+        # node marginals p(y_t = j | x) by direct summation over paths
+        L = unary.shape[1]
+        marg = np.array([[prob[paths[:, t] == j].sum() for j in range(L)]
+                         for t in range(e - s)])
+        gold_marg = marg[np.arange(e - s), y[s:e]]
         if loss.name == "cll":
-            total += w[i] * (logsumexp(scores) - gold)
+            total += w[i] * (log_z - gold)
         elif loss.name in ("softmax_margin", "jrb"):
             costs = np.array([path_cost(loss, y[s:e], p, L) for p in paths])
             if loss.name == "softmax_margin":  # Gimpel & Smith Eq. 6
@@ -110,6 +144,22 @@ def loss_by_enumeration(loss, unary, transition, start, end, y, offsets, sample_
             total += w[i] * (np.max(scores + costs) - gold)
         elif loss.name == "perceptron":  # max_y score(y) - score(y*)
             total += w[i] * (np.max(scores) - gold)
+        elif loss.name == "pointwise" or (loss.name == "labelwise" and loss.q == "log"):
+            total += w[i] * -np.sum(tw[s:e] * np.log(gold_marg))
+        elif loss.name == "mixed":
+            lam = (loss.markov_order / (loss.markov_order + 1.0)
+                   if loss.markov_order is not None else loss.lam)
+            total += w[i] * (lam * (log_z - gold)
+                             - (1 - lam) * np.sum(tw[s:e] * np.log(gold_marg)))
+        elif loss.name == "labelwise":
+            if loss.q == "identity":
+                total += w[i] * np.sum(tw[s:e] * (1.0 - gold_marg))
+            else:
+                alpha = float(np.atleast_1d(loss.alpha)[-1])
+                for t in range(e - s):
+                    rival = max(marg[t, j] for j in range(L) if j != y[s + t])
+                    q = 1.0 / (1.0 + np.exp(-alpha * (gold_marg[t] - rival)))
+                    total += w[i] * tw[s + t] * (1.0 - q)
         else:
             raise NotImplementedError(f"no enumeration oracle for loss {loss.name!r}")
     return total

@@ -13,6 +13,7 @@ from ._base import BaseLoss
 from ._cost import HammingCost, JensenRiskBound, LabelCost, SoftmaxMargin
 from ._likelihood import ConditionalLogLikelihood
 from ._margin import MIRA, MaxMargin, StructuredPerceptron
+from ._marginal import LabelwiseAccuracyLoss, MixedLoss, PointwiseLoss
 
 #: Registry of loss names accepted by ``CRFTagger(loss=...)``.
 LOSSES = {
@@ -22,11 +23,14 @@ LOSSES = {
     "max_margin": MaxMargin,
     "perceptron": StructuredPerceptron,
     "mira": MIRA,
+    "labelwise": LabelwiseAccuracyLoss,
+    "mixed": MixedLoss,
+    "pointwise": PointwiseLoss,
 }
 
 __all__ = ["LOSSES", "BaseLoss", "ConditionalLogLikelihood", "HammingCost",
-           "JensenRiskBound", "LabelCost", "MIRA", "MaxMargin", "SoftmaxMargin",
-           "StructuredPerceptron", "get_loss"]
+           "JensenRiskBound", "LabelCost", "LabelwiseAccuracyLoss", "MIRA", "MaxMargin",
+           "MixedLoss", "PointwiseLoss", "SoftmaxMargin", "StructuredPerceptron", "get_loss"]
 
 
 def get_loss(loss):

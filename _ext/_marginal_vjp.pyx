@@ -1,0 +1,206 @@
+# Vector-Jacobian product of the node marginals of a linear-chain CRF.
+#
+# Design notes
+# ------------
+# * Given G = dl/dmu of shape (n_tokens, L), where mu[t, j] = p(y_t = j | x)
+#   are the node marginals, compute dl/dU, dl/dT, dl/dstart, dl/dend.
+# * Since mu[t, j] = E[1{y_t = j}] under an exponential family whose
+#   sufficient statistics are the indicators of the potentials,
+#   d mu[t, j] / d theta = Cov(1{y_t = j}, phi_theta(y)), so the VJP is
+#       dl/d theta = Cov(g(y), phi_theta(y)),   g(y) = sum_t G[t, y_t],
+#   a covariance with an additive function of the path. It is computed by a
+#   forward-backward pass in the first-order expectation semiring (Li & Eisner
+#   2009), which is the recurrence of Gross et al. (2006), Eqs. (16)-(19),
+#   with Q'(w) 1{y_k = y*_k} replaced by an arbitrary G[k, y_k]:
+#       A[t, j] = sum over prefixes ending in j of exp(score) * sum_{k<=t} G[k, y_k]
+#       B[t, i] = sum over suffixes after label i at t of exp(score) * sum_{k>t} G[k, y_k]
+#   stored with the same scaling as the normalised alpha_hat / beta_hat of
+#   _forward_backward.pyx (alpha_hat[t] * beta_hat[t] = mu[t]). Then
+#       E[g 1{y_t = k}]             = A[t, k] beta_hat[t, k] + alpha_hat[t, k] B[t, k]
+#       E[g] = gbar                 = sum_k A[T-1, k] exp_end[k] / c_end
+#       dl/dU[t, k]                 = E[g 1{y_t = k}] - gbar mu[t, k]
+#       dl/dstart = dl/dU[first],   dl/dend = dl/dU[last]
+#       dl/dT = expT * sum_t [outer(A[t-1] - gbar alpha_hat[t-1], v_t)
+#                             + outer(alpha_hat[t-1], w_t)]
+#   with v_t = psi_t / c_t * beta_hat[t] and
+#   w_t = psi_t / c_t * (B[t] + G[t] * beta_hat[t]); as in the forward-backward
+#   kernel, the common factor expT is applied once by the wrapper.
+# * Cost: one forward and one backward pass, each with two L x L products per
+#   position (alpha and A; beta and B): about twice the forward-backward.
+# * A sequence whose scaled pass underflows is flagged in `failed` and left
+#   untouched (its rows of d_unary are zeroed); the Python wrapper recomputes
+#   it in log space.
+# * Sequences run in parallel (prange, static schedule); each thread owns its
+#   scratch and its accumulators.
+
+from cython.parallel cimport prange, threadid
+from libc.math cimport exp, isfinite
+
+cdef double _MIN_SCALE = 1e-250
+
+
+cdef int _vjp_sequence(
+    const double[:, ::1] unary, const double[:, ::1] grad,
+    const double[:, ::1] exp_trans, const double[:, ::1] exp_trans_t,
+    const double[::1] exp_start, const double[::1] exp_end,
+    Py_ssize_t s, Py_ssize_t e,
+    double[:, ::1] d_unary, double* buf, double* pair_acc,
+    double* start_acc, double* end_acc,
+) noexcept nogil:
+    """VJP for rows s:e. buf holds (2 * (e - s) + 5) * L doubles. 0 or 1 on underflow."""
+    cdef Py_ssize_t L = unary.shape[1]
+    cdef Py_ssize_t n = e - s
+    cdef Py_ssize_t t, i, j
+    cdef double m, c, a, b, gbar, c_end
+    cdef double* psi = buf
+    cdef double* alpha = buf + n * L
+    cdef double* v = buf + 2 * n * L
+    cdef double* w = v + L
+    cdef double* b_next = w + L
+    cdef double* b_cur = b_next + L
+    cdef double* B_next = b_cur + L
+    cdef double* B_cur
+    cdef double* tmp
+    for t in range(n):
+        m = unary[s + t, 0]
+        for j in range(1, L):
+            if unary[s + t, j] > m:
+                m = unary[s + t, j]
+        for j in range(L):
+            psi[t * L + j] = exp(unary[s + t, j] - m)
+
+    # Forward: alpha_hat in `alpha`, A (same scaling) in d_unary[s:e].
+    c = 0.0
+    for j in range(L):
+        a = exp_start[j] * psi[j]
+        alpha[j] = a
+        c += a
+    if not (c > _MIN_SCALE and isfinite(c)):
+        return 1
+    c = 1.0 / c
+    for j in range(L):
+        alpha[j] *= c
+        d_unary[s, j] = alpha[j] * grad[s, j]
+    for t in range(1, n):
+        for j in range(L):
+            v[j] = 0.0
+            w[j] = 0.0
+        for i in range(L):
+            a = alpha[(t - 1) * L + i]
+            b = d_unary[s + t - 1, i]
+            for j in range(L):
+                v[j] += a * exp_trans[i, j]
+                w[j] += b * exp_trans[i, j]
+        c = 0.0
+        for j in range(L):
+            a = v[j] * psi[t * L + j]
+            alpha[t * L + j] = a
+            c += a
+        if not (c > _MIN_SCALE and isfinite(c)):
+            return 1
+        c = 1.0 / c
+        for j in range(L):
+            psi[t * L + j] *= c
+            alpha[t * L + j] *= c
+            d_unary[s + t, j] = w[j] * psi[t * L + j] + alpha[t * L + j] * grad[s + t, j]
+    c_end = 0.0
+    gbar = 0.0
+    for j in range(L):
+        c_end += alpha[(n - 1) * L + j] * exp_end[j]
+        gbar += d_unary[e - 1, j] * exp_end[j]
+    if not (c_end > _MIN_SCALE and isfinite(c_end)):
+        return 1
+    gbar /= c_end
+
+    # Backward: beta_hat in b_next/b_cur, B in B_next/B_cur (B[T-1] = 0).
+    # d_unary[t] is overwritten by the gradient once A[t] is no longer needed
+    # (A[t] is read for edge (t, t+1), processed before row t is finalised).
+    B_cur = v  # v is free after the forward pass
+    c_end = 1.0 / c_end
+    for j in range(L):
+        b_next[j] = exp_end[j] * c_end
+        B_next[j] = 0.0
+    for t in range(n - 1, 0, -1):
+        # row t: gradient from A[t], alpha_hat[t], beta_hat[t], B[t]
+        for j in range(L):
+            a = alpha[t * L + j]
+            d_unary[s + t, j] = (d_unary[s + t, j] * b_next[j] + a * B_next[j]
+                                 - gbar * a * b_next[j])
+        # v_t = psi_t/c_t * beta_hat[t]; w_t = psi_t/c_t * (B[t] + G[t] beta_hat[t])
+        # (stored in psi's row t, which is no longer needed, and in B_next)
+        for j in range(L):
+            a = psi[t * L + j]
+            psi[t * L + j] = a * b_next[j]
+            B_next[j] = a * (B_next[j] + grad[s + t, j] * b_next[j])
+        # pair accumulator of edge (t-1, t); A[t-1] is still in d_unary[s+t-1]
+        for i in range(L):
+            a = d_unary[s + t - 1, i] - gbar * alpha[(t - 1) * L + i]
+            b = alpha[(t - 1) * L + i]
+            for j in range(L):
+                pair_acc[i * L + j] += a * psi[t * L + j] + b * B_next[j]
+        # beta_hat[t-1] = expT @ v_t ; B[t-1] = expT @ w_t (axpy over rows of expT.T)
+        for i in range(L):
+            b_cur[i] = 0.0
+            B_cur[i] = 0.0
+        for j in range(L):
+            a = psi[t * L + j]
+            b = B_next[j]
+            for i in range(L):
+                b_cur[i] += a * exp_trans_t[j, i]
+                B_cur[i] += b * exp_trans_t[j, i]
+        tmp = b_next
+        b_next = b_cur
+        b_cur = tmp
+        tmp = B_next
+        B_next = B_cur
+        B_cur = tmp
+    for j in range(L):
+        a = alpha[j]
+        d_unary[s, j] = d_unary[s, j] * b_next[j] + a * B_next[j] - gbar * a * b_next[j]
+    for j in range(L):
+        start_acc[j] += d_unary[s, j]
+        end_acc[j] += d_unary[e - 1, j]
+    return 0
+
+
+def marginals_vjp_batch(
+    const double[:, ::1] unary,
+    const double[:, ::1] grad,
+    const double[:, ::1] exp_trans,
+    const double[:, ::1] exp_trans_t,
+    const double[::1] exp_start,
+    const double[::1] exp_end,
+    const Py_ssize_t[::1] offsets,
+    double[:, ::1] d_unary,
+    double[:, :, ::1] pair_acc,
+    double[:, :, ::1] boundary_acc,
+    double[:, ::1] scratch,
+    signed char[::1] failed,
+    int n_threads,
+):
+    """Marginal VJP over a batch of non-empty sequences (low level).
+
+    Use :func:`sklearn_crfloss.inference.marginals_vjp`. Shapes: unary, grad,
+    d_unary (n_tokens, L); exp_trans = exp(T - max T) and its transpose (L, L);
+    exp_start, exp_end (L,) (shifted exponentials); offsets (n_seq + 1,) intp;
+    pair_acc (n_threads, L, L) (zeroed; receives sum over edges before the
+    final multiplication by exp_trans); boundary_acc (n_threads, 2, L) (zeroed);
+    scratch (n_threads, (2 * max_length + 5) * L); failed (n_seq,) int8,
+    set to 1 for a sequence whose scaled pass underflowed (its d_unary rows
+    are then garbage and it adds nothing to the accumulators). Returns the
+    number of failed sequences.
+    """
+    cdef Py_ssize_t n_seq = offsets.shape[0] - 1
+    cdef Py_ssize_t k, s, e, tid, j
+    cdef int n_failed = 0
+    with nogil:
+        for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
+            tid = threadid()
+            s = offsets[k]
+            e = offsets[k + 1]
+            if _vjp_sequence(unary, grad, exp_trans, exp_trans_t, exp_start, exp_end,
+                             s, e, d_unary, &scratch[tid, 0], &pair_acc[tid, 0, 0],
+                             &boundary_acc[tid, 0, 0], &boundary_acc[tid, 1, 0]):
+                failed[k] = 1
+                n_failed += 1
+    return n_failed

@@ -1,0 +1,81 @@
+"""Time of one objective evaluation (value and gradient) per loss on CoNLL-2002.
+
+Gross et al. (2006), Section 3.2.2: the labelwise gradient costs "approximately
+three times" the log-likelihood gradient. This times, on ``esp.train`` with
+the features of ``conll2002_marginal_losses.py`` and ``n_jobs=1``:
+
+* the loss alone on the potentials (``loss.value_and_grad``), and
+* the whole objective (``U = X @ W``, loss, ``X.T @ dU``, prior), which is
+  what one L-BFGS function evaluation costs,
+
+at the parameters of a short CLL fit (``--warm-iter`` iterations), taking the
+median of ``--repeats`` calls.
+
+Usage::
+
+    SKLEARN_CRFLOSS_DATA=/path/to/data python benchmarks/time_marginal_losses.py \\
+        [--train-sentences N] [--repeats 5] [--warm-iter 5]
+"""
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_crfloss import CRFTagger
+from sklearn_crfloss._objective import CRFObjective
+from sklearn_crfloss._tagger import _observed_pairs
+from sklearn_crfloss.datasets import load_conll2002
+from sklearn_crfloss.losses import get_loss
+from sklearn_crfloss.priors import get_prior
+
+from conll2002_marginal_losses import s3_features
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--train-sentences", type=int, default=None)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--warm-iter", type=int, default=5)
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    X, y = load_conll2002("esp", "train")
+    if args.train_sentences:
+        X, y = X[:args.train_sentences], y[:args.train_sentences]
+    F = [s3_features(s) for s in X]
+    crf = CRFTagger(C=1.0, max_iter=args.warm_iter, n_jobs=1).fit(F, y)
+    # Rebuild the training objective exactly as fit does.
+    Xc = crf.vectorizer_.transform([t for s in F for t in s]).tocsr()
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in F])]).astype(np.intp)
+    y_enc = np.searchsorted(crf.classes_, np.concatenate(y)).astype(np.intp)
+    L = crf.classes_.shape[0]
+    state_index = _observed_pairs(Xc, y_enc, L)
+    print(f"{len(F)} sentences, {Xc.shape[0]} tokens, {Xc.shape[1]} attributes, "
+          f"{L} labels, {state_index.shape[0]} state parameters")
+    rows = []
+    for name in ["cll", "pointwise", "mixed", "labelwise"]:
+        obj = CRFObjective(Xc, y_enc, offsets, L, get_loss(name), get_prior("l2"), 1.0,
+                           state_index=state_index, n_threads=1)
+        theta = obj.pack(crf.coef_.T, crf.transition_, crf.start_, crf.end_)
+        U, T, s, e = (np.array(a) for a in obj.potentials(theta))
+        loss = get_loss(name)
+        t_loss, t_obj = [], []
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            loss.value_and_grad(U, T, s, e, y_enc, offsets, n_threads=1)
+            t_loss.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            obj(theta)
+            t_obj.append(time.perf_counter() - t0)
+        rows.append((name, np.median(t_loss), np.median(t_obj)))
+    base_loss, base_obj = rows[0][1], rows[0][2]
+    print("| loss | loss only (s) | ratio to cll | objective (s) | ratio to cll |")
+    print("|---|---|---|---|---|")
+    for name, tl, to in rows:
+        print(f"| {name} | {tl:.3f} | {tl / base_loss:.2f} | {to:.3f} | {to / base_obj:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

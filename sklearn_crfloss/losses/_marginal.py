@@ -1,0 +1,339 @@
+"""Losses on the node marginals: pointwise, λ-mixed (Markov) and labelwise accuracy.
+
+Every loss here is a function of the node marginals
+``mu[t, j] = p(y_t = j | x)`` (and, for the mixed loss, of the sequence
+log-likelihood). The value is numpy on top of
+:func:`~sklearn_crfloss.inference.forward_backward`; the gradient is the
+loss's ``dl/dmu`` pushed through
+:func:`~sklearn_crfloss.inference.marginals_vjp`.
+
+Per-token weights
+-----------------
+All three losses accept ``token_weight`` (ndarray of shape (n_tokens,),
+non-negative) in ``value_and_grad``, the position-dependent weights
+``w_t^(i)`` of Tsuboi & Kashima, Section 6: they multiply each token's term
+(for the mixed loss, the pointwise part only, as in Section 6).
+:meth:`CRFTagger.fit <sklearn_crfloss.CRFTagger.fit>` forwards its
+``token_weight`` argument (a list of per-token arrays) here. They combine
+multiplicatively with the per-sequence ``sample_weight``.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+
+from ..inference import forward_backward, marginals_vjp
+from ._base import BaseLoss, gold_counts
+
+__all__ = ["LabelwiseAccuracyLoss", "MixedLoss", "PointwiseLoss"]
+
+# Floor of a gold marginal inside a logarithm (an underflowed marginal would
+# give an infinite loss and gradient).
+_TINY = 1e-300
+
+
+def _token_weights(y, offsets, sample_weight, token_weight):
+    """Per-token weight: sample_weight of the token's sequence times token_weight."""
+    w = np.ones(y.shape[0])
+    if sample_weight is not None:
+        w = np.repeat(np.asarray(sample_weight, dtype=np.float64), np.diff(offsets))
+    if token_weight is not None:
+        token_weight = np.asarray(token_weight, dtype=np.float64)
+        if token_weight.shape != y.shape:
+            raise ValueError(
+                f"token_weight must have shape {y.shape} (one weight per token), "
+                f"got {token_weight.shape}"
+            )
+        if not np.all(np.isfinite(token_weight)) or np.any(token_weight < 0):
+            raise ValueError("token_weight must be finite and non-negative")
+        w = w * token_weight
+    return w
+
+
+def _pointwise(unary, transition, start, end, y, offsets, w, n_threads, fb=None):
+    """Weighted pointwise loss ``-sum_t w_t log mu_t(y*_t)`` and its dl/dmu."""
+    if fb is None:
+        fb = forward_backward(unary, transition, start, end, offsets, n_threads=n_threads)
+    rows = np.arange(y.shape[0])
+    gold = np.maximum(fb.marginals[rows, y], _TINY)
+    value = -float(np.dot(w, np.log(gold)))
+    grad_mu = np.zeros_like(fb.marginals)
+    grad_mu[rows, y] = -w / gold
+    return value, grad_mu
+
+
+class PointwiseLoss(BaseLoss):
+    """Pointwise (marginal) log loss (``loss='pointwise'``).
+
+    ``L_0 = - sum_i w_i sum_t w_t log p(y_t = y*_t | x_i)``, Tsuboi & Kashima
+    Definition 2, Eq. (2.2) (Kakade et al. 2002; Gross et al. 2006, Eq. (4)),
+    with the optional position-dependent weights ``w_t`` of Tsuboi & Kashima
+    Section 6 (``token_weight``) and per-sequence weights ``w_i``
+    (``sample_weight``). Its gradient is ``dl/dmu[t, y*_t] = -w_i w_t /
+    mu[t, y*_t]`` pushed through the marginal VJP.
+
+    Nonconvex in the parameters; start from a CLL fit
+    (``CRFTagger(init='cll')``).
+
+    References
+    ----------
+    S. Kakade, Y. W. Teh, S. Roweis (2002). An alternate objective function for
+    Markovian fields. ICML.
+    Y. Tsuboi, H. Kashima. A new loss function with "Markov property" for
+    information extraction, Definition 2 and Section 6.
+    """
+
+    name = "pointwise"
+    convex = False
+    smooth = True
+    needs_init = True
+    supports_token_weight = True
+
+    def value_and_grad(self, unary, transition, start, end, y, offsets,
+                       sample_weight=None, n_threads=1, token_weight=None):
+        """Loss value and gradient; see :meth:`BaseLoss.value_and_grad`.
+
+        Parameters
+        ----------
+        token_weight : ndarray of shape (n_tokens,), default=None
+            Non-negative per-token weights ``w_t`` (Tsuboi & Kashima,
+            Section 6); ``None`` means 1. Other parameters as in
+            :meth:`BaseLoss.value_and_grad`.
+
+        Raises
+        ------
+        ValueError
+            If ``token_weight`` has the wrong shape or negative entries.
+        """
+        w = _token_weights(y, offsets, sample_weight, token_weight)
+        value, grad_mu = _pointwise(unary, transition, start, end, y, offsets, w, n_threads)
+        return (value, *marginals_vjp(unary, transition, start, end, offsets, grad_mu,
+                                      n_threads=n_threads))
+
+
+class MixedLoss(BaseLoss):
+    """λ-mixed loss of Tsuboi & Kashima (``loss='mixed'``).
+
+    ``L_λ = λ L_1 + (1 - λ) L_0`` (Definition 3, Eqs. (3.6)-(3.7)): ``L_1``
+    is the negative conditional log-likelihood (Definition 1, ``'cll'``),
+    ``L_0`` the pointwise loss (Definition 2, ``'pointwise'``). ``λ = 1`` is
+    CLL, ``λ = 0`` pointwise. By Theorem 1, with ``λ = k / (k + 1)``,
+    ``L_λ / (1 - λ)`` equals the k-th order Markov loss ``M_k``
+    (Definition 4, Eq. (3.9)), the log loss of every window of ``k + 1``
+    consecutive gold labels; ``markov_order=k`` selects that ``λ``.
+
+    Parameters
+    ----------
+    lam : float in [0, 1], default=0.5
+        Weight ``λ`` of the sequential (CLL) term. Ignored when
+        ``markov_order`` is set.
+    markov_order : int >= 0 or None, default=None
+        If set, ``λ = markov_order / (markov_order + 1)`` (Theorem 1,
+        Eq. (3.10)); ``0`` is the pointwise loss.
+
+    Notes
+    -----
+    ``token_weight`` weights the pointwise part only (Tsuboi & Kashima,
+    Section 6). With ``start``/``end`` potentials in the role of the
+    transitions from and to the paper's dummy label ``σ_0``, Theorem 1 holds
+    exactly, with no boundary term (tested in ``tests/test_marginal_losses.py``
+    by enumerating ``M_k``).
+
+    Raises
+    ------
+    ValueError
+        From ``value_and_grad``, if ``lam`` is outside [0, 1] or
+        ``markov_order`` is negative.
+
+    References
+    ----------
+    Y. Tsuboi, H. Kashima. A new loss function with "Markov property" for
+    information extraction, Definitions 3-4, Theorem 1.
+    """
+
+    name = "mixed"
+    convex = False
+    smooth = True
+    needs_init = True
+    supports_token_weight = True
+
+    def __init__(self, lam=0.5, markov_order=None):
+        self.lam = lam
+        self.markov_order = markov_order
+
+    @property
+    def lam_(self):
+        """The ``λ`` in use: from ``markov_order`` if set, else ``lam``."""
+        if self.markov_order is not None:
+            if not isinstance(self.markov_order, Integral) or self.markov_order < 0:
+                raise ValueError(
+                    f"markov_order must be a non-negative integer, got {self.markov_order!r}"
+                )
+            return self.markov_order / (self.markov_order + 1.0)
+        if not isinstance(self.lam, Real) or not 0.0 <= self.lam <= 1.0:
+            raise ValueError(f"lam must be a number in [0, 1], got {self.lam!r}")
+        return float(self.lam)
+
+    def value_and_grad(self, unary, transition, start, end, y, offsets,
+                       sample_weight=None, n_threads=1, token_weight=None):
+        """Loss value and gradient; see :meth:`BaseLoss.value_and_grad`.
+
+        Parameters
+        ----------
+        token_weight : ndarray of shape (n_tokens,), default=None
+            Per-token weights of the pointwise part (Tsuboi & Kashima,
+            Section 6). Other parameters as in :meth:`BaseLoss.value_and_grad`.
+        """
+        lam = self.lam_
+        n_labels = unary.shape[1]
+        fb = forward_backward(unary, transition, start, end, offsets,
+                              sample_weight=sample_weight, n_threads=n_threads)
+        # Sequential part L_1 (as in ConditionalLogLikelihood).
+        seq_w, gold_trans, gold_start, gold_end = gold_counts(y, offsets, n_labels,
+                                                              sample_weight)
+        rows = np.arange(y.shape[0])
+        gold_unary = unary[rows, y]
+        sw = np.ones(offsets.shape[0] - 1) if sample_weight is None else sample_weight
+        tw = np.ones(y.shape[0]) if seq_w is None else seq_w
+        l1 = (float(np.dot(sw, fb.log_z)) - float(np.dot(tw, gold_unary))
+              - float(np.vdot(gold_trans, transition)) - float(np.dot(gold_start, start))
+              - float(np.dot(gold_end, end)))
+        d_unary = fb.marginals * tw[:, None]
+        d_unary[rows, y] -= tw
+        d_trans = fb.transition_counts - gold_trans
+        d_start = fb.start_counts - gold_start
+        d_end = fb.end_counts - gold_end
+        if lam == 1.0:
+            return l1, d_unary, d_trans, d_start, d_end
+        # Pointwise part L_0 through the marginal VJP.
+        w = _token_weights(y, offsets, sample_weight, token_weight)
+        l0, grad_mu = _pointwise(unary, transition, start, end, y, offsets, w, n_threads,
+                                 fb=fb)
+        pU, pT, ps, pe = marginals_vjp(unary, transition, start, end, offsets, grad_mu,
+                                       n_threads=n_threads)
+        mix = 1.0 - lam
+        return (lam * l1 + mix * l0, lam * d_unary + mix * pU, lam * d_trans + mix * pT,
+                lam * d_start + mix * ps, lam * d_end + mix * pe)
+
+
+class LabelwiseAccuracyLoss(BaseLoss):
+    """Maximum labelwise accuracy (Gross et al. 2006), ``loss='labelwise'``.
+
+    Gross et al. maximise (Eq. (9))
+    ``R = sum_i sum_t Q(p(y*_t | x_i) - max_{y != y*_t} p(y | x_i))``, a
+    smooth approximation of the number of tokens that maximum expected
+    accuracy (MEA, posterior) decoding labels correctly. This loss minimises
+    ``sum_i w_i sum_t w_t (1 - Q(m_t))``, the smoothed number of MEA errors
+    (for ``q='sigmoid'`` and ``q='identity'``), with ``m_t`` the margin above.
+
+    Parameters
+    ----------
+    alpha : float > 0 or sequence of float, default=15.0
+        Sharpness of the sigmoid ``Q(x) = 1 / (1 + exp(-alpha x))``
+        (Eq. (10); the paper's ``λ``, 15 in their Figure 2a). A sequence
+        (e.g. ``[1, 5, 15]``) is an annealing schedule:
+        :meth:`CRFTagger.fit <sklearn_crfloss.CRFTagger.fit>` trains with
+        each value in turn, each fit warm-started from the previous (the
+        log-barrier analogy of Gross et al., footnote 3); ``value_and_grad``
+        itself uses the last value.
+    q : {'sigmoid', 'identity', 'log'}, default='sigmoid'
+        ``'sigmoid'``: Eq. (10) on the margin. The other two are the
+        variants of footnote 5, whose argument is the gold marginal
+        ``p(y*_t | x)`` rather than the margin: ``'identity'`` (``Q(x) = x``:
+        minimise the expected number of errors ``sum_t (1 - p(y*_t | x))``)
+        and ``'log'`` (``Q(x) = log x``: the pointwise log loss, minimised
+        as ``-sum_t log p(y*_t | x)``, identical to ``loss='pointwise'``).
+
+    Notes
+    -----
+    The max over incorrect labels is differentiated at the argmax (Gross et
+    al., footnote 4): ``dl/dmu[t, y*_t] = -Q'(m_t)`` and
+    ``dl/dmu[t, y~_t] = +Q'(m_t)`` with ``y~_t`` the best incorrect label
+    (ties broken towards the smaller label index); the loss is not
+    differentiable where that argmax ties. Nonconvex: start from a CLL fit
+    (``CRFTagger(init='cll')``).
+
+    Raises
+    ------
+    ValueError
+        From ``value_and_grad``/``stages``, on an invalid ``alpha`` or ``q``.
+
+    References
+    ----------
+    S. S. Gross, O. Russakovsky, C. B. Do, S. Batzoglou (2006). Training
+    conditional random fields for maximum labelwise accuracy. NIPS.
+    """
+
+    name = "labelwise"
+    convex = False
+    smooth = True
+    needs_init = True
+    supports_token_weight = True
+
+    def __init__(self, alpha=15.0, q="sigmoid"):
+        self.alpha = alpha
+        self.q = q
+
+    def _alphas(self):
+        alphas = np.atleast_1d(np.asarray(self.alpha, dtype=np.float64))
+        if alphas.ndim != 1 or alphas.shape[0] == 0 or not np.all(np.isfinite(alphas)) \
+                or np.any(alphas <= 0):
+            raise ValueError(
+                f"alpha must be a positive number or a non-empty sequence of them, "
+                f"got {self.alpha!r}"
+            )
+        if self.q not in ("sigmoid", "identity", "log"):
+            raise ValueError(f"q must be 'sigmoid', 'identity' or 'log', got {self.q!r}")
+        return alphas
+
+    def stages(self):
+        """The annealing schedule as a list of losses, one per ``alpha`` value.
+
+        Returns
+        -------
+        list of LabelwiseAccuracyLoss
+            ``[self]`` when ``alpha`` is a single number.
+        """
+        alphas = self._alphas()
+        if np.ndim(self.alpha) == 0:
+            return [self]
+        return [LabelwiseAccuracyLoss(alpha=float(a), q=self.q) for a in alphas]
+
+    def value_and_grad(self, unary, transition, start, end, y, offsets,
+                       sample_weight=None, n_threads=1, token_weight=None):
+        """Loss value and gradient; see :meth:`BaseLoss.value_and_grad`.
+
+        Parameters
+        ----------
+        token_weight : ndarray of shape (n_tokens,), default=None
+            Per-token weights of each token's term. Other parameters as in
+            :meth:`BaseLoss.value_and_grad`.
+        """
+        alpha = float(self._alphas()[-1])
+        w = _token_weights(y, offsets, sample_weight, token_weight)
+        if self.q == "log":
+            value, grad_mu = _pointwise(unary, transition, start, end, y, offsets, w,
+                                        n_threads)
+            return (value, *marginals_vjp(unary, transition, start, end, offsets, grad_mu,
+                                          n_threads=n_threads))
+        mu = forward_backward(unary, transition, start, end, offsets,
+                              n_threads=n_threads).marginals
+        rows = np.arange(y.shape[0])
+        gold = mu[rows, y]
+        grad_mu = np.zeros_like(mu)
+        if self.q == "identity":
+            value = float(np.dot(w, 1.0 - gold))
+            grad_mu[rows, y] = -w
+        else:
+            others = mu.copy()
+            others[rows, y] = -np.inf
+            rival = np.argmax(others, axis=1)
+            margin = gold - others[rows, rival]
+            # Q and Q' of the sigmoid, in a form that does not overflow.
+            q = 0.5 * (1.0 + np.tanh(0.5 * alpha * margin))
+            dq = alpha * q * (1.0 - q)
+            value = float(np.dot(w, 1.0 - q))
+            grad_mu[rows, y] = -w * dq
+            grad_mu[rows, rival] += w * dq
+        return (value, *marginals_vjp(unary, transition, start, end, offsets, grad_mu,
+                                      n_threads=n_threads))
