@@ -139,6 +139,9 @@ def loss_by_enumeration(loss, unary, transition, start, end, y, offsets, sample_
                 total += w[i] * (logsumexp(scores + costs) - gold)
             else:  # log E_p[exp cost], section 3.1
                 total += w[i] * (logsumexp(scores + costs) - logsumexp(scores))
+        elif loss.name == "risk":  # Gimpel & Smith Eq. 5: E_p[cost]
+            costs = np.array([path_cost(loss, y[s:e], p, L) for p in paths])
+            total += w[i] * float(np.dot(prob, costs))
         elif loss.name in ("max_margin", "mira"):  # Gimpel & Smith Eq. 4
             costs = np.array([path_cost(loss, y[s:e], p, L) for p in paths])
             total += w[i] * (np.max(scores + costs) - gold)

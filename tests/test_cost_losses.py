@@ -87,3 +87,16 @@ def test_estimator_with_costs_by_label_name():
     assert jrb.init_n_iter_ > 0
     sm = CRFTagger(loss=SoftmaxMargin()).set_params(loss__cost_scale=5.0)
     assert sm.get_params()["loss__cost_scale"] == 5.0
+
+
+def test_risk_is_bounded_by_jrb_and_matches_enumeration():
+    from sklearn_crfloss.losses import Risk
+
+    rng = np.random.default_rng(9)
+    U, T, s, e, y, off = random_problem(rng, 3, lengths=(2, 5))
+    w = rng.uniform(0.5, 2, size=2)
+    risk = Risk(cost_scale=2.0).value_and_grad(U, T, s, e, y, off, sample_weight=w)
+    jrb = JensenRiskBound(cost_scale=2.0).value_and_grad(U, T, s, e, y, off, sample_weight=w)
+    assert risk[0] <= jrb[0] + 1e-12  # Jensen: log E[exp c] >= E[c]
+    loss = Risk(cost_scale=2.0)
+    assert_allclose(risk[0], loss_by_enumeration(loss, U, T, s, e, y, off, w), rtol=1e-10)

@@ -10,7 +10,7 @@ tests (``tests/test_losses.py``) cover it through the registry.
 from sklearn.base import clone
 
 from ._base import BaseLoss
-from ._cost import HammingCost, JensenRiskBound, LabelCost, SoftmaxMargin
+from ._cost import HammingCost, JensenRiskBound, LabelCost, Risk, SoftmaxMargin
 from ._likelihood import ConditionalLogLikelihood
 from ._margin import MIRA, MaxMargin, StructuredPerceptron
 from ._marginal import LabelwiseAccuracyLoss, MixedLoss, PointwiseLoss
@@ -20,6 +20,7 @@ LOSSES = {
     "cll": ConditionalLogLikelihood,
     "softmax_margin": SoftmaxMargin,
     "jrb": JensenRiskBound,
+    "risk": Risk,
     "max_margin": MaxMargin,
     "perceptron": StructuredPerceptron,
     "mira": MIRA,
@@ -30,7 +31,7 @@ LOSSES = {
 
 __all__ = ["LOSSES", "BaseLoss", "ConditionalLogLikelihood", "HammingCost",
            "JensenRiskBound", "LabelCost", "LabelwiseAccuracyLoss", "MIRA", "MaxMargin",
-           "MixedLoss", "PointwiseLoss", "SoftmaxMargin", "StructuredPerceptron", "get_loss"]
+           "MixedLoss", "PointwiseLoss", "Risk", "SoftmaxMargin", "StructuredPerceptron", "get_loss"]
 
 
 def get_loss(loss):
