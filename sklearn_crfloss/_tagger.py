@@ -10,7 +10,7 @@ from sklearn.feature_extraction import DictVectorizer, FeatureHasher
 from sklearn.utils.validation import check_is_fitted
 
 from ._compat import HasMethods, Interval, StrOptions, validate_params
-from ._objective import CRFObjective
+from ._objective import CRFObjective, FreeParameterObjective
 from ._optim import lbfgs
 from ._validation import check_finite_tokens, check_labels, check_sample_weight, check_sequences
 from .inference import forward_backward, viterbi
@@ -40,9 +40,12 @@ class CRFTagger(BaseEstimator):
         object are reachable as ``loss__<name>`` (GridSearchCV).
     prior : str or prior object, default='l2'
         Prior on all parameters: ``'l2'`` (Gaussian, ``||theta||^2 / (2C)``),
-        ``'none'``, or an object with ``value_and_grad(theta, C)`` (see
-        :mod:`sklearn_crfloss.priors`). Transitions and start/end potentials
-        are penalised too.
+        ``'l1'`` (Laplacian, ``||theta||_1 / C``, exact zeros),
+        ``'hyperbolic'`` (``sum log cosh(theta / sqrt(C))``), ``'none'``, or
+        an object with ``value_and_grad(theta, C)`` such as
+        ``GaussianPrior(mean=0.5, feature_dependent=True)`` (see
+        :mod:`sklearn_crfloss.priors` and :doc:`/user_guide/priors`).
+        Transitions and start/end potentials are penalised too.
     C : float, default=1.0
         Inverse prior strength, ``C > 0``; larger is weaker. ``C=1`` with
         ``prior='l2'`` equals CRFsuite's ``c2=0.5`` (``c2 = 1 / (2C)``).
@@ -123,6 +126,9 @@ class CRFTagger(BaseEstimator):
         prior's penalty (for ``'cll'``: negative log-likelihood + penalty).
     converged_ : bool
         Whether a stopping rule other than ``max_iter`` ended training.
+    sparsity_ : float
+        Fraction of the ``n_parameters_`` trained parameters that are exactly
+        0 after fit (large with ``prior='l1'``, about 0 otherwise).
 
     See Also
     --------
@@ -250,23 +256,33 @@ class CRFTagger(BaseEstimator):
         state_index = None
         if not self.all_possible_states:
             state_index = _observed_pairs(Xc, y_enc, n_labels)
+        if hasattr(prior, "bind"):
+            prior = prior.bind(Xc, y_enc, offsets, n_labels, state_index)
         objective = CRFObjective(
             Xc, y_enc, offsets, n_labels, loss, prior, float(self.C),
             sample_weight=sample_weight, state_index=state_index,
             n_threads=effective_n_jobs(self.n_jobs),
         )
         x0 = self._initial_parameters(objective, attributes, classes)
+        # A prior may optimise in its own variables (the Laplacian's split
+        # theta = z+ - z-, z >= 0); see sklearn_crfloss.priors.
+        par = prior.parametrisation(objective.n_params) if hasattr(
+            prior, "parametrisation") else None
+        fun, bounds = objective, None
+        if par is not None:
+            fun, bounds, x0 = FreeParameterObjective(objective, par), par.bounds, par.from_theta(x0)
         init_n_iter = 0
         if self.init == "cll" and getattr(loss, "name", None) != "cll":
             objective.loss = ConditionalLogLikelihood()
-            init_info = lbfgs(objective, x0, max_iter=self.max_iter, tol=self.tol,
-                              verbose=self.verbose)
+            init_info = lbfgs(fun, x0, max_iter=self.max_iter, tol=self.tol,
+                              bounds=bounds, verbose=self.verbose)
             objective.loss = loss
             x0, init_n_iter = init_info.x, init_info.n_iter
-        info = lbfgs(objective, x0, max_iter=self.max_iter, tol=self.tol,
+        info = lbfgs(fun, x0, max_iter=self.max_iter, tol=self.tol, bounds=bounds,
                      verbose=self.verbose, callback=self.callback)
-        W = objective.dense_weights(info.x)
-        _, T, start, end = objective.unpack(info.x)
+        theta = par.to_theta(info.x) if par is not None else info.x
+        W = objective.dense_weights(theta)
+        _, T, start, end = objective.unpack(theta)
 
         # Only now, with everything computed, change the estimator's state.
         self.classes_ = classes
@@ -283,7 +299,8 @@ class CRFTagger(BaseEstimator):
         self.n_iter_ = info.n_iter
         self.init_n_iter_ = init_n_iter
         self.loss_curve_ = info.loss_curve
-        self.objective_ = info.loss_curve[-1] if info.loss_curve else float(objective(info.x)[0])
+        self.objective_ = info.loss_curve[-1] if info.loss_curve else float(fun(info.x)[0])
+        self.sparsity_ = float(np.mean(theta == 0.0))
         self.converged_ = info.converged
         self._loss = loss
         self._prior = prior
