@@ -346,22 +346,7 @@ class LOPTagger(BaseEstimator):
         else:
             weights = fixed
 
-        coef = np.zeros((L, Xc.shape[1]))
-        T = np.zeros((L, L))
-        start = np.zeros(L)
-        end = np.zeros(L)
-        for w, e, cols in zip(weights, experts, groups):
-            coef[:, cols] += w * e.coef_
-            T += w * e.transition_
-            start += w * e.start_
-            end += w * e.end_
-        pool = clone(base)
-        pool.classes_ = classes
-        pool.coef_ = coef
-        pool.transition_ = T
-        pool.start_ = start
-        pool.end_ = end
-        pool.n_features_in_ = Xc.shape[1]
+        pool = _make_pool(clone(base), experts, groups, weights, Xc.shape[1])
         pool.attributes_ = attributes
         pool.vectorizer_ = vectorizer
         pool._columns = columns
@@ -408,6 +393,41 @@ class LOPTagger(BaseEstimator):
         check_is_fitted(self)
         return self.pool_.predict_marginals(X)
 
+    def with_weights(self, weights):
+        """A copy of this fitted pool with other fixed weights (experts not retrained).
+
+        Parameters
+        ----------
+        weights : array-like of shape (n_experts,)
+            Non-negative, normalised to sum 1.
+
+        Returns
+        -------
+        LOPTagger
+            Fitted, ``weights`` set to the normalised array.
+
+        Raises
+        ------
+        ValueError
+            On a wrong length, negative or all-zero weights.
+        """
+        import copy
+
+        check_is_fitted(self)
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != (len(self.experts_),) or np.any(w < 0) or not w.sum() > 0:
+            raise ValueError(
+                f"weights must be {len(self.experts_)} non-negative numbers, not all 0; got {w}"
+            )
+        w = w / w.sum()
+        new = copy.copy(self)
+        new.weights = w
+        new.weights_ = w
+        new.weights_n_iter_ = 0
+        new.pool_ = _make_pool(copy.copy(self.pool_), self.experts_, self.expert_columns_, w,
+                               self.n_features_in_)
+        return new
+
     def score(self, X, y):
         """Token accuracy of :meth:`predict`."""
         check_is_fitted(self)
@@ -420,6 +440,28 @@ class LOPTagger(BaseEstimator):
         tags.target_tags.required = True
         tags.target_tags.one_d_labels = False
         return tags
+
+
+def _make_pool(pool, experts, groups, weights, n_features):
+    """Set the fitted potentials of ``pool`` (a CRFTagger) to the weighted sums of the experts'."""
+    classes = experts[0].classes_
+    L = classes.shape[0]
+    coef = np.zeros((L, n_features))
+    T = np.zeros((L, L))
+    start = np.zeros(L)
+    end = np.zeros(L)
+    for w, e, cols in zip(weights, experts, groups):
+        coef[:, cols] += w * e.coef_
+        T += w * e.transition_
+        start += w * e.start_
+        end += w * e.end_
+    pool.classes_ = classes
+    pool.coef_ = coef
+    pool.transition_ = T
+    pool.start_ = start
+    pool.end_ = end
+    pool.n_features_in_ = n_features
+    return pool
 
 
 def _fit_expert(estimator, X, y):

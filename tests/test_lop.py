@@ -148,3 +148,16 @@ def test_gridsearch_over_expert_sets_and_weights_on_conll2002_subset(data_home):
     assert np.all(np.isfinite(grid.cv_results_["mean_test_score"]))
     assert grid.best_params_["experts"] in ("simple", "positional")
     assert 0.0 < grid.score(Xf, y) <= 1.0
+
+
+def test_with_weights_equals_fixed_weights_fit():
+    X, y = _toy(30)
+    fitted = LOPTagger(experts="simple").fit(X, y)
+    fixed = LOPTagger(experts="simple", weights=[0.3, 0.7]).fit(X, y)
+    moved = fitted.with_weights([3, 7])
+    assert_allclose(moved.weights_, [0.3, 0.7])
+    assert_allclose(moved.pool_.coef_, fixed.pool_.coef_, atol=1e-12)
+    assert_allclose(fitted.pool_.coef_.shape, moved.pool_.coef_.shape)
+    assert not np.allclose(fitted.weights_, moved.weights_)
+    with pytest.raises(ValueError, match="non-negative"):
+        fitted.with_weights([1.0])
