@@ -19,6 +19,7 @@ parameter vector (``value_and_grad(theta, C)``); a LOP is a different model
 :class:`~sklearn_crfloss.CRFTagger` (``pool_``) that predicts.
 """
 
+import copy
 import re
 from numbers import Integral, Real
 
@@ -35,11 +36,12 @@ from ._tagger import CRFTagger
 from ._validation import check_labels, check_sequences
 from .inference import forward_backward
 from .losses import ConditionalLogLikelihood
+from .priors import BasePrior, Parametrisation
 
 __all__ = ["LOPTagger", "EXPERT_SETS", "attribute_position", "template_positions"]
 
 #: Names of the built-in expert sets of :class:`LOPTagger`.
-EXPERT_SETS = ("simple", "positional", "random")
+EXPERT_SETS = ("simple", "positional", "label", "random")
 
 _POSITION_RE = re.compile(r"\[([-+]?\d+)\]$")
 
@@ -114,14 +116,17 @@ class LOPTagger(BaseEstimator):
         - ``'positional'``: three experts with the attributes behind
           (offset < 0), at (0) and ahead of (> 0) the current token, offsets
           from ``positions``;
+        - ``'label'``: one expert per entity type ``X`` (labels ``B-X``,
+          ``I-X``; a label without a ``B-``/``I-`` prefix is its own type,
+          ``'O'`` excluded) over all columns, whose only free parameters
+          involve the type's labels at the current or previous position:
+          the state weights of those labels, the transitions from or to
+          them, their start and end potentials (the others stay 0);
         - ``'random'``: a random partition of the columns into 4
           (``random_state``);
         - a list of groups, each a callable ``attribute_name -> bool`` or an
           array-like of column indices (user-defined partition or subsets);
         - a callable ``attribute_names -> list of groups`` as above.
-
-        ('label' experts of the paper, one per entity type over the
-        parameters involving ``B-X``/``I-X``, are not implemented.)
     weights : 'fit' or array-like of shape (n_experts,), default='fit'
         ``'fit'``: maximise the training log-likelihood of the pool over
         the simplex, with the softmax parametrisation ``w = softmax(v)`` and
@@ -227,7 +232,7 @@ class LOPTagger(BaseEstimator):
             out.append(np.atleast_1d(pos[key]).tolist())
         return out
 
-    def _expert_columns(self, names):
+    def _expert_columns(self, names, types=()):
         """Column groups of the non-monolithic experts."""
         n = len(names)
         experts = self.experts
@@ -249,6 +254,8 @@ class LOPTagger(BaseEstimator):
                 ahead = np.array([min(o) > 0 for o in offs], dtype=bool)
                 at = ~(behind | ahead)
                 groups = [np.flatnonzero(m) for m in (behind, at, ahead)]
+            elif experts == "label":
+                groups = [np.arange(n) for _ in types]
             else:  # random
                 part = check_random_state(self.random_state).randint(4, size=n)
                 groups = [np.flatnonzero(part == k) for k in range(4)]
@@ -305,7 +312,15 @@ class LOPTagger(BaseEstimator):
         vec_est = clone(base)
         vectorizer, columns, Xc, attributes = vec_est._vectorize_fit(kind, tokens, offsets)
         Xc = sp.csr_matrix(Xc)
-        groups = self._expert_columns(list(attributes))
+        classes_all = np.unique(np.asarray(flat_y))
+        types = sorted({_entity_type(c) for c in classes_all} - {None})
+        groups = self._expert_columns(list(attributes), types)
+        masks = [None] * len(groups)
+        if isinstance(self.experts, str) and self.experts == "label":
+            if not types:
+                raise ValueError("experts='label' needs labels other than 'O'")
+            masks[1:] = [np.flatnonzero([_entity_type(c) == t for c in classes_all])
+                         for t in types]
         n_exp = len(groups)
         fixed = None
         if not (isinstance(self.weights, str) and self.weights == "fit"):
@@ -327,8 +342,15 @@ class LOPTagger(BaseEstimator):
             sub = Xc[:, cols].tocsr()
             return [sub[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
 
+        def expert(k):
+            est = clone(base)
+            if masks[k] is not None:
+                est.set_params(prior=_LabelExpertPrior(labels=masks[k]))
+            return est
+
         experts = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_expert)(clone(base), subset(cols), y_seqs) for cols in groups
+            delayed(_fit_expert)(expert(k), subset(cols), y_seqs)
+            for k, cols in enumerate(groups)
         )
         classes = experts[0].classes_
         L = classes.shape[0]
@@ -440,6 +462,62 @@ class LOPTagger(BaseEstimator):
         tags.target_tags.required = True
         tags.target_tags.one_d_labels = False
         return tags
+
+
+def _entity_type(label):
+    """``'PER'`` for ``'B-PER'``/``'I-PER'``, the label itself without a prefix, None for 'O'."""
+    label = str(label)
+    if label == "O":
+        return None
+    if len(label) > 2 and label[1] == "-" and label[0] in "BIES":
+        return label[2:]
+    return label
+
+
+class _LabelExpertPrior(BasePrior):
+    """No penalty; only the parameters involving ``labels`` are free (the 'label' experts).
+
+    Uses the ``bind`` and ``parametrisation`` hooks of the prior contract:
+    ``theta`` is ``z`` scattered into the free positions, 0 elsewhere.
+
+    Parameters
+    ----------
+    labels : ndarray of int
+        Label indices (into the sorted classes) of the expert's entity type.
+    """
+
+    name = "label-expert"
+
+    def __init__(self, labels=None):
+        self.labels = labels
+
+    def bind(self, X, y, offsets, n_labels, state_index=None):
+        bound = copy.copy(self)
+        if state_index is None:
+            state_index = np.arange(X.shape[1] * n_labels)
+        mine = np.zeros(n_labels, dtype=bool)
+        mine[np.asarray(self.labels, dtype=np.intp)] = True
+        trans = mine[:, None] | mine[None, :]
+        bound.mask_ = np.concatenate([mine[state_index % n_labels], trans.ravel(), mine, mine])
+        return bound
+
+    def value_and_grad(self, theta, C):
+        return 0.0, np.zeros_like(theta)
+
+    def parametrisation(self, n_params):
+        mask = self.mask_
+        if mask.shape[0] != n_params:
+            raise ValueError(f"bound to {mask.shape[0]} parameters, got {n_params}")
+        idx = np.flatnonzero(mask)
+
+        def to_theta(z):
+            theta = np.zeros(n_params)
+            theta[idx] = z
+            return theta
+
+        return Parametrisation(
+            idx.shape[0], None, to_theta, lambda theta: theta[idx],
+            lambda grad, z: grad[idx], lambda z, C: (0.0, np.zeros_like(z)))
 
 
 def _make_pool(pool, experts, groups, weights, n_features):

@@ -123,7 +123,7 @@ def test_bad_lop_parameters():
     with pytest.raises(ValueError, match="column indices"):
         LOPTagger(experts=[np.array([10**6])]).fit(X, y)
     with pytest.raises(ValueError, match="experts"):
-        LOPTagger(experts="label").fit(X, y)
+        LOPTagger(experts="labels").fit(X, y)
 
 
 def test_template_positions():
@@ -161,3 +161,21 @@ def test_with_weights_equals_fixed_weights_fit():
     assert not np.allclose(fitted.weights_, moved.weights_)
     with pytest.raises(ValueError, match="non-negative"):
         fitted.with_weights([1.0])
+
+
+def test_label_experts_only_own_their_labels_parameters():
+    X, y = _toy(40)
+    lop = LOPTagger(experts="label", estimator=CRFTagger(prior="none", tol=1e-4)).fit(X, y)
+    classes = lop.classes_.tolist()
+    assert len(lop.experts_) == 3  # monolithic, NP, VP
+    assert_allclose(lop.weights_.sum(), 1.0)
+    for expert, kind in zip(lop.experts_[1:], ["NP", "VP"]):
+        mine = np.array([c.endswith(kind) for c in classes])
+        assert np.all(expert.coef_[~mine] == 0) and np.any(expert.coef_[mine] != 0)
+        T = expert.transition_
+        assert np.all(T[np.ix_(~mine, ~mine)] == 0)
+        assert np.any(T[mine] != 0)
+        assert np.all(expert.start_[~mine] == 0) and np.all(expert.end_[~mine] == 0)
+    # The monolithic expert is unrestricted.
+    assert np.all(lop.experts_[0].coef_.any(axis=1))
+    assert lop.score(X, y) > 0.8
