@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from ._features import dense_gradient, dense_potentials
 
-__all__ = ["CRFObjective"]
+__all__ = ["CRFObjective", "FreeParameterObjective"]
 
 
 def _kernel_csr(M):
@@ -132,8 +132,8 @@ class CRFObjective:
         dense_potentials(*self._csr, W, self._unary, self.n_threads)
         return self._unary, T, start, end
 
-    def __call__(self, theta):
-        """Value and gradient of the objective at ``theta``.
+    def loss_value_and_grad(self, theta):
+        """Value and gradient of the loss alone (no prior) at ``theta``.
 
         Returns
         -------
@@ -151,6 +151,43 @@ class CRFObjective:
                        self._dW, self.n_threads)
         grad[:self.n_state] = self._dW.ravel()[self._row_index]
         grad[self.n_state:] = np.concatenate([np.ravel(d_T), d_start, d_end])
+        return value, grad
+
+    def __call__(self, theta):
+        """Value and gradient of the objective at ``theta``.
+
+        Returns
+        -------
+        value : float
+        grad : ndarray of shape (n_params,)
+        """
+        value, grad = self.loss_value_and_grad(theta)
         p_value, p_grad = self.prior.value_and_grad(theta, self.C)
         grad += p_grad
         return value + p_value, grad
+
+
+class FreeParameterObjective:
+    """``g(z) = loss(to_theta(z)) + penalty(z, C)``: the objective in a prior's variables.
+
+    For priors whose ``parametrisation(n_params)`` is not None (see
+    :mod:`sklearn_crfloss.priors`), e.g. the Laplacian's split
+    ``theta = z+ - z-`` with ``z >= 0``. Minimise it with ``bounds``.
+
+    Parameters
+    ----------
+    objective : CRFObjective
+    parametrisation : sklearn_crfloss.priors.Parametrisation
+    """
+
+    def __init__(self, objective, parametrisation):
+        self.objective = objective
+        self.parametrisation = parametrisation
+        self.bounds = parametrisation.bounds
+
+    def __call__(self, z):
+        """Value and gradient in ``z``."""
+        par = self.parametrisation
+        value, grad = self.objective.loss_value_and_grad(par.to_theta(z))
+        p_value, p_grad = par.penalty(z, self.objective.C)
+        return value + p_value, par.chain(grad, z) + p_grad

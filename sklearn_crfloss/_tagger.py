@@ -11,7 +11,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._compat import HasMethods, Interval, StrOptions, validate_params
-from ._objective import CRFObjective
+from ._objective import CRFObjective, FreeParameterObjective
 from ._optim import lbfgs
 from ._validation import check_finite_tokens, check_labels, check_sample_weight, check_sequences
 from .inference import forward_backward, viterbi
@@ -42,9 +42,12 @@ class CRFTagger(BaseEstimator):
         object are reachable as ``loss__<name>`` (GridSearchCV).
     prior : str or prior object, default='l2'
         Prior on all parameters: ``'l2'`` (Gaussian, ``||theta||^2 / (2C)``),
-        ``'none'``, or an object with ``value_and_grad(theta, C)`` (see
-        :mod:`sklearn_crfloss.priors`). Transitions and start/end potentials
-        are penalised too.
+        ``'l1'`` (Laplacian, ``||theta||_1 / C``, exact zeros),
+        ``'hyperbolic'`` (``sum log cosh(theta / sqrt(C))``), ``'none'``, or
+        an object with ``value_and_grad(theta, C)`` such as
+        ``GaussianPrior(mean=0.5, feature_dependent=True)`` (see
+        :mod:`sklearn_crfloss.priors` and :doc:`/user_guide/priors`).
+        Transitions and start/end potentials are penalised too.
     C : float, default=1.0
         Inverse prior strength, ``C > 0``; larger is weaker. ``C=1`` with
         ``prior='l2'`` equals CRFsuite's ``c2=0.5`` (``c2 = 1 / (2C)``).
@@ -159,6 +162,9 @@ class CRFTagger(BaseEstimator):
         prior's penalty (for ``'cll'``: negative log-likelihood + penalty).
     converged_ : bool
         Whether a stopping rule other than ``max_iter`` ended training.
+    sparsity_ : float
+        Fraction of the ``n_parameters_`` trained parameters that are exactly
+        0 after fit (large with ``prior='l1'``, about 0 otherwise).
 
     See Also
     --------
@@ -308,6 +314,8 @@ class CRFTagger(BaseEstimator):
         state_index = None
         if not self.all_possible_states:
             state_index = _observed_pairs(Xc, y_enc, n_labels)
+        if hasattr(prior, "bind"):
+            prior = prior.bind(Xc, y_enc, offsets, n_labels, state_index)
         objective = CRFObjective(
             Xc, y_enc, offsets, n_labels, loss, prior, float(self.C),
             sample_weight=sample_weight, state_index=state_index,
@@ -316,11 +324,18 @@ class CRFTagger(BaseEstimator):
         solver = self._resolve_solver(loss, prior)
         max_iter = self.max_iter or (1000 if solver == "lbfgs" else 10)
         x0 = self._initial_parameters(objective, attributes, classes)
+        # A prior may optimise in its own variables (the Laplacian's split
+        # theta = z+ - z-, z >= 0); see sklearn_crfloss.priors.
+        par = prior.parametrisation(objective.n_params) if hasattr(
+            prior, "parametrisation") else None
+        fun, bounds = objective, None
+        if par is not None:
+            fun, bounds, x0 = FreeParameterObjective(objective, par), par.bounds, par.from_theta(x0)
         init_n_iter = 0
         if self.init == "cll" and getattr(loss, "name", None) != "cll":
             objective.loss = ConditionalLogLikelihood()
-            init_info = lbfgs(objective, x0, max_iter=self.max_iter or 1000, tol=self.tol,
-                              verbose=self.verbose)
+            init_info = lbfgs(fun, x0, max_iter=self.max_iter or 1000, tol=self.tol,
+                              bounds=bounds, verbose=self.verbose)
             objective.loss = loss
             x0, init_n_iter = init_info.x, init_info.n_iter
         objective.token_weight = token_weight
@@ -331,31 +346,34 @@ class CRFTagger(BaseEstimator):
             n_iter, curve = 0, []
             for stage in stages:
                 objective.loss = stage
-                info = lbfgs(objective, x0, max_iter=max_iter, tol=self.tol,
+                info = lbfgs(fun, x0, max_iter=max_iter, tol=self.tol, bounds=bounds,
                              verbose=self.verbose, callback=self.callback)
                 x0 = info.x
                 n_iter += info.n_iter
                 curve += list(info.loss_curve)
             objective.loss = loss
             converged = info.converged
-            W = objective.dense_weights(info.x)
-            _, T, start, end = objective.unpack(info.x)
+            theta = par.to_theta(info.x) if par is not None else info.x
+            W = objective.dense_weights(theta)
+            _, T, start, end = objective.unpack(theta)
             n_params = objective.n_params
         else:
             if token_weight is not None:
                 raise ValueError(f"token_weight needs solver='lbfgs', not {solver!r}.")
-            _, T0, s0, e0 = objective.unpack(x0)
+            theta0 = par.to_theta(x0) if par is not None else x0
+            _, T0, s0, e0 = objective.unpack(theta0)
             (W, T, start, end), curve = online_fit(
                 Xc, y_enc, offsets, n_labels, rule=solver, loss=loss,
                 cost_matrix=getattr(loss, "_cost_matrix", None),
                 C=None if (solver == "sgd" and isinstance(prior, NoPrior)) else float(self.C),
                 max_iter=max_iter, average=self.average, eta0=self.eta0,
                 random_state=check_random_state(self.random_state),
-                init=(objective.dense_weights(x0), T0, s0, e0),
+                init=(objective.dense_weights(theta0), T0, s0, e0),
                 sample_weight=sample_weight, verbose=self.verbose, callback=self.callback,
             )
             n_iter, converged = max_iter, True
             n_params = W.size + T.size + start.size + end.size
+            theta = np.concatenate([W.ravel(), np.ravel(T), start, end])
 
         # Only now, with everything computed, change the estimator's state.
         self.classes_ = classes
@@ -373,6 +391,7 @@ class CRFTagger(BaseEstimator):
         self.init_n_iter_ = init_n_iter
         self.loss_curve_ = curve
         self.objective_ = curve[-1] if curve else float("nan")
+        self.sparsity_ = float(np.mean(theta == 0.0))
         self.converged_ = converged
         self._loss = loss
         self._prior = prior

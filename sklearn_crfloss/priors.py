@@ -14,12 +14,44 @@ penalising them keeps ``C`` comparable with those tools (CRFsuite's
 ``c2 = 1 / (2 C)``).
 
 Register a new prior in :data:`PRIORS`.
+
+Two optional hooks extend the contract (both additive: a prior without them
+is used as before):
+
+``bind(X, y, offsets, n_labels, state_index) -> prior``
+    Called once by :meth:`CRFTagger.fit <sklearn_crfloss.CRFTagger.fit>`
+    with the vectorised training data before optimisation; returns the prior
+    to use (a copy when it needs data-dependent state, never the user's
+    object modified). :class:`BasePrior` returns ``self`` unless
+    ``feature_dependent=True``, in which case the copy carries the
+    per-parameter confidence weights of :func:`confidence_weights`
+    (Smith & Osborne 2005, section 3.4).
+``parametrisation(n_params) -> Parametrisation or None``
+    A change of variables for the optimiser, ``theta = to_theta(z)`` with
+    box ``bounds`` on ``z``, and the penalty written on ``z``. The objective
+    then optimises ``z`` with L-BFGS-B (see
+    ``sklearn_crfloss._objective.FreeParameterObjective``).
+    :class:`LaplacianPrior` uses it for the split ``w = w+ - w-``,
+    ``w+, w- >= 0``, which makes the non-differentiable ``|w|`` linear and
+    leaves exact zeros at the optimum.
 """
+
+import copy
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
-__all__ = ["PRIORS", "BasePrior", "GaussianPrior", "NoPrior", "get_prior"]
+__all__ = [
+    "PRIORS",
+    "BasePrior",
+    "GaussianPrior",
+    "HyperbolicPrior",
+    "LaplacianPrior",
+    "NoPrior",
+    "Parametrisation",
+    "confidence_weights",
+    "get_prior",
+]
 
 
 class BasePrior(BaseEstimator):
@@ -44,6 +76,186 @@ class BasePrior(BaseEstimator):
         """
         raise NotImplementedError
 
+    def bind(self, X, y, offsets, n_labels, state_index=None):
+        """The prior to use on this training data.
+
+        Returns ``self``, or, if the prior has ``feature_dependent=True``, a
+        shallow copy whose ``weights_`` are :func:`confidence_weights` of
+        the data (the caller's object is not modified).
+
+        Parameters
+        ----------
+        X : scipy.sparse.csr_matrix of shape (n_tokens, n_features)
+        y : ndarray of intp of shape (n_tokens,)
+        offsets : ndarray of intp of shape (n_sequences + 1,)
+        n_labels : int
+        state_index : ndarray of intp or None
+            The trained (attribute, label) pairs, as in ``CRFObjective``.
+
+        Returns
+        -------
+        prior : BasePrior
+        """
+        if not getattr(self, "feature_dependent", False):
+            return self
+        bound = copy.copy(self)
+        bound.weights_ = confidence_weights(X, y, offsets, n_labels, state_index)
+        return bound
+
+    def parametrisation(self, n_params):
+        """Change of variables for the optimiser; None (the identity) by default.
+
+        Parameters
+        ----------
+        n_params : int
+
+        Returns
+        -------
+        Parametrisation or None
+        """
+        return None
+
+    def _weights(self, n_params):
+        """Per-parameter penalty weights ``d_k`` (1 unless bound feature-dependent)."""
+        w = getattr(self, "weights_", None)
+        if not getattr(self, "feature_dependent", False):
+            return 1.0
+        if w is None:
+            raise ValueError(
+                f"{type(self).__name__}(feature_dependent=True) needs the training data: "
+                "it is bound by CRFTagger.fit (or call prior.bind(X, y, offsets, n_labels))."
+            )
+        if w.shape[0] != n_params:
+            raise ValueError(
+                f"the prior was bound to {w.shape[0]} parameters but theta has {n_params}"
+            )
+        return w
+
+
+class Parametrisation:
+    """A change of variables ``theta = to_theta(z)`` with box bounds on ``z``.
+
+    Returned by a prior's ``parametrisation(n_params)``; the objective then
+    minimises ``loss(to_theta(z)) + penalty(z, C)`` over ``z`` within
+    ``bounds`` (scipy's L-BFGS-B).
+
+    Parameters
+    ----------
+    n_free : int
+        Length of ``z``.
+    bounds : list of (float or None, float or None)
+        Box constraints of ``z`` (scipy's ``bounds``).
+    to_theta : callable
+        ``z -> theta``.
+    from_theta : callable
+        ``theta -> z`` (a starting point with ``to_theta(from_theta(t)) == t``).
+    chain : callable
+        ``(grad_theta, z) -> grad_z``, the chain rule through ``to_theta``.
+    penalty : callable
+        ``(z, C) -> (value, grad_z)``, the prior on ``z``.
+    """
+
+    def __init__(self, n_free, bounds, to_theta, from_theta, chain, penalty):
+        self.n_free = n_free
+        self.bounds = bounds
+        self.to_theta = to_theta
+        self.from_theta = from_theta
+        self.chain = chain
+        self.penalty = penalty
+
+
+def confidence_weights(X, y, offsets, n_labels, state_index=None):
+    """Feature-dependent penalty weights from the confidence in empirical counts.
+
+    Smith & Osborne (2005), section 3.4 (after Kazama & Tsujii 2003): the
+    empirical expected count of feature ``k`` is treated as uncertain through
+    the Bernoulli parameter ``theta_k`` "the label event holds, given that
+    the predicate holds", with posterior ``Beta(1 + a, 1 + b)`` and variance
+    ``V = (1 + a)(1 + b) / ((a + b + 2)^2 (a + b + 3))``, so that
+    ``var[E~[f_k]] = V * sum_{(o, t): h_k(o, t) = 1} p~(o)^2``. With the
+    empirical ``p~(o) = 1 / N`` over ``N`` training sequences the sum is
+    ``(a + b) / N^2``.
+
+    What ``a`` and ``b`` are in our vectorised design:
+
+    - state weight ``W[j, l]`` (attribute ``j``, label ``l``): the predicate
+      ``h`` is "attribute ``j`` is non-zero at this token"; ``a`` = tokens
+      where it fires with gold label ``l``, ``b`` = tokens where it fires
+      with another gold label;
+    - transition ``(l', l)``: the predicate holds at every position
+      ``t >= 1``; ``a`` = gold bigrams ``(l', l)``, ``b`` = the other
+      positions ``t >= 1``;
+    - start (end) potential of ``l``: the predicate holds at the first
+      (last) token of every sequence; ``a`` = sequences starting (ending)
+      with ``l``, ``b`` = the others.
+
+    Mapping to the prior (ours; the paper does not give one): the standard
+    deviation ``s_k = sqrt(var[E~[f_k]])`` is the uncertainty of the count
+    that the prior may discount, so each parameter's penalty term is
+    multiplied by ``d_k = s_k / mean(s)`` (mean over all parameters): the
+    discount in Eqs. 2-4 becomes ``d_k`` times the feature-independent one,
+    larger for rarely seen or ambiguous features, smaller for frequent,
+    reliable ones. Equivalently: Gaussian variance ``sigma_k^2 = C / d_k``,
+    Laplacian ``beta_k = C / d_k`` (paper's notation ``|w| / beta_k``),
+    hyperbolic ``d_k log cosh(beta w_k)``.
+
+    Parameters
+    ----------
+    X : sparse matrix of shape (n_tokens, n_features)
+    y : ndarray of int of shape (n_tokens,)
+        Gold label indices.
+    offsets : ndarray of int of shape (n_sequences + 1,)
+    n_labels : int
+    state_index : ndarray of intp or None, default=None
+        Sorted flat indices ``attribute * n_labels + label`` of the trained
+        state weights; None: all of them.
+
+    Returns
+    -------
+    ndarray of float64 of shape (n_params,)
+        ``d_k`` in the order of the flat parameter vector (state weights,
+        transitions, start, end); mean 1.
+
+    Raises
+    ------
+    ValueError
+        If the shapes of X, y and offsets disagree.
+    """
+    import scipy.sparse as sp
+
+    X = sp.csr_matrix(X)
+    y = np.asarray(y, dtype=np.intp)
+    offsets = np.asarray(offsets, dtype=np.intp)
+    if X.shape[0] != y.shape[0] or offsets[-1] != y.shape[0]:
+        raise ValueError(
+            f"X has {X.shape[0]} rows, y {y.shape[0]} labels and offsets end at {offsets[-1]}"
+        )
+    n_seq = offsets.shape[0] - 1
+    L = n_labels
+    binary = sp.csr_matrix((np.ones_like(X.data), X.indices, X.indptr), shape=X.shape)
+    binary.eliminate_zeros()
+    onehot = sp.csr_matrix((np.ones(y.shape[0]), (np.arange(y.shape[0]), y)),
+                           shape=(y.shape[0], L))
+    a_state = np.asarray((binary.T @ onehot).todense()).ravel()
+    n_state = np.repeat(np.asarray(binary.sum(axis=0)).ravel(), L)
+    if state_index is not None:
+        a_state, n_state = a_state[state_index], n_state[state_index]
+    starts, ends = offsets[:-1], offsets[1:] - 1
+    inner = np.ones(y.shape[0], dtype=bool)
+    inner[starts] = False
+    prev = y[np.flatnonzero(inner) - 1]
+    cur = y[inner]
+    a_trans = np.bincount(prev * L + cur, minlength=L * L).astype(float)
+    n_trans = np.full(L * L, float(inner.sum()))
+    a_start = np.bincount(y[starts], minlength=L).astype(float)
+    a_end = np.bincount(y[ends], minlength=L).astype(float)
+    a = np.concatenate([a_state, a_trans, a_start, a_end])
+    n = np.concatenate([n_state, n_trans, np.full(2 * L, float(n_seq))])
+    b = n - a
+    V = (1 + a) * (1 + b) / ((a + b + 2) ** 2 * (a + b + 3))
+    s = np.sqrt(V * n / max(n_seq, 1) ** 2)
+    return s / s.mean()
+
 
 class GaussianPrior(BasePrior):
     """Gaussian prior (``prior='l2'``): penalty ``||theta - mean||^2 / (2 C)``.
@@ -53,10 +265,19 @@ class GaussianPrior(BasePrior):
     section 3.1). With ``C = 1`` it equals CRFsuite's L2 term with
     ``c2 = 0.5``.
 
+    At the optimum, ``E~[f_k] - E_p[f_k] = d_k (theta_k - mu_k) / C``
+    (paper Eq. 2 with ``sigma_k^2 = C / d_k``).
+
     Parameters
     ----------
     mean : float or ndarray of shape (n_params,), default=0.0
-        Prior mean ``mu``.
+        Prior mean ``mu`` (section 3.1, "Varying the Gaussian mean"): a
+        scalar for every parameter, or one value per parameter of the flat
+        vector (state weights, transitions, start, end).
+    feature_dependent : bool, default=False
+        If True, the term of parameter ``k`` is weighted by the confidence
+        weight ``d_k`` of :func:`confidence_weights` (section 3.4):
+        penalty ``sum_k d_k (theta_k - mu_k)^2 / (2 C)``.
 
     References
     ----------
@@ -68,14 +289,149 @@ class GaussianPrior(BasePrior):
 
     name = "l2"
 
-    def __init__(self, mean=0.0):
+    def __init__(self, mean=0.0, feature_dependent=False):
         self.mean = mean
+        self.feature_dependent = feature_dependent
 
     def value_and_grad(self, theta, C):
         # Docstring inherited.
-        diff = theta - self.mean if np.any(self.mean) else theta
-        grad = diff / C
-        return float(np.dot(diff, diff)) / (2.0 * C), grad
+        mean = np.asarray(self.mean, dtype=np.float64)
+        if mean.ndim and mean.shape != theta.shape:
+            raise ValueError(
+                f"GaussianPrior mean has shape {mean.shape}; expected a scalar or "
+                f"({theta.shape[0]},), one value per parameter"
+            )
+        diff = theta - mean if np.any(mean) else theta
+        d = self._weights(theta.shape[0])
+        wdiff = d * diff
+        return float(np.dot(wdiff, diff)) / (2.0 * C), wdiff / C
+
+
+class LaplacianPrior(BasePrior):
+    """Laplacian prior (``prior='l1'``): penalty ``||theta||_1 / C``.
+
+    Smith & Osborne (2005), section 3.2: ``LL - sum_k |lambda_k| / beta_k``
+    with ``beta_k = C`` (``C / d_k`` if feature-dependent). At the optimum,
+    for ``theta_k != 0``, ``E~[f_k] - E_p[f_k] = d_k sign(theta_k) / C``
+    (Eq. 3); for ``theta_k = 0``, ``|E~[f_k] - E_p[f_k]| <= d_k / C``.
+
+    Optimisation: :meth:`parametrisation` splits ``theta = z+ - z-`` with
+    ``z+, z- >= 0`` (doubling the variables) and L-BFGS-B keeps the bounds;
+    the penalty ``sum_k d_k (z+_k + z-_k) / C`` is linear, and parameters
+    with both halves at their bound are exactly zero after the fit
+    (``CRFTagger.sparsity_``). :meth:`value_and_grad` on ``theta`` itself
+    returns the subgradient ``d sign(theta) / C`` (0 at 0).
+
+    Parameters
+    ----------
+    feature_dependent : bool, default=False
+        If True, weight the term of parameter ``k`` by ``d_k`` of
+        :func:`confidence_weights` (section 3.4).
+
+    References
+    ----------
+    P. Williams (1995). Bayesian regularisation and pruning using a Laplace
+    prior. Neural Computation 7(1).
+    A. Smith, M. Osborne (2005), section 3.2.
+    """
+
+    name = "l1"
+
+    def __init__(self, feature_dependent=False):
+        self.feature_dependent = feature_dependent
+
+    def value_and_grad(self, theta, C):
+        # Docstring inherited.
+        d = self._weights(theta.shape[0])
+        return float(np.sum(d * np.abs(theta))) / C, d * np.sign(theta) / C
+
+    def parametrisation(self, n_params):
+        """The split ``theta = z[:n] - z[n:]`` with ``z >= 0``.
+
+        Parameters
+        ----------
+        n_params : int
+
+        Returns
+        -------
+        Parametrisation
+            ``n_free = 2 * n_params``, bounds ``(0, None)``.
+        """
+        n = n_params
+
+        def to_theta(z):
+            return z[:n] - z[n:]
+
+        def from_theta(theta):
+            return np.concatenate([np.maximum(theta, 0.0), np.maximum(-theta, 0.0)])
+
+        def chain(grad, z):
+            return np.concatenate([grad, -grad])
+
+        def penalty(z, C):
+            d = self._weights(n)
+            dz = np.concatenate([np.broadcast_to(d, (n,)), np.broadcast_to(d, (n,))]) / C
+            return float(np.dot(dz, z)), dz
+
+        return Parametrisation(2 * n, [(0.0, None)] * (2 * n), to_theta, from_theta,
+                               chain, penalty)
+
+
+def _log_cosh(x):
+    """``log cosh(x)`` without overflow: ``|x| + log1p(exp(-2|x|)) - log 2``."""
+    ax = np.abs(x)
+    return ax + np.log1p(np.exp(-2.0 * ax)) - np.log(2.0)
+
+
+class HyperbolicPrior(BasePrior):
+    """Hyperbolic-secant prior (``prior='hyperbolic'``): penalty ``sum_k log cosh(b w_k)``.
+
+    Smith & Osborne (2005), section 3.3: ``LL - sum_k log((e^{b w} + e^{-b w}) / 2)``
+    (the ``/ 2`` makes the penalty 0 at 0; it is a constant). At the optimum
+    ``E~[f_k] - E_p[f_k] = b tanh(b theta_k)`` (Eq. 4, times ``d_k`` if
+    feature-dependent): a discount that grows like the Gaussian's near 0 and
+    saturates at ``b`` like the Laplacian's for large weights.
+
+    Relation between beta and C: the paper's ``beta`` is
+    ``b = beta / sqrt(C)``. Near 0, ``log cosh(b w) ~ b^2 w^2 / 2``, so with
+    ``beta=1`` the prior has the curvature of ``'l2'`` with the same ``C``
+    (variance ``C``), and ``C`` stays the strength knob (larger, weaker). With
+    ``C = 1``, ``beta`` is exactly the paper's hyperparameter. Computed as
+    ``|x| + log1p(exp(-2|x|)) - log 2``, finite for any ``|b w|``.
+
+    Parameters
+    ----------
+    beta : float, default=1.0
+        Shape, ``beta > 0``; see above.
+    feature_dependent : bool, default=False
+        If True, weight the term of parameter ``k`` by ``d_k`` of
+        :func:`confidence_weights` (section 3.4).
+
+    Raises
+    ------
+    ValueError
+        From :meth:`value_and_grad` if ``beta <= 0``.
+
+    References
+    ----------
+    J. Goodman (2004). Exponential priors for maximum entropy models. NAACL.
+    A. Smith, M. Osborne (2005), section 3.3.
+    """
+
+    name = "hyperbolic"
+
+    def __init__(self, beta=1.0, feature_dependent=False):
+        self.beta = beta
+        self.feature_dependent = feature_dependent
+
+    def value_and_grad(self, theta, C):
+        # Docstring inherited.
+        if not self.beta > 0:
+            raise ValueError(f"HyperbolicPrior beta must be > 0, got {self.beta!r}")
+        b = float(self.beta) / np.sqrt(C)
+        d = self._weights(theta.shape[0])
+        x = b * theta
+        return float(np.sum(d * _log_cosh(x))), d * b * np.tanh(x)
 
 
 class NoPrior(BasePrior):
@@ -94,6 +450,8 @@ class NoPrior(BasePrior):
 
 #: Registry of prior names accepted by ``CRFTagger(prior=...)``.
 PRIORS = {
+    "hyperbolic": HyperbolicPrior,
+    "l1": LaplacianPrior,
     "l2": GaussianPrior,
     "none": NoPrior,
 }

@@ -10,6 +10,7 @@ MODULES = [
     "sklearn_crfloss.metrics",
     "sklearn_crfloss.features",
     "sklearn_crfloss.datasets._conll",
+    "sklearn_crfloss.lop",
 ]
 
 

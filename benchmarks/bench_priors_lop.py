@@ -1,0 +1,195 @@
+"""Priors and opinion pools (Smith & Osborne 2005) on CoNLL-2002 Spanish NER and CoNLL-2000 POS.
+
+Usage (from the checkout root, one experiment per call, n_jobs=1)::
+
+    SKLEARN_CRFLOSS_DATA=../shared/data python benchmarks/bench_priors_lop.py ner-prior --prior l2 --grid 1 3 10 30
+    SKLEARN_CRFLOSS_DATA=../shared/data python benchmarks/bench_priors_lop.py ner-prior --prior l1 --grid 1 3 10 30
+    SKLEARN_CRFLOSS_DATA=../shared/data python benchmarks/bench_priors_lop.py ner-lop --experts simple
+    SKLEARN_CRFLOSS_DATA=../shared/data python benchmarks/bench_priors_lop.py pos-prior --prior l2 --grid 1 10
+
+``ner-prior``: for each C in the grid, train on esp.train, score segment F1
+on esp.testa; the C with the best testa F1 is reported with its esp.testb
+F1 (same model, no refit), the fraction of exactly-zero parameters
+(``sparsity_``), the number of C values tried and the total training time.
+``ner-lop``: the unregularised monolithic CRF (the LOP's first expert) and
+the LOP with trained weights (``weights='fit'``) and with uniform fixed
+weights, on testa and testb. ``pos-*``: the same on CoNLL-2000 with the POS
+tags collapsed to 5 classes (section 5.2), features from words only, the
+last 1,000 training sentences as the development split; accuracy.
+"""
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from sklearn_crfloss import CRFTagger
+from sklearn_crfloss.datasets import load_conll2000, load_conll2002
+from sklearn_crfloss.features import TemplateFeatures
+from sklearn_crfloss.lop import LOPTagger, template_positions
+from sklearn_crfloss.metrics import segment_f1_score, token_accuracy
+from sklearn_crfloss.priors import GaussianPrior, HyperbolicPrior, LaplacianPrior
+
+# Columns: 0 word, 1 POS, 2 lower-cased word, 3 word shape, 4 3-suffix.
+NER_TEMPLATE = """\
+U00:%x[-2,2]
+U01:%x[-1,2]
+U02:%x[0,0]
+U03:%x[1,2]
+U04:%x[2,2]
+U05:%x[0,2]
+U06:%x[-1,2]/%x[0,2]
+U07:%x[0,2]/%x[1,2]
+U10:%x[-1,1]
+U11:%x[0,1]
+U12:%x[1,1]
+U20:%x[-1,3]
+U21:%x[0,3]
+U22:%x[1,3]
+U23:%x[0,4]
+"""
+
+# Words only (section 5.2): columns 0 word, 1 lower-cased, 2 shape, 3 3-suffix.
+POS_TEMPLATE = """\
+U00:%x[-2,1]
+U01:%x[-1,1]
+U02:%x[0,0]
+U03:%x[1,1]
+U04:%x[2,1]
+U05:%x[0,1]
+U06:%x[-1,1]/%x[0,1]
+U07:%x[0,1]/%x[1,1]
+U20:%x[-1,2]
+U21:%x[0,2]
+U22:%x[1,2]
+U23:%x[0,3]
+"""
+
+
+def shape(w):
+    s = "".join("X" if c.isupper() else "x" if c.islower() else "d" if c.isdigit() else c
+                for c in w)
+    out = []
+    for c in s:  # collapse runs
+        if not out or out[-1] != c:
+            out.append(c)
+    return "".join(out)
+
+
+def ner_data():
+    data = {}
+    for sub in ("train", "testa", "testb"):
+        X, y = load_conll2002("esp", sub)
+        X = [[(w, p, w.lower(), shape(w), w[-3:].lower()) for w, p in s] for s in X]
+        data[sub] = (X, y)
+    feats = TemplateFeatures(NER_TEMPLATE).fit([])
+    return {k: (feats.transform(X), y) for k, (X, y) in data.items()}, feats
+
+
+def collapse(tag):
+    if tag.startswith("NN"):
+        return "N"
+    if tag.startswith("VB"):
+        return "V"
+    if tag.startswith("JJ"):
+        return "J"
+    if tag.startswith("RB"):
+        return "R"
+    return "O"
+
+
+def pos_data():
+    Xtr, _ = load_conll2000("train")
+    Xte, _ = load_conll2000("test")
+    feats = TemplateFeatures(POS_TEMPLATE).fit([])
+
+    def prep(X):
+        toks = [[(w, w.lower(), shape(w), w[-3:].lower()) for w, p in s] for s in X]
+        return feats.transform(toks), [[collapse(p) for w, p in s] for s in X]
+
+    Xa, ya = prep(Xtr)
+    Xb, yb = prep(Xte)
+    return {"train": (Xa[:-1000], ya[:-1000]), "dev": (Xa[-1000:], ya[-1000:]),
+            "test": (Xb, yb)}, feats
+
+
+def make_prior(name, beta):
+    return {"l2": GaussianPrior(), "l1": LaplacianPrior(), "hyperbolic": HyperbolicPrior(beta),
+            "l2-fd": GaussianPrior(feature_dependent=True),
+            "l1-fd": LaplacianPrior(feature_dependent=True),
+            "hyperbolic-fd": HyperbolicPrior(beta, feature_dependent=True)}[name]
+
+
+def run_prior(args, data, metric, dev, test):
+    rows = []
+    total = 0.0
+    for C in args.grid:
+        if args.prior == "none":
+            crf = CRFTagger(prior="none", n_jobs=1)
+        else:
+            prior = make_prior(args.prior, args.beta)
+            if args.mean:
+                prior = GaussianPrior(mean=args.mean, feature_dependent=args.prior == "l2-fd")
+            crf = CRFTagger(prior=prior, C=C, n_jobs=1)
+        t0 = time.perf_counter()
+        crf.fit(*data["train"])
+        fit_s = time.perf_counter() - t0
+        total += fit_s
+        s_dev = metric(data[dev][1], crf.predict(data[dev][0]))
+        s_test = metric(data[test][1], crf.predict(data[test][0]))
+        row = dict(C=C, dev=round(100 * s_dev, 2), test=round(100 * s_test, 2),
+                   sparsity=round(crf.sparsity_, 4), n_params=crf.n_parameters_,
+                   n_iter=crf.n_iter_, fit_s=round(fit_s, 1))
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+        if args.prior == "none":
+            break
+    best = max(rows, key=lambda r: r["dev"])
+    print("BEST", json.dumps(dict(prior=args.prior, mean=args.mean, beta=args.beta, **best,
+                                  n_tried=len(rows), total_fit_s=round(total, 1))), flush=True)
+
+
+def run_lop(args, data, feats, metric, dev, test):
+    lop = LOPTagger(experts=args.experts, positions=template_positions(feats),
+                    estimator=CRFTagger(prior="none", n_jobs=1), random_state=0, n_jobs=1)
+    t0 = time.perf_counter()
+    lop.fit(*data["train"])
+    fit_s = time.perf_counter() - t0
+    n = len(lop.experts_)
+    mono = lop.with_weights(np.eye(n)[0])
+    for name, model in (("unreg. monolithic", mono), (f"LOP {args.experts} (fit w)", lop),
+                        (f"LOP {args.experts} (uniform w)", lop.with_weights(np.ones(n)))):
+        s_dev = metric(data[dev][1], model.predict(data[dev][0]))
+        s_test = metric(data[test][1], model.predict(data[test][0]))
+        print(json.dumps(dict(model=name, dev=round(100 * s_dev, 2), test=round(100 * s_test, 2),
+                              weights=np.round(model.weights_, 4).tolist(),
+                              expert_sizes=[len(c) for c in lop.expert_columns_],
+                              total_fit_s=round(fit_s, 1))), flush=True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("task", choices=["ner-prior", "ner-lop", "pos-prior", "pos-lop"])
+    parser.add_argument("--prior", default="l2",
+                        choices=["none", "l2", "l1", "hyperbolic", "l2-fd", "l1-fd",
+                                 "hyperbolic-fd"])
+    parser.add_argument("--grid", type=float, nargs="+", default=[1.0])
+    parser.add_argument("--beta", type=float, default=1.0)
+    parser.add_argument("--mean", type=float, default=0.0)
+    parser.add_argument("--experts", default="simple")
+    args = parser.parse_args(argv)
+    if args.task.startswith("ner"):
+        data, feats = ner_data()
+        metric, dev, test = segment_f1_score, "testa", "testb"
+    else:
+        data, feats = pos_data()
+        metric, dev, test = token_accuracy, "dev", "test"
+    if args.task.endswith("prior"):
+        run_prior(args, data, metric, dev, test)
+    else:
+        run_lop(args, data, feats, metric, dev, test)
+
+
+if __name__ == "__main__":
+    main()

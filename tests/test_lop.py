@@ -1,0 +1,181 @@
+"""Logarithmic opinion pools: the pool is the product of experts, weights, expert sets."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from sklearn.model_selection import GridSearchCV, KFold
+
+from sklearn_crfloss import CRFTagger
+from sklearn_crfloss.datasets import load_conll2002
+from sklearn_crfloss.features import TemplateFeatures
+from sklearn_crfloss.lop import (
+    LOPTagger,
+    _fit_weights,
+    _pool_nll,
+    attribute_position,
+    template_positions,
+)
+from sklearn_crfloss.metrics import segment_f1_scorer
+
+from _oracle import enumerate_paths, random_problem
+from conftest import make_toy_chunks
+from test_losses import finite_difference_gradient
+
+
+def _toy(n=50, seed=0):
+    X, y = make_toy_chunks(n_sequences=n, seed=seed, max_len=5)
+    # Add an attribute ahead so that every positional expert has columns.
+    for seq in X:
+        for t, tok in enumerate(seq):
+            tok["w[+1]"] = seq[t + 1]["w"] if t + 1 < len(seq) else "</s>"
+            tok["w[-1]"] = tok.pop("prev")
+    return X, y
+
+
+def test_pool_is_the_normalised_product_of_experts():
+    X, y = _toy()
+    lop = LOPTagger(experts="positional", weights=[0.4, 0.1, 0.3, 0.2],
+                    estimator=CRFTagger(prior="l2", C=1.0)).fit(X, y)
+    seq = X[3]
+    probs = []
+    for expert, cols in zip(lop.experts_, lop.expert_columns_):
+        Xs = lop.pool_.vectorizer_.transform(seq)[:, cols]
+        U = Xs @ expert.coef_.T
+        paths, scores = enumerate_paths(np.asarray(U), expert.transition_, expert.start_,
+                                        expert.end_)
+        probs.append(scores - np.logaddexp.reduce(scores))
+    log_prod = sum(w * p for w, p in zip(lop.weights_, probs))
+    pbar = np.exp(log_prod - np.logaddexp.reduce(log_prod))
+    L = len(lop.classes_)
+    marg = np.zeros((len(seq), L))
+    for path, p in zip(paths, pbar):
+        marg[np.arange(len(seq)), path] += p
+    assert_allclose(lop.predict_marginals([seq])[0], marg, atol=1e-10)
+    best = lop.classes_[paths[np.argmax(pbar)]]
+    assert lop.predict([seq])[0].tolist() == best.tolist()
+
+
+def test_weight_gradient_finite_differences():
+    rng = np.random.default_rng(0)
+    parts = []
+    for _ in range(3):
+        U, T, s, e, y, off = random_problem(rng, 3, lengths=(2, 3, 4))
+        parts.append((U, T, s, e))
+    w = np.array([0.5, 0.3, 0.2])
+    value, grad = _pool_nll(w, parts, y, off)
+    fd = finite_difference_gradient(lambda v: _pool_nll(v, parts, y, off)[0], w)
+    assert_allclose(grad, fd, rtol=1e-6, atol=1e-8)
+    # Trained weights: on the simplex and no worse than uniform.
+    w_fit, _ = _fit_weights(parts, y, off, max_iter=200, tol=1e-10)
+    assert_allclose(w_fit.sum(), 1.0)
+    assert np.all(w_fit >= 0)
+    assert _pool_nll(w_fit, parts, y, off)[0] <= _pool_nll(np.full(3, 1 / 3), parts, y, off)[0]
+
+
+def test_expert_sets():
+    X, y = _toy()
+    simple = LOPTagger(experts="simple").fit(X, y)
+    names = simple.attributes_
+    assert len(simple.experts_) == 2
+    assert_allclose(simple.weights_.sum(), 1.0)
+    assert all(attribute_position(n) == 0 for n in names[simple.expert_columns_[1]])
+    assert len(simple.expert_columns_[0]) == len(names)  # monolithic first
+
+    pos = LOPTagger(experts="positional", weights=[0.25] * 4).fit(X, y)
+    behind, at, ahead = pos.expert_columns_[1:]
+    assert all(n.startswith("w[-1]=") for n in names[behind])
+    assert all(n.startswith("w[+1]=") for n in names[ahead])
+    assert sorted(np.concatenate([behind, at, ahead]).tolist()) == list(range(len(names)))
+
+    r1 = LOPTagger(experts="random", random_state=0, weights=[0.2] * 5).fit(X, y)
+    r2 = LOPTagger(experts="random", random_state=0, weights=[0.2] * 5).fit(X, y)
+    assert len(r1.experts_) == 5
+    for a, b in zip(r1.expert_columns_, r2.expert_columns_):
+        assert_allclose(a, b)
+    parts = np.concatenate(r1.expert_columns_[1:])
+    assert sorted(parts.tolist()) == list(range(len(names)))
+
+    user = LOPTagger(experts=[lambda n: n.startswith("w="), np.array([0, 1, 2])],
+                     weights=[2.0, 1.0, 1.0]).fit(X, y)
+    assert_allclose(user.weights_, [0.5, 0.25, 0.25])
+    assert all(n.startswith("w=") for n in names[user.expert_columns_[1]])
+    assert_allclose(user.expert_columns_[2], [0, 1, 2])
+    reduced = LOPTagger(experts="simple", reduced=["w[-1]"], weights=[0.5, 0.5]).fit(X, y)
+    assert all(n.startswith("w[-1]=") for n in names[reduced.expert_columns_[1]])
+
+
+def test_parallel_experts_match_serial():
+    X, y = _toy(30)
+    a = LOPTagger(experts="random", random_state=1, n_jobs=1).fit(X, y)
+    b = LOPTagger(experts="random", random_state=1, n_jobs=2).fit(X, y)
+    assert_allclose(a.weights_, b.weights_, rtol=1e-8)
+    assert_allclose(a.pool_.coef_, b.pool_.coef_, rtol=1e-8, atol=1e-10)
+
+
+def test_bad_lop_parameters():
+    X, y = _toy(20)
+    with pytest.raises(ValueError, match="2 experts"):
+        LOPTagger(experts="simple", weights=[1.0, 1.0, 1.0]).fit(X, y)
+    with pytest.raises(ValueError, match=">= 0"):
+        LOPTagger(experts="simple", weights=[1.5, -0.5]).fit(X, y)
+    with pytest.raises(ValueError, match="no feature column"):
+        LOPTagger(experts="simple", reduced=["nope"]).fit(X, y)
+    with pytest.raises(ValueError, match="column indices"):
+        LOPTagger(experts=[np.array([10**6])]).fit(X, y)
+    with pytest.raises(ValueError, match="experts"):
+        LOPTagger(experts="labels").fit(X, y)
+
+
+def test_template_positions():
+    feats = TemplateFeatures(["U00:%x[-1,0]", "U01:%x[0,0]/%x[1,0]", "U02:%x[1,1]", "U03"]).fit([])
+    assert template_positions(feats) == {"U00": (-1,), "U01": (0, 1), "U02": (1,), "U03": (0,)}
+
+
+def test_gridsearch_over_expert_sets_and_weights_on_conll2002_subset(data_home):
+    X, y = load_conll2002("esp", "train")
+    X, y = X[:150], y[:150]
+    feats = TemplateFeatures(["U00:%x[-1,0]", "U01:%x[0,0]", "U02:%x[1,0]", "U03:%x[0,1]"])
+    Xf = feats.fit_transform(X)
+    positions = template_positions(feats)
+    grid = GridSearchCV(
+        LOPTagger(positions=positions, estimator=CRFTagger(prior="none", tol=1e-3)),
+        [{"experts": ["simple"], "weights": [[0.5, 0.5], [0.8, 0.2]]},
+         {"experts": ["positional"], "weights": [[0.25, 0.25, 0.25, 0.25]]}],
+        scoring=segment_f1_scorer, cv=KFold(2), error_score="raise",
+    )
+    grid.fit(Xf, y)
+    assert len(grid.cv_results_["params"]) == 3
+    assert np.all(np.isfinite(grid.cv_results_["mean_test_score"]))
+    assert grid.best_params_["experts"] in ("simple", "positional")
+    assert 0.0 < grid.score(Xf, y) <= 1.0
+
+
+def test_with_weights_equals_fixed_weights_fit():
+    X, y = _toy(30)
+    fitted = LOPTagger(experts="simple").fit(X, y)
+    fixed = LOPTagger(experts="simple", weights=[0.3, 0.7]).fit(X, y)
+    moved = fitted.with_weights([3, 7])
+    assert_allclose(moved.weights_, [0.3, 0.7])
+    assert_allclose(moved.pool_.coef_, fixed.pool_.coef_, atol=1e-12)
+    assert_allclose(fitted.pool_.coef_.shape, moved.pool_.coef_.shape)
+    assert not np.allclose(fitted.weights_, moved.weights_)
+    with pytest.raises(ValueError, match="non-negative"):
+        fitted.with_weights([1.0])
+
+
+def test_label_experts_only_own_their_labels_parameters():
+    X, y = _toy(40)
+    lop = LOPTagger(experts="label", estimator=CRFTagger(prior="none", tol=1e-4)).fit(X, y)
+    classes = lop.classes_.tolist()
+    assert len(lop.experts_) == 3  # monolithic, NP, VP
+    assert_allclose(lop.weights_.sum(), 1.0)
+    for expert, kind in zip(lop.experts_[1:], ["NP", "VP"]):
+        mine = np.array([c.endswith(kind) for c in classes])
+        assert np.all(expert.coef_[~mine] == 0) and np.any(expert.coef_[mine] != 0)
+        T = expert.transition_
+        assert np.all(T[np.ix_(~mine, ~mine)] == 0)
+        assert np.any(T[mine] != 0)
+        assert np.all(expert.start_[~mine] == 0) and np.all(expert.end_[~mine] == 0)
+    # The monolithic expert is unrestricted.
+    assert np.all(lop.experts_[0].coef_.any(axis=1))
+    assert lop.score(X, y) > 0.8
