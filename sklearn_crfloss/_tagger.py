@@ -5,7 +5,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from joblib import effective_n_jobs
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone
 from sklearn.feature_extraction import DictVectorizer, FeatureHasher
 from sklearn.utils.validation import check_is_fitted
 
@@ -245,6 +245,10 @@ class CRFTagger(BaseEstimator):
                 f"y has a single label {classes[0]!r}; a CRF needs at least two distinct labels."
             )
         y_enc = np.ascontiguousarray(y_enc.ravel(), dtype=np.intp)
+        if hasattr(loss, "set_classes"):  # label names for the loss (BaseLoss.set_classes)
+            if loss is self.loss:
+                loss = clone(loss, safe=False)  # leave the user's object unchanged
+            loss.set_classes(classes)
         vectorizer, columns, Xc, attributes = self._vectorize_fit(kind, tokens, offsets)
         n_labels = classes.shape[0]
         state_index = None

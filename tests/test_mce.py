@@ -135,3 +135,196 @@ def test_segment_margins_reject_bad_segments():
         segment_margins(U, np.zeros((2, 2)), z, z, [0, 3], [0, 0, 0], ([0], [2], [4]))
     with pytest.raises(ValueError, match="label indices"):
         segment_margins(U, np.zeros((2, 2)), z, z, [0, 3], [0, 5, 0], ([0], [0], [1]))
+
+
+# ------------------------------------------------------------------- losses
+
+from scipy.special import expit  # noqa: E402
+
+from sklearn_crfloss import CRFTagger  # noqa: E402
+from sklearn_crfloss.losses import (  # noqa: E402
+    MinimumClassificationError,
+    SegmentFScoreMCE,
+    get_loss,
+)
+
+from _oracle import loss_by_enumeration  # noqa: E402
+
+CLASSES = np.array(["B-NP", "I-NP", "O"])
+
+MCE_VARIANTS = [
+    dict(smoothing="sigmoid"),
+    dict(smoothing="logistic"),
+    dict(smoothing="sigmoid", psi=2.0),
+    dict(smoothing="logistic", psi=0.5, alpha=2.0, beta=-0.5),
+    dict(smoothing="sigmoid", psi=1.0, alpha=0.5, beta=0.3),
+]
+MCE_F_VARIANTS = [dict(gamma=1.0), dict(gamma=0.5), dict(gamma=0.5, alpha=2.0, beta=0.2)]
+
+
+def _loss(name, params):
+    cls = MinimumClassificationError if name == "mce" else SegmentFScoreMCE
+    return cls(**params).set_classes(CLASSES)
+
+
+def _variants():
+    return ([("mce", p) for p in MCE_VARIANTS] + [("mce_f", p) for p in MCE_F_VARIANTS])
+
+
+def _flat_check(loss, U, T, s, e, y, off, w, rtol=1e-6, atol=1e-7, eps=1e-5):
+    from test_losses import finite_difference_gradient
+
+    shapes = [U.shape, T.shape, s.shape, e.shape]
+    sizes = [int(np.prod(sh)) for sh in shapes]
+
+    def split(x):
+        parts = np.split(x, np.cumsum(sizes)[:-1])
+        return [p.reshape(sh) for p, sh in zip(parts, shapes)]
+
+    x0 = np.concatenate([U.ravel(), T.ravel(), s, e])
+    _, dU, dT, ds, de = loss.value_and_grad(U, T, s, e, y, off, sample_weight=w)
+    analytic = np.concatenate([dU.ravel(), dT.ravel(), ds, de])
+    fd = finite_difference_gradient(
+        lambda x: loss.value_and_grad(*split(x), y, off, sample_weight=w)[0], x0, eps=eps)
+    assert_allclose(analytic, fd, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("name,params", _variants())
+@pytest.mark.parametrize("seed", range(4))
+def test_mce_value_matches_enumeration(name, params, seed):
+    rng = np.random.default_rng(seed)
+    loss = _loss(name, params)
+    U, T, s, e, y, off = random_problem(rng, 3, lengths=(1, 2, 5, 4), scale=1.5)
+    w = rng.uniform(0.5, 2.0, size=len(off) - 1)
+    value = loss.value_and_grad(U, T, s, e, y, off, sample_weight=w)[0]
+    assert_allclose(value, loss_by_enumeration(loss, U, T, s, e, y, off, w), rtol=1e-10)
+
+
+@pytest.mark.parametrize("name,params", _variants())
+@pytest.mark.parametrize("seed", range(3))
+def test_mce_gradient_matches_finite_differences(name, params, seed):
+    # Random continuous potentials: no ties, so psi=inf and MCE-F are
+    # differentiable at the point.
+    rng = np.random.default_rng(20 + seed)
+    loss = _loss(name, params)
+    U, T, s, e, y, off = random_problem(rng, 3, lengths=(1, 3, 5), scale=1.0)
+    w = rng.uniform(0.5, 2.0, size=len(off) - 1)
+    _flat_check(loss, U, T, s, e, y, off, w)
+
+
+def test_mce_psi_inf_is_the_limit_of_finite_psi():
+    rng = np.random.default_rng(3)
+    U, T, s, e, y, off = random_problem(rng, 3, lengths=(2, 4), scale=1.0)
+    inf_value = MinimumClassificationError().value_and_grad(U, T, s, e, y, off)[0]
+    big = MinimumClassificationError(psi=200.0).value_and_grad(U, T, s, e, y, off)[0]
+    small = MinimumClassificationError(psi=1.0).value_and_grad(U, T, s, e, y, off)[0]
+    assert abs(big - inf_value) < 0.02 * abs(inf_value)
+    # A = 1/(|Y|-1): a power mean, below the max, so d and l(d) are smaller.
+    assert small < inf_value
+
+
+def test_mce_gold_dominant_uses_max_incorrect_when_1_minus_r_underflows():
+    # Gold path far ahead: 1 - p_psi(y*) rounds to 0 for psi=10, so that
+    # sequence falls back to psi=inf; value and gradient stay finite.
+    U = np.array([[40.0, 0.0], [40.0, 0.0]])
+    T = np.zeros((2, 2))
+    z = np.zeros(2)
+    y = np.array([0, 0])
+    off = np.array([0, 2])
+    val, dU, dT, ds, de = MinimumClassificationError(psi=10.0).value_and_grad(U, T, z, z, y, off)
+    expected = expit(-40.0)  # d = -40 (second best flips one token)
+    assert_allclose(val, expected, rtol=1e-9)
+    assert np.all(np.isfinite(dU)) and np.all(np.isfinite(dT))
+
+
+# ------------------------------------------------------ ties and degenerate
+
+
+@pytest.mark.parametrize("name,params", _variants())
+def test_all_equal_potentials(name, params):
+    # Every path ties: d = 0 for mce; every segment margin is 0 for mce_f.
+    loss = _loss(name, params)
+    U = np.zeros((7, 3))
+    T = np.zeros((3, 3))
+    z = np.zeros(3)
+    off = np.array([0, 3, 7])
+    y = np.array([0, 1, 2, 2, 0, 1, 1])  # B-NP I-NP O | O B-NP I-NP I-NP
+    value, dU, dT, ds, de = loss.value_and_grad(U, T, z, z, y, off)
+    assert all(np.all(np.isfinite(g)) for g in (dU, dT, ds, de))
+    alpha, beta = loss.alpha, loss.beta
+    if name == "mce":
+        if np.isinf(loss.psi):
+            d = 0.0
+        else:  # power mean of equal values: d = 0 too
+            d = 0.0
+        per_seq = expit(beta) if loss.smoothing == "sigmoid" else np.log1p(np.exp(beta)) / alpha
+        assert_allclose(value, 2 * per_seq, rtol=1e-12)
+    else:
+        # 2 gold segments with l = sigmoid(beta); the false positives of the
+        # (tie-broken) maximum incorrect output also have l = sigmoid(beta).
+        l0 = expit(beta)
+        g2 = loss.gamma ** 2
+        candidates = [2 * (g2 * 2 * l0 + n_fp * l0) / ((g2 + 1) * 2 * (1 - l0))
+                      for n_fp in range(0, 8)]
+        assert np.min(np.abs(np.array(candidates) - value)) < 1e-12
+
+
+@pytest.mark.parametrize("name,params", _variants())
+def test_single_token_sequences(name, params):
+    rng = np.random.default_rng(5)
+    loss = _loss(name, params)
+    U, T, s, e, y, off = random_problem(rng, 3, lengths=(1, 1, 1), scale=1.5)
+    y = np.array([0, 2, 0])  # B-NP | O | B-NP
+    value = loss.value_and_grad(U, T, s, e, y, off)[0]
+    assert_allclose(value, loss_by_enumeration(loss, U, T, s, e, y, off), rtol=1e-10)
+    _flat_check(loss, U, T, s, e, y, off, None)
+
+
+@pytest.mark.parametrize("gamma", [1.0, 0.5])
+def test_mce_f_sequence_without_gold_segments_only_counts_false_positives(gamma):
+    rng = np.random.default_rng(8)
+    loss = _loss("mce_f", dict(gamma=gamma))
+    U, T, s, e, y, off = random_problem(rng, 3, lengths=(4, 3), scale=1.5)
+    y = np.array([2, 2, 2, 2, 0, 1, 2])  # all O | B-NP I-NP O
+    value = loss.value_and_grad(U, T, s, e, y, off)[0]
+    assert_allclose(value, loss_by_enumeration(loss, U, T, s, e, y, off), rtol=1e-10)
+    _flat_check(loss, U, T, s, e, y, off, None)
+    # A zero weight on the segment-bearing sequence leaves no gold segment weight.
+    with pytest.raises(ValueError, match="positive sample weight"):
+        loss.value_and_grad(U, T, s, e, y, off, sample_weight=np.array([1.0, 0.0]))
+
+
+def test_mce_f_gold_all_o_raises():
+    loss = _loss("mce_f", {})
+    U = np.random.default_rng(0).normal(size=(4, 3))
+    z = np.zeros(3)
+    with pytest.raises(ValueError, match="at least one gold segment"):
+        loss.value_and_grad(U, np.zeros((3, 3)), z, z, np.full(4, 2), np.array([0, 4]))
+    # ... while mce is defined for all-O gold.
+    val = MinimumClassificationError().value_and_grad(
+        U, np.zeros((3, 3)), z, z, np.full(4, 2), np.array([0, 4]))[0]
+    assert np.isfinite(val)
+
+
+def test_mce_f_needs_class_names_and_valid_params():
+    U = np.zeros((2, 3))
+    z = np.zeros(3)
+    args = (U, np.zeros((3, 3)), z, z, np.array([0, 1]), np.array([0, 2]))
+    with pytest.raises(ValueError, match="set_classes"):
+        SegmentFScoreMCE().value_and_grad(*args)
+    with pytest.raises(ValueError, match="2 names for 3 labels"):
+        SegmentFScoreMCE().set_classes(["B-NP", "O"]).value_and_grad(*args)
+    with pytest.raises(ValueError, match="gamma"):
+        SegmentFScoreMCE(gamma=-1.0).set_classes(CLASSES).value_and_grad(*args)
+    with pytest.raises(ValueError, match="alpha"):
+        MinimumClassificationError(alpha=0.0).value_and_grad(*args)
+    with pytest.raises(ValueError, match="psi"):
+        MinimumClassificationError(psi=-1.0).value_and_grad(*args)
+    with pytest.raises(ValueError, match="smoothing"):
+        MinimumClassificationError(smoothing="hinge").value_and_grad(*args)
+
+
+def test_registry_names():
+    assert isinstance(get_loss("mce"), MinimumClassificationError)
+    assert isinstance(get_loss("mce_f"), SegmentFScoreMCE)
+    assert not get_loss("mce_f").convex and get_loss("mce").needs_init

@@ -9,13 +9,23 @@ tests (``tests/test_losses.py``) cover it through the registry.
 
 from ._base import BaseLoss
 from ._likelihood import ConditionalLogLikelihood
+from ._mce import MinimumClassificationError, SegmentFScoreMCE
 
 #: Registry of loss names accepted by ``CRFTagger(loss=...)``.
 LOSSES = {
     "cll": ConditionalLogLikelihood,
+    "mce": MinimumClassificationError,
+    "mce_f": SegmentFScoreMCE,
 }
 
-__all__ = ["LOSSES", "BaseLoss", "ConditionalLogLikelihood", "get_loss"]
+__all__ = [
+    "LOSSES",
+    "BaseLoss",
+    "ConditionalLogLikelihood",
+    "MinimumClassificationError",
+    "SegmentFScoreMCE",
+    "get_loss",
+]
 
 
 def get_loss(loss):

@@ -33,6 +33,16 @@ class BaseLoss(BaseEstimator):
         Whether it is trained by an online loop rather than L-BFGS.
     needs_init : bool
         Whether a warm start (e.g. from a CLL fit) is recommended.
+
+    Notes
+    -----
+    Labels reach a loss as integer indices. A loss that needs the label
+    names (e.g. to decode segments with
+    :func:`sklearn_crfloss.metrics.get_segments`) reads them from
+    ``classes_``: :class:`~sklearn_crfloss.CRFTagger` calls
+    :meth:`set_classes` with its sorted ``classes_`` before training (on a
+    clone of a loss object passed by the user, which stays unchanged), and
+    ``y[t] == k`` means label ``classes_[k]``.
     """
 
     name = None
@@ -40,6 +50,24 @@ class BaseLoss(BaseEstimator):
     smooth = True
     needs_online_solver = False
     needs_init = False
+
+    def set_classes(self, classes):
+        """Tell the loss the label name of every label index.
+
+        Called by :meth:`CRFTagger.fit <sklearn_crfloss.CRFTagger.fit>`
+        before training; any loss may use the names.
+
+        Parameters
+        ----------
+        classes : array-like of shape (n_labels,)
+            ``classes[k]`` is the name of label index ``k``.
+
+        Returns
+        -------
+        self : BaseLoss
+        """
+        self.classes_ = np.asarray(classes)
+        return self
 
     def value_and_grad(self, unary, transition, start, end, y, offsets,
                        sample_weight=None, n_threads=1):
