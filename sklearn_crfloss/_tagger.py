@@ -35,9 +35,13 @@ class CRFTagger(BaseEstimator):
     loss : str or loss object, default='cll'
         Training loss: a name registered in
         :data:`sklearn_crfloss.losses.LOSSES` (``'cll'``: conditional
-        log-likelihood) or an object with a ``value_and_grad`` method (see
+        log-likelihood; ``'mce'``, ``'mce_f'``: minimum classification error
+        and segment F-score MCE, nonconvex, use with ``init='cll'``) or an
+        object with a ``value_and_grad`` method (see
         :class:`sklearn_crfloss.losses.BaseLoss`). Hyperparameters of a loss
-        object are reachable as ``loss__<name>`` (GridSearchCV).
+        object are reachable as ``loss__<name>`` (GridSearchCV). A loss with
+        a ``set_classes`` method receives ``classes_`` before training (on a
+        clone; the object passed stays unchanged).
     prior : str or prior object, default='l2'
         Prior on all parameters: ``'l2'`` (Gaussian, ``||theta||^2 / (2C)``),
         ``'none'``, or an object with ``value_and_grad(theta, C)`` (see

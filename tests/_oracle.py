@@ -167,7 +167,10 @@ def _mce_f_value(loss, unary, transition, start, end, y, offsets, w):
         gold = y[s:e]
         paths, scores = enumerate_paths(U, transition, start, end)
         gold_segs = get_segments(list(classes[gold]), scheme=loss.scheme)
-        wrong_path, _ = max_incorrect_by_enumeration(U, transition, start, end, gold)
+        if loss.false_positives == "viterbi":
+            wrong_path = paths[np.argmax(scores)]
+        else:
+            wrong_path, _ = max_incorrect_by_enumeration(U, transition, start, end, gold)
         wrong_segs = get_segments(list(classes[wrong_path]), scheme=loss.scheme)
 
         def margin(ref, a, b):
@@ -183,6 +186,10 @@ def _mce_f_value(loss, unary, transition, start, end, y, offsets, w):
         for seg in wrong_segs:
             if seg not in gold_set:
                 a, b, _ = seg
-                fp += w[i] * _smooth(loss, margin(wrong_path, a, b))
+                lf = _smooth(loss, margin(wrong_path, a, b))
+                if loss.false_positives == "viterbi":
+                    l0 = 1.0 / (1.0 + np.exp(-loss.beta))
+                    lf = (lf - l0) / (1.0 - l0)
+                fp += w[i] * lf
     g2 = loss.gamma ** 2
     return n_gold * (g2 * fn + fp) / ((g2 + 1.0) * tp)

@@ -159,7 +159,9 @@ MCE_VARIANTS = [
     dict(smoothing="logistic", psi=0.5, alpha=2.0, beta=-0.5),
     dict(smoothing="sigmoid", psi=1.0, alpha=0.5, beta=0.3),
 ]
-MCE_F_VARIANTS = [dict(gamma=1.0), dict(gamma=0.5), dict(gamma=0.5, alpha=2.0, beta=0.2)]
+MCE_F_VARIANTS = [dict(gamma=1.0), dict(gamma=0.5), dict(gamma=0.5, alpha=2.0, beta=0.2),
+                  dict(gamma=1.0, false_positives="viterbi"),
+                  dict(gamma=0.5, beta=0.3, false_positives="viterbi")]
 
 
 def _loss(name, params):
@@ -328,3 +330,64 @@ def test_registry_names():
     assert isinstance(get_loss("mce"), MinimumClassificationError)
     assert isinstance(get_loss("mce_f"), SegmentFScoreMCE)
     assert not get_loss("mce_f").convex and get_loss("mce").needs_init
+
+
+# ----------------------------------------------------------- the estimator
+
+
+def test_tagger_passes_class_names_to_a_clone_of_the_loss(toy_chunks):
+    X, y = toy_chunks
+    loss = SegmentFScoreMCE()
+    crf = CRFTagger(loss=loss, init="cll", C=1.0, max_iter=30).fit(X, y)
+    assert not hasattr(loss, "classes_")  # the parameter object is unchanged
+    assert_array_equal(crf._loss.classes_, crf.classes_)
+    assert crf.init_n_iter_ > 0 and crf.n_iter_ > 0
+
+
+@pytest.mark.parametrize("loss", ["mce", "mce_f"])
+def test_mce_from_cll_initialisation_does_not_lower_training_objective(toy_chunks, loss):
+    # init='cll' and the warm_start protocol start from the same point and
+    # L-BFGS only accepts decreasing steps: the MCE objective at the end is
+    # at most its value at the CLL solution.
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = toy_chunks
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = CRFTagger(loss=loss, init="cll", C=1.0, max_iter=40).fit(X, y)
+        b = CRFTagger(loss="cll", C=1.0).fit(X, y)
+        b.set_params(loss=loss, warm_start=True, max_iter=40).fit(X, y)
+    assert a.loss_curve_[-1] <= a.loss_curve_[0] + 1e-9
+    assert_allclose(a.coef_, b.coef_, rtol=1e-6, atol=1e-8)
+    assert_allclose(a.transition_, b.transition_, rtol=1e-6, atol=1e-8)
+
+
+def test_grid_search_over_C_and_loss_alpha_on_conll2000_subset(data_home):
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.model_selection import GridSearchCV, KFold
+
+    from sklearn_crfloss.datasets import load_conll2000
+    from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures
+    from sklearn_crfloss.metrics import segment_f1_scorer
+
+    X, y = load_conll2000("train")
+    F = TemplateFeatures(CONLL2000_TEMPLATE).fit_transform(X[:120])
+    y = y[:120]
+    search = GridSearchCV(
+        CRFTagger(loss=SegmentFScoreMCE(), init="cll", max_iter=15, n_jobs=1),
+        {"C": [0.1, 1.0], "loss__alpha": [0.5, 2.0]},
+        scoring=segment_f1_scorer, cv=KFold(2), n_jobs=1,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        search.fit(F, y)
+    scores = search.cv_results_["mean_test_score"]
+    assert scores.shape == (4,) and np.all((scores > 0.5) & (scores <= 1.0))
+    assert search.best_params_["loss__alpha"] in (0.5, 2.0)
+    best = search.best_estimator_
+    assert best._loss.alpha == search.best_params_["loss__alpha"]
+    assert best.get_params()["loss__alpha"] == search.best_params_["loss__alpha"]

@@ -11,6 +11,7 @@ from scipy.special import expit, log_expit
 
 from ..inference import (
     forward_backward,
+    viterbi,
     max_marginals,
     segment_margins,
     sequence_scores,
@@ -247,6 +248,20 @@ class SegmentFScoreMCE(BaseLoss):
       ``FP_l = sum w l(d(s'))``. ``y~`` is held fixed in the gradient (it
       changes only at ties).
 
+    * ``false_positives='viterbi'`` (not in the paper): the false positives
+      are the segments of the Viterbi output ``y^`` that are not correct,
+      each counted ``(l(m) - l(0)) / (1 - l(0))``, which is 0 when ``m = 0``.
+      The paper's set changes with ``y~`` and its terms jump there (e.g.
+      ``l(0) = 1/2`` for a segment whose Viterbi path ties with another):
+      the objective is discontinuous, which L-BFGS's line search does not
+      survive on real data (it stops with ``ABNORMAL`` after a few
+      iterations; the paper's QuickProp/GPD does not need a line search).
+      In this variant a segment enters or leaves the set where its margin
+      crosses 0, so its term is continuous there (except for the rare
+      segment whose labels are also carried by a longer gold segment).
+      For correctly labelled sentences it has no false positive term; the
+      correct segments' terms still widen their margins.
+
     The smoothing ``l`` is the sigmoid (Eq. 8), so ``TP_l >= 0``. The
     derivative follows section 4.2: ``dF/dl = gamma^2 / Z_D + (gamma^2 + 1)
     Z_N / Z_D^2`` for correct segments, ``1 / Z_D`` for false positives,
@@ -267,6 +282,10 @@ class SegmentFScoreMCE(BaseLoss):
     scheme : str, default='conlleval'
         Tagging scheme of :func:`sklearn_crfloss.metrics.get_segments`
         (``'conlleval'``: the CoNLL evaluation's semantics).
+    false_positives : {'max_incorrect', 'viterbi'}, default='max_incorrect'
+        Which false positive segments ``FP_l`` counts: those of the maximum
+        incorrect output (the paper's simplification) or the continuous
+        Viterbi-output variant described above.
 
     Attributes
     ----------
@@ -290,26 +309,26 @@ class SegmentFScoreMCE(BaseLoss):
     smooth = False
     needs_init = True
 
-    def __init__(self, gamma=1.0, alpha=1.0, beta=0.0, scheme="conlleval"):
+    def __init__(self, gamma=1.0, alpha=1.0, beta=0.0, scheme="conlleval",
+                 false_positives="max_incorrect"):
         self.gamma = gamma
         self.alpha = alpha
         self.beta = beta
         self.scheme = scheme
+        self.false_positives = false_positives
 
     def _segments(self, labels, offsets):
         """(seq, begin, stop, type) arrays of the segments of every sequence."""
-        from ..metrics import get_segments
+        from ..metrics import get_segments_batch
 
         names = self.classes_[labels]
-        seq, begin, stop, types = [], [], [], []
-        for k in range(offsets.shape[0] - 1):
-            for a, b, t in get_segments(names[offsets[k]:offsets[k + 1]], scheme=self.scheme):
-                seq.append(k)
-                begin.append(a)
-                stop.append(b)
-                types.append(t)
-        return (np.asarray(seq, dtype=np.intp), np.asarray(begin, dtype=np.intp),
-                np.asarray(stop, dtype=np.intp), types)
+        per_seq = get_segments_batch(np.split(names, offsets[1:-1]), scheme=self.scheme)
+        counts = np.fromiter(map(len, per_seq), dtype=np.intp, count=len(per_seq))
+        flat = [seg for segs in per_seq for seg in segs]
+        seq = np.repeat(np.arange(len(per_seq), dtype=np.intp), counts)
+        begin = np.fromiter((seg[0] for seg in flat), dtype=np.intp, count=len(flat))
+        stop = np.fromiter((seg[1] for seg in flat), dtype=np.intp, count=len(flat))
+        return seq, begin, stop, [seg[2] for seg in flat]
 
     def _gold_segments(self, y, offsets):
         cache = getattr(self, "_gold_cache", None)
@@ -327,6 +346,11 @@ class SegmentFScoreMCE(BaseLoss):
         _check_alpha_beta(self)
         if not isinstance(self.gamma, Real) or not self.gamma >= 0 or np.isinf(self.gamma):
             raise ValueError(f"gamma must be a finite number >= 0, got {self.gamma!r}")
+        if self.false_positives not in ("max_incorrect", "viterbi"):
+            raise ValueError(
+                "false_positives must be 'max_incorrect' or 'viterbi', got "
+                f"{self.false_positives!r}"
+            )
         if getattr(self, "classes_", None) is None:
             raise ValueError(
                 "loss='mce_f' decodes segments from label names: call "
@@ -345,7 +369,11 @@ class SegmentFScoreMCE(BaseLoss):
                 "loss='mce_f' needs at least one gold segment in the training "
                 "data: with none, TP = 0 and the F-score is undefined."
             )
-        wrong_path, _ = _max_incorrect(unary, transition, start, end, y, offsets, n_threads)
+        if self.false_positives == "max_incorrect":
+            wrong_path, _ = _max_incorrect(unary, transition, start, end, y, offsets,
+                                           n_threads)
+        else:
+            wrong_path = viterbi(unary, transition, start, end, offsets, n_threads=n_threads)[0]
         wseq, wbeg, wend, wtypes = self._segments(wrong_path, offsets)
         gold_set = set(zip(gseq.tolist(), gbeg.tolist(), gend.tolist(), gtypes))
         keep = np.array([s not in gold_set for s in
@@ -362,6 +390,10 @@ class SegmentFScoreMCE(BaseLoss):
         wf = w[fp_segs[0]]
         l_g, dl_g = _smooth(-(c_g - o_g), alpha, beta, "sigmoid")
         l_f, dl_f = _smooth(c_f - o_f, alpha, beta, "sigmoid")
+        if self.false_positives == "viterbi":  # (l(m) - l(0)) / (1 - l(0)): 0 at m = 0
+            l0 = expit(beta)
+            l_f = (l_f - l0) / (1.0 - l0)
+            dl_f = dl_f / (1.0 - l0)
         one_minus_l_g = expit(-(alpha * -(c_g - o_g) + beta))
         tp = float(np.dot(wg, one_minus_l_g))
         fn = float(np.dot(wg, l_g))
