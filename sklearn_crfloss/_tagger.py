@@ -5,7 +5,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from joblib import effective_n_jobs
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone
 from sklearn.feature_extraction import DictVectorizer, FeatureHasher
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
@@ -37,9 +37,13 @@ class CRFTagger(BaseEstimator):
     loss : str or loss object, default='cll'
         Training loss: a name registered in
         :data:`sklearn_crfloss.losses.LOSSES` (``'cll'``: conditional
-        log-likelihood) or an object with a ``value_and_grad`` method (see
+        log-likelihood; ``'mce'``, ``'mce_f'``: minimum classification error
+        and segment F-score MCE, nonconvex, use with ``init='cll'``) or an
+        object with a ``value_and_grad`` method (see
         :class:`sklearn_crfloss.losses.BaseLoss`). Hyperparameters of a loss
-        object are reachable as ``loss__<name>`` (GridSearchCV).
+        object are reachable as ``loss__<name>`` (GridSearchCV). A loss with
+        a ``set_classes`` method receives ``classes_`` before training (on a
+        clone; the object passed stays unchanged).
     prior : str or prior object, default='l2'
         Prior on all parameters: ``'l2'`` (Gaussian, ``||theta||^2 / (2C)``),
         ``'l1'`` (Laplacian, ``||theta||_1 / C``, exact zeros),
@@ -307,8 +311,8 @@ class CRFTagger(BaseEstimator):
                 f"y has a single label {classes[0]!r}; a CRF needs at least two distinct labels."
             )
         y_enc = np.ascontiguousarray(y_enc.ravel(), dtype=np.intp)
-        if hasattr(loss, "prepare"):
-            loss.prepare(classes)
+        if hasattr(loss, "set_classes"):  # label names for the loss (BaseLoss.set_classes)
+            loss.set_classes(classes)
         vectorizer, columns, Xc, attributes = self._vectorize_fit(kind, tokens, offsets)
         n_labels = classes.shape[0]
         state_index = None
@@ -407,7 +411,10 @@ class CRFTagger(BaseEstimator):
                                  f"leave solver=None (got solver={self.solver!r}).")
             return default
         solver = self.solver or default
-        if solver == "lbfgs" and not getattr(loss, "smooth", True):
+        if solver == "lbfgs" and default != "lbfgs":
+            # e.g. max-margin: nonsmooth everywhere a path changes. (MCE with
+            # psi=inf is nonsmooth too but trained with L-BFGS as the paper's
+            # QuickProp substitute; its class keeps default_solver='lbfgs'.)
             raise ValueError(f"loss={name!r} is not differentiable: L-BFGS does not apply, "
                              "use solver='sgd'.")
         if solver == "sgd" and not (isinstance(prior, NoPrior) or (

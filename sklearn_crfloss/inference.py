@@ -21,15 +21,20 @@ from scipy.special import logsumexp
 
 from ._forward_backward import forward_backward_batch
 from ._marginal_vjp import marginals_vjp_batch
+from ._segments import max_marginals_batch, segment_margins_batch, two_best_batch
 from ._viterbi import viterbi_batch
 
 __all__ = [
     "ForwardBackwardResult",
+    "MaxMarginalsResult",
     "check_potentials",
     "forward_backward",
     "marginals_vjp",
+    "max_marginals",
+    "segment_margins",
     "sequence_scores",
     "viterbi",
+    "viterbi_2best",
 ]
 
 
@@ -391,6 +396,231 @@ def viterbi(unary, transition, start, end, offsets, n_threads=1):
     viterbi_batch(unary, transition, start, end, offsets, path, score,
                   backpointers, scratch, n_threads)
     return path, score
+
+
+def viterbi_2best(unary, transition, start, end, offsets, n_threads=1):
+    """The best and the second-best label sequence of each sequence (exact).
+
+    A list Viterbi with lists of length 2: every cell keeps its two best
+    prefixes, so the two results are distinct sequences and the second is
+    the exact runner-up. It gives the maximum incorrect output of Suzuki et
+    al. (2006), Eq. 5: the best path when it differs from the gold sequence,
+    else the second best (the paper finds the latter by A*; any exact method
+    does). Cost: about twice a Viterbi pass.
+
+    Parameters
+    ----------
+    unary : array-like of shape (n_tokens, n_labels)
+        Unary potentials.
+    transition : array-like of shape (n_labels, n_labels)
+        Transition potentials.
+    start, end : array-like of shape (n_labels,)
+        Start and end potentials.
+    offsets : array-like of int of shape (n_sequences + 1,)
+        Sequence boundaries.
+    n_threads : int, default=1
+        OpenMP threads over sequences.
+
+    Returns
+    -------
+    path1, path2 : ndarray of intp of shape (n_tokens,)
+        Best and second-best label sequence (token-aligned, like ``viterbi``).
+    score1, score2 : ndarray of float64 of shape (n_sequences,)
+        Their scores; ``score2`` is ``-inf`` when the sequence has a single
+        possible labelling (one label, one token), 0 for empty sequences.
+        Ties are broken towards smaller (label, rank) indices.
+
+    Raises
+    ------
+    ValueError
+        On inconsistent shapes (see :func:`check_potentials`).
+
+    References
+    ----------
+    J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
+    fields with multivariate evaluation measures. ACL, Eq. 5 and section 3.3.
+    """
+    unary, transition, start, end, offsets = check_potentials(
+        unary, transition, start, end, offsets
+    )
+    n_tokens, n_labels = unary.shape
+    n_threads = max(1, int(n_threads))
+    n_seq = offsets.shape[0] - 1
+    path1 = np.zeros(n_tokens, dtype=np.intp)
+    path2 = np.zeros(n_tokens, dtype=np.intp)
+    score1 = np.zeros(n_seq)
+    score2 = np.zeros(n_seq)
+    bp = np.empty((n_tokens, 2 * n_labels), dtype=np.int32)
+    scratch = np.empty((n_threads, 4 * n_labels))
+    two_best_batch(unary, transition, start, end, offsets, path1, path2, score1, score2,
+                   bp, scratch, n_threads)
+    return path1, path2, score1, score2
+
+
+@dataclass
+class MaxMarginalsResult:
+    """Output of :func:`max_marginals`.
+
+    Attributes
+    ----------
+    alpha : ndarray of shape (n_tokens, n_labels)
+        ``alpha[t, j]``: best score of a prefix ending with label ``j`` at
+        token ``t`` (start potential and unaries up to ``t`` included).
+    beta : ndarray of shape (n_tokens, n_labels)
+        ``beta[t, j]``: best score of the rest of the sequence after ``t``
+        given label ``j`` at ``t`` (end potential included).
+    bp_fwd, bp_bwd : ndarray of int32 of shape (n_tokens, n_labels)
+        Label at ``t - 1`` (resp. ``t + 1``) on the best prefix (resp. suffix).
+    """
+
+    alpha: np.ndarray
+    beta: np.ndarray
+    bp_fwd: np.ndarray
+    bp_bwd: np.ndarray
+
+
+def max_marginals(unary, transition, start, end, offsets, n_threads=1):
+    """Forward and backward Viterbi (max-product) tables.
+
+    ``alpha[t, j] + beta[t, j]`` is the max-marginal: the best score of any
+    sequence with label ``j`` at ``t`` (Suzuki et al. 2006, Eq. 14), and the
+    best score of a sequence carrying given labels on a span ``a..b-1``
+    (Eq. 15) is ``alpha[a, y_a] + sum_{a<t<b} (transition[y_{t-1}, y_t] +
+    U[t, y_t]) + beta[b-1, y_{b-1}]``.
+
+    Parameters
+    ----------
+    unary : array-like of shape (n_tokens, n_labels)
+    transition : array-like of shape (n_labels, n_labels)
+    start, end : array-like of shape (n_labels,)
+    offsets : array-like of int of shape (n_sequences + 1,)
+    n_threads : int, default=1
+        OpenMP threads over sequences.
+
+    Returns
+    -------
+    MaxMarginalsResult
+
+    Raises
+    ------
+    ValueError
+        On inconsistent shapes (see :func:`check_potentials`).
+
+    References
+    ----------
+    J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
+    fields with multivariate evaluation measures. ACL, Eqs. 14-15, section 4.2
+    ("forward and backward Viterbi algorithm").
+    """
+    unary, transition, start, end, offsets = check_potentials(
+        unary, transition, start, end, offsets
+    )
+    n_tokens, n_labels = unary.shape
+    alpha = np.empty((n_tokens, n_labels))
+    beta = np.empty((n_tokens, n_labels))
+    bp_fwd = np.empty((n_tokens, n_labels), dtype=np.int32)
+    bp_bwd = np.empty((n_tokens, n_labels), dtype=np.int32)
+    max_marginals_batch(unary, transition, start, end, offsets, alpha, beta, bp_fwd, bp_bwd,
+                        max(1, int(n_threads)))
+    return MaxMarginalsResult(alpha, beta, bp_fwd, bp_bwd)
+
+
+def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=None,
+                    mm=None, n_threads=1):
+    """Best score with and without given labels on given spans, and gradients.
+
+    For every segment ``m`` of sequence ``k`` spanning tokens ``a..b-1``
+    with the labels ``ref[a:b]``: ``g_carry[m]``, the best score of a
+    sequence of ``k`` carrying those labels on the span (Suzuki et al. 2006,
+    Eq. 15), and ``g_other[m]``, the best score of a sequence of ``k`` whose
+    labels on the span differ from them in at least one token (exact: a
+    Viterbi over (label, deviated-yet) states restricted to the span, entered
+    through the forward and left through the backward max-marginal tables).
+
+    Parameters
+    ----------
+    unary : array-like of shape (n_tokens, n_labels)
+    transition : array-like of shape (n_labels, n_labels)
+    start, end : array-like of shape (n_labels,)
+    offsets : array-like of int of shape (n_sequences + 1,)
+    ref : array-like of int of shape (n_tokens,)
+        Labels defining the segments' content (e.g. the gold labels).
+    segments : tuple (seq, begin, stop) of int arrays of shape (n_segments,)
+        Sequence index (non-decreasing) and token positions inside that
+        sequence, ``stop`` exclusive, of every segment.
+    coef : array-like of shape (n_segments,) or None, default=None
+        If given, also return the gradient of ``sum_m coef[m] * (g_carry[m]
+        - g_other[m])`` with respect to the potentials (the argmax paths'
+        counts; ties broken towards smaller labels).
+    mm : MaxMarginalsResult or None, default=None
+        Precomputed :func:`max_marginals` of the same potentials.
+    n_threads : int, default=1
+        OpenMP threads over sequences.
+
+    Returns
+    -------
+    g_carry, g_other : ndarray of shape (n_segments,)
+        ``g_other`` is ``-inf`` when every labelling carries the span (one label).
+    grad : tuple (d_unary, d_transition, d_start, d_end) or None
+        None when ``coef`` is None.
+
+    Raises
+    ------
+    ValueError
+        On inconsistent shapes or segments outside their sequence.
+
+    References
+    ----------
+    J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
+    fields with multivariate evaluation measures. ACL, Eq. 15 and section 4.2.
+    """
+    unary, transition, start, end, offsets = check_potentials(
+        unary, transition, start, end, offsets
+    )
+    n_tokens, n_labels = unary.shape
+    n_seq = offsets.shape[0] - 1
+    ref = np.ascontiguousarray(ref, dtype=np.intp)
+    seq, begin, stop = (np.asarray(a, dtype=np.intp) for a in segments)
+    if ref.shape != (n_tokens,) or np.any((ref < 0) | (ref >= n_labels)):
+        raise ValueError(f"ref must hold {n_tokens} label indices in [0, {n_labels})")
+    if not (seq.shape == begin.shape == stop.shape) or seq.ndim != 1:
+        raise ValueError("segments must be three 1-D arrays of the same length")
+    if seq.shape[0] and (np.any(np.diff(seq) < 0) or seq[0] < 0 or seq[-1] >= n_seq):
+        raise ValueError("segment sequence indices must be sorted and within range")
+    lengths = np.diff(offsets)
+    if seq.shape[0] and np.any((begin < 0) | (stop <= begin) | (stop > lengths[seq])):
+        raise ValueError("every segment must be a non-empty span inside its sequence")
+    seg_offsets = np.searchsorted(seq, np.arange(n_seq + 1)).astype(np.intp)
+    abs_begin = np.ascontiguousarray(begin + offsets[seq], dtype=np.intp)
+    abs_stop = np.ascontiguousarray(stop + offsets[seq], dtype=np.intp)
+    if mm is None:
+        mm = max_marginals(unary, transition, start, end, offsets, n_threads=n_threads)
+    n_threads = max(1, int(n_threads))
+    n_seg = seq.shape[0]
+    g_carry = np.empty(n_seg)
+    g_other = np.empty(n_seg)
+    do_grad = coef is not None
+    coef = (np.zeros(n_seg) if coef is None
+            else np.ascontiguousarray(coef, dtype=np.float64))
+    if coef.shape != (n_seg,):
+        raise ValueError(f"coef must have shape {(n_seg,)}, got {coef.shape}")
+    max_length = int(lengths.max()) if n_seq else 0
+    d_unary = np.zeros((n_tokens, n_labels)) if do_grad else np.empty((0, n_labels))
+    acc_trans = np.zeros((n_threads, n_labels * n_labels))
+    acc_boundary = np.zeros((n_threads, 2 * n_labels))
+    segment_margins_batch(
+        unary, transition, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, offsets, ref,
+        seg_offsets, abs_begin, abs_stop, g_carry, g_other, coef, do_grad, d_unary,
+        acc_trans, acc_boundary, np.empty((n_threads, 2 * n_labels)),
+        np.empty((n_threads, max(1, max_length * n_labels)), dtype=np.int32),
+        np.empty((n_threads, max(1, max_length)), dtype=np.intp), n_threads,
+    )
+    if not do_grad:
+        return g_carry, g_other, None
+    boundary = acc_boundary.sum(axis=0)
+    grad = (d_unary, acc_trans.sum(axis=0).reshape(n_labels, n_labels),
+            boundary[:n_labels], boundary[n_labels:])
+    return g_carry, g_other, grad
 
 
 def sequence_scores(unary, transition, start, end, y, offsets):

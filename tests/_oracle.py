@@ -119,6 +119,8 @@ def loss_by_enumeration(loss, unary, transition, start, end, y, offsets, sample_
     L = unary.shape[1]
     w = np.ones(n_seq) if sample_weight is None else np.asarray(sample_weight)
     tw = np.ones(len(y)) if token_weight is None else np.asarray(token_weight)
+    if loss.name == "mce_f":  # a ratio of corpus-level sums, not a sum over sequences
+        return _mce_f_value(loss, unary, transition, start, end, y, offsets, w)
     total = 0.0
     for i in range(n_seq):
         s, e = offsets[i], offsets[i + 1]
@@ -163,6 +165,8 @@ def loss_by_enumeration(loss, unary, transition, start, end, y, offsets, sample_
                     rival = max(marg[t, j] for j in range(L) if j != y[s + t])
                     q = 1.0 / (1.0 + np.exp(-alpha * (gold_marg[t] - rival)))
                     total += w[i] * tw[s + t] * (1.0 - q)
+        elif loss.name == "mce":
+            total += w[i] * _mce_sequence(loss, unary[s:e], transition, start, end, y[s:e])
         else:
             raise NotImplementedError(f"no enumeration oracle for loss {loss.name!r}")
     return total
@@ -175,3 +179,91 @@ def path_cost(loss, gold, path, n_labels):
         assert loss.cost == "hamming"
         return loss.cost_scale * float(np.sum(np.asarray(gold) != np.asarray(path)))
     return float(sum(M[a, b] for a, b in zip(gold, path)))
+
+
+# --- Minimum classification error (Suzuki et al. 2006) by enumeration ------
+
+
+def two_best_by_enumeration(unary, transition, start, end):
+    """Best and second-best (path, score) of one chain, by sorting all paths."""
+    paths, scores = enumerate_paths(unary, transition, start, end)
+    order = np.argsort(-scores, kind="stable")
+    return paths[order[0]], scores[order[0]], paths[order[1]], scores[order[1]]
+
+
+def max_incorrect_by_enumeration(unary, transition, start, end, gold):
+    """max over y != gold of score(y) and its argmax (Eq. 5)."""
+    paths, scores = enumerate_paths(unary, transition, start, end)
+    wrong = np.any(paths != np.asarray(gold)[None, :], axis=1)
+    k = np.flatnonzero(wrong)[np.argmax(scores[wrong])]
+    return paths[k], scores[k]
+
+
+def segment_margin_by_enumeration(unary, transition, start, end, begin, stop, labels):
+    """(best score carrying labels on begin:stop, best score not carrying them)."""
+    paths, scores = enumerate_paths(unary, transition, start, end)
+    carry = np.all(paths[:, begin:stop] == np.asarray(labels)[None, :], axis=1)
+    other = scores[~carry].max() if np.any(~carry) else -np.inf
+    return scores[carry].max(), other
+
+
+def _smooth(loss, d):
+    """l(d) of Eq. 8 for a loss with alpha, beta and smoothing."""
+    z = loss.alpha * d + loss.beta
+    if getattr(loss, "smoothing", "sigmoid") == "sigmoid":
+        return 1.0 / (1.0 + np.exp(-z))
+    return np.log1p(np.exp(z)) / loss.alpha
+
+
+def _mce_sequence(loss, unary, transition, start, end, gold):
+    """l(d(y*, x)) of one sequence, from the definitions (Eqs. 5, 7, 8)."""
+    paths, scores = enumerate_paths(unary, transition, start, end)
+    g_star = path_score(unary, transition, start, end, gold)
+    wrong = np.any(paths != np.asarray(gold)[None, :], axis=1)
+    if np.isinf(loss.psi):
+        d = -g_star + scores[wrong].max()  # Eq. 5
+    else:  # Eq. 7 with A = 1 / (|Y| - 1)
+        psi = loss.psi
+        d = -g_star + (np.log(1.0 / (len(paths) - 1))
+                       + logsumexp(psi * scores[wrong])) / psi
+    return _smooth(loss, d)
+
+
+def _mce_f_value(loss, unary, transition, start, end, y, offsets, w):
+    """Eq. 16 (times the weighted number of gold segments) by enumeration."""
+    from sklearn_crfloss.metrics import get_segments
+
+    classes = np.asarray(loss.classes_)
+    tp = fn = fp = n_gold = 0.0
+    for i in range(len(offsets) - 1):
+        s, e = offsets[i], offsets[i + 1]
+        U = unary[s:e]
+        gold = y[s:e]
+        paths, scores = enumerate_paths(U, transition, start, end)
+        gold_segs = get_segments(list(classes[gold]), scheme=loss.scheme)
+        if loss.false_positives == "viterbi":
+            wrong_path = paths[np.argmax(scores)]
+        else:
+            wrong_path, _ = max_incorrect_by_enumeration(U, transition, start, end, gold)
+        wrong_segs = get_segments(list(classes[wrong_path]), scheme=loss.scheme)
+
+        def margin(ref, a, b):
+            carry = np.all(paths[:, a:b] == ref[None, a:b], axis=1)
+            return scores[carry].max() - scores[~carry].max()
+
+        for a, b, _ in gold_segs:
+            lg = _smooth(loss, -margin(gold, a, b))  # d = -g(y*, s) + best other
+            tp += w[i] * (1.0 - lg)
+            fn += w[i] * lg
+            n_gold += w[i]
+        gold_set = set(gold_segs)
+        for seg in wrong_segs:
+            if seg not in gold_set:
+                a, b, _ = seg
+                lf = _smooth(loss, margin(wrong_path, a, b))
+                if loss.false_positives == "viterbi":
+                    l0 = 1.0 / (1.0 + np.exp(-loss.beta))
+                    lf = (lf - l0) / (1.0 - l0)
+                fp += w[i] * lf
+    g2 = loss.gamma ** 2
+    return n_gold * (g2 * fn + fp) / ((g2 + 1.0) * tp)

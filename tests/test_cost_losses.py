@@ -34,7 +34,7 @@ def test_values_match_enumeration_with_label_costs(cls, cost_scale):
     rng = np.random.default_rng(4)
     U, T, s, e, y, off = random_problem(rng, 3, lengths=(1, 3, 5))
     loss = cls(cost={(0, 2): 3.0, (1, 0): 0.5}, cost_scale=cost_scale)
-    loss.prepare(np.arange(3))
+    loss.set_classes(np.arange(3))
     w = rng.uniform(0.5, 2, size=3)
     value = loss.value_and_grad(U, T, s, e, y, off, sample_weight=w)[0]
     assert_allclose(value, loss_by_enumeration(loss, U, T, s, e, y, off, w), rtol=1e-10)

@@ -16,6 +16,13 @@ from sklearn_crfloss.priors import PRIORS, GaussianPrior, get_prior
 from _oracle import loss_by_enumeration, random_problem
 
 
+def named_loss(name, n_labels=3):
+    """A registered loss with label names set, as CRFTagger.fit does (IOB2 chunk tags)."""
+    loss = get_loss(name)
+    loss.set_classes(np.array(["B-NP", "B-VP", "I-NP", "I-VP", "O"][-n_labels:]))
+    return loss
+
+
 def finite_difference_gradient(fun, x, eps=1e-5):
     """Five-point central differences of a scalar function."""
     grad = np.empty_like(x)
@@ -45,7 +52,7 @@ def small_objective(rng, loss, prior, *, n_features=5, n_labels=3, lengths=(1, 3
 @pytest.mark.parametrize("seed", range(3))
 def test_loss_value_matches_enumeration(name, weighted, seed):
     rng = np.random.default_rng(seed)
-    loss = get_loss(name)
+    loss = named_loss(name)
     U, T, s, e, y, off = random_problem(rng, 3, lengths=(1, 2, 5, 3))
     w = rng.uniform(0.5, 2.0, size=len(off) - 1) if weighted else None
     value = loss.value_and_grad(U, T, s, e, y, off, sample_weight=w)[0]
@@ -56,7 +63,7 @@ def test_loss_value_matches_enumeration(name, weighted, seed):
 @pytest.mark.parametrize("seed", range(3))
 def test_loss_gradient_wrt_potentials(name, seed):
     rng = np.random.default_rng(seed)
-    loss = get_loss(name)
+    loss = named_loss(name)
     U, T, s, e, y, off = random_problem(rng, 3, lengths=(1, 2, 4))
     w = rng.uniform(0.5, 2.0, size=len(off) - 1)
     shapes = [U.shape, T.shape, s.shape, e.shape]
@@ -83,7 +90,7 @@ def test_objective_gradient(loss_name, prior_name, observed_only):
     # finite differences in every parameter, at a random point.
     rng = np.random.default_rng(42)
     state_index = np.array([0, 2, 4, 5, 9, 13, 14], dtype=np.intp) if observed_only else None
-    obj = small_objective(rng, get_loss(loss_name), get_prior(prior_name), weighted=True,
+    obj = small_objective(rng, named_loss(loss_name), get_prior(prior_name), weighted=True,
                           state_index=state_index)
     theta = rng.normal(scale=0.5, size=obj.n_params)
     value, grad = obj(theta)

@@ -14,6 +14,7 @@ from ._cost import HammingCost, JensenRiskBound, LabelCost, Risk, SoftmaxMargin
 from ._likelihood import ConditionalLogLikelihood
 from ._margin import MIRA, MaxMargin, StructuredPerceptron
 from ._marginal import LabelwiseAccuracyLoss, MixedLoss, PointwiseLoss
+from ._mce import MinimumClassificationError, SegmentFScoreMCE
 
 #: Registry of loss names accepted by ``CRFTagger(loss=...)``.
 LOSSES = {
@@ -27,11 +28,14 @@ LOSSES = {
     "labelwise": LabelwiseAccuracyLoss,
     "mixed": MixedLoss,
     "pointwise": PointwiseLoss,
+    "mce": MinimumClassificationError,
+    "mce_f": SegmentFScoreMCE,
 }
 
 __all__ = ["LOSSES", "BaseLoss", "ConditionalLogLikelihood", "HammingCost",
            "JensenRiskBound", "LabelCost", "LabelwiseAccuracyLoss", "MIRA", "MaxMargin",
-           "MixedLoss", "PointwiseLoss", "Risk", "SoftmaxMargin", "StructuredPerceptron", "get_loss"]
+           "MinimumClassificationError", "MixedLoss", "PointwiseLoss", "Risk",
+           "SegmentFScoreMCE", "SoftmaxMargin", "StructuredPerceptron", "get_loss"]
 
 
 def get_loss(loss):
@@ -46,7 +50,7 @@ def get_loss(loss):
     -------
     BaseLoss or object
         A new instance for a name, else an unfitted copy of ``loss``
-        (``sklearn.base.clone``), so that ``prepare`` never changes the
+        (``sklearn.base.clone``), so that ``set_classes`` never changes the
         caller's object.
 
     Raises

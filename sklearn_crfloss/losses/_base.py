@@ -38,6 +38,16 @@ class BaseLoss(BaseEstimator):
         ``solver`` is None: L-BFGS for smooth losses, stochastic
         subgradient descent for max-margin, the online rules for the
         perceptron and MIRA.
+
+    Notes
+    -----
+    Labels reach a loss as integer indices. A loss that needs the label
+    names (e.g. to decode segments with
+    :func:`sklearn_crfloss.metrics.get_segments`) reads them from
+    ``classes_``: :class:`~sklearn_crfloss.CRFTagger` calls
+    :meth:`set_classes` with its sorted ``classes_`` before training (on a
+    clone of a loss object passed by the user, which stays unchanged), and
+    ``y[t] == k`` means label ``classes_[k]``.
     """
 
     name = None
@@ -47,20 +57,23 @@ class BaseLoss(BaseEstimator):
     needs_init = False
     default_solver = "lbfgs"
 
-    def prepare(self, classes):
-        """Learn the label names before training (default: nothing to do).
+    def set_classes(self, classes):
+        """Tell the loss the label name of every label index.
 
-        :class:`~sklearn_crfloss.CRFTagger` calls it in ``fit``, on its own
-        copy of the loss, with ``classes_``; a loss whose definition involves
-        label names (a cost matrix given by names, segments of a chunking
-        scheme) resolves them here. The labels ``y`` handed to
-        :meth:`value_and_grad` are indices into ``classes``.
+        Called by :meth:`CRFTagger.fit <sklearn_crfloss.CRFTagger.fit>`
+        before training; any loss may use the names.
 
         Parameters
         ----------
-        classes : ndarray of shape (n_labels,)
-            The sorted training labels.
+        classes : array-like of shape (n_labels,)
+            ``classes[k]`` is the name of label index ``k``.
+
+        Returns
+        -------
+        self : BaseLoss
         """
+        self.classes_ = np.asarray(classes)
+        return self
 
     def value_and_grad(self, unary, transition, start, end, y, offsets,
                        sample_weight=None, n_threads=1):

@@ -107,9 +107,11 @@ class _CostSensitiveLoss(BaseLoss):
         self.cost = cost
         self.cost_scale = cost_scale
 
-    def prepare(self, classes):
-        # Docstring inherited: resolve the cost matrix in classes_ order.
-        self._cost_matrix = get_cost(self.cost, self.cost_scale).matrix(classes)
+    def set_classes(self, classes):
+        # Docstring inherited; also resolves the cost matrix in classes_ order.
+        super().set_classes(classes)
+        self._cost_matrix = get_cost(self.cost, self.cost_scale).matrix(self.classes_)
+        return self
 
     def _augmented(self, unary, y):
         """``U + c(y*_t, .)``: unary potentials plus each token's cost row."""
@@ -120,7 +122,7 @@ class _CostSensitiveLoss(BaseLoss):
         M = getattr(self, "_cost_matrix", None)
         if M is None:  # not prepared: labels are their indices
             if isinstance(self.cost, dict):
-                raise ValueError("a cost given by label names needs prepare(classes) first "
+                raise ValueError("a cost given by label names needs set_classes(classes) first "
                                  "(CRFTagger.fit calls it)")
             M = get_cost(self.cost, self.cost_scale).matrix(np.arange(n_labels))
         if M.shape != (n_labels, n_labels):

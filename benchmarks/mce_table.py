@@ -1,0 +1,186 @@
+"""Suzuki et al. (2006) Tables 1 and 2 on CoNLL-2000: ML, MAP, MCE, MCE-F.
+
+Rows (``--rows``, any subset, in this order):
+
+* ``ml``       -- loss='cll', prior='none'
+* ``map``      -- loss='cll', prior='l2'
+* ``mce_log``  -- loss=MinimumClassificationError(smoothing='logistic'), prior='l2'
+* ``mce_sig``  -- loss=MinimumClassificationError(smoothing='sigmoid'), prior='l2'
+* ``mcef_sig`` -- loss=SegmentFScoreMCE() (sigmoid), prior='l2'
+* ``mcef_sig_v`` -- SegmentFScoreMCE(false_positives='viterbi'), the
+  continuous variant (not in the paper), prior='l2'
+
+each MCE row from zero (``--init zero``, Table 1) and/or from MAP
+initialisation (``--init map``, Table 2: the MAP fit with the same C,
+continued with ``set_params(loss=...)`` and ``warm_start=True``, which is what
+``init='cll'`` does in one fit). alpha=1, beta=0, psi=inf as in the paper.
+
+C: ``--C 1`` uses one value for every row; ``--C-grid 0.1 1 10`` selects C
+per row on a development split, the last ``--dev`` training sentences (the
+paper: the last 2,000), trained on the rest, then refits on the full
+training set. Features: the CRF++ template (``CONLL2000_TEMPLATE``),
+computed once.
+
+Reports test segment F1 (conlleval), sentence accuracy, fit seconds, L-BFGS
+iterations, seconds per iteration (between the first and the last
+iteration callback, so vectorisation is excluded) and that time relative to
+the ``map`` row's (CLL). Run from a checkout::
+
+    SKLEARN_CRFLOSS_DATA=../shared/data python benchmarks/mce_table.py \\
+        --rows map mcef_sig --init map --C 1 --n-jobs 1
+
+Timed runs are never tests; see benchmarks/README.md for measured tables.
+"""
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from sklearn_crfloss import CRFTagger
+from sklearn_crfloss.datasets import load_conll2000
+from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures
+from sklearn_crfloss.losses import MinimumClassificationError, SegmentFScoreMCE
+from sklearn_crfloss.metrics import segment_f1_score, sequence_accuracy
+
+ROWS = {
+    "ml": ("ML", lambda: "cll", "none"),
+    "map": ("MAP", lambda: "cll", "l2"),
+    "mce_log": ("MCE(log)", lambda: MinimumClassificationError(smoothing="logistic"), "l2"),
+    "mce_sig": ("MCE(sig)", lambda: MinimumClassificationError(smoothing="sigmoid"), "l2"),
+    "mcef_sig": ("MCE-F(sig)", lambda: SegmentFScoreMCE(), "l2"),
+    "mcef_sig_v": ("MCE-F(sig,vit)",
+                   lambda: SegmentFScoreMCE(false_positives="viterbi"), "l2"),
+}
+
+
+class IterationClock:
+    """Callback recording the time of every L-BFGS iteration."""
+
+    def __init__(self):
+        self.times = []
+
+    def __call__(self, iteration, objective):
+        self.times.append(time.perf_counter())
+
+    def per_iteration(self):
+        t = self.times
+        return (t[-1] - t[0]) / (len(t) - 1) if len(t) > 1 else float("nan")
+
+
+def fit(X, y, loss, prior, C, args, warm_from=None):
+    clock = IterationClock()
+    if warm_from is None:
+        crf = CRFTagger(loss=loss, prior=prior, C=C, max_iter=args.max_iter,
+                        n_jobs=args.n_jobs, callback=clock)
+    else:
+        crf = warm_from
+        crf.set_params(loss=loss, warm_start=True, callback=clock, max_iter=args.max_iter)
+    t0 = time.perf_counter()
+    crf.fit(X, y)
+    return crf, time.perf_counter() - t0, clock.per_iteration()
+
+
+def evaluate(crf, X, y):
+    pred = crf.predict(X)
+    return 100 * segment_f1_score(y, pred), 100 * sequence_accuracy(y, pred)
+
+
+def copy_fitted(crf):
+    """A fitted copy (warm start mutates the estimator)."""
+    import copy
+
+    return copy.deepcopy(crf)
+
+
+def run_rows(X_tr, y_tr, X_te, y_te, rows, inits, C_of, args, log):
+    results = []
+    map_models = {}
+    for key in rows:
+        name, make_loss, prior = ROWS[key]
+        C = C_of(key)
+        plain = key in ("ml", "map")
+        for init in (["zero"] if plain else inits):
+            if init == "map":
+                if C not in map_models:
+                    map_models[C] = fit(X_tr, y_tr, "cll", "l2", C, args)
+                base = copy_fitted(map_models[C][0])
+                crf, sec, per_it = fit(X_tr, y_tr, make_loss(), prior, C, args, warm_from=base)
+                sec_total = sec + map_models[C][1]
+            else:
+                crf, sec, per_it = fit(X_tr, y_tr, make_loss(), prior, C, args)
+                sec_total = sec
+                if key == "map":
+                    map_models[C] = (crf, sec, per_it)
+            f1, acc = evaluate(crf, X_te, y_te)
+            row = dict(row=name, init=init if not plain else "-", C=C, f1=f1, acc=acc,
+                       fit_s=sec_total, n_iter=crf.n_iter_, s_per_iter=per_it,
+                       converged=crf.converged_)
+            results.append(row)
+            log(row)
+    return results
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
+    p.add_argument("--init", nargs="+", default=["zero", "map"], choices=["zero", "map"])
+    p.add_argument("--C", type=float, default=None, help="one C for every row")
+    p.add_argument("--C-grid", type=float, nargs="+", default=None)
+    p.add_argument("--dev", type=int, default=2000, help="last training sentences held out")
+    p.add_argument("--train-sentences", type=int, default=None, help="prefix, quick runs")
+    p.add_argument("--test-sentences", type=int, default=None, help="prefix, quick runs")
+    p.add_argument("--max-iter", type=int, default=1000)
+    p.add_argument("--n-jobs", type=int, default=1)
+    args = p.parse_args(argv)
+    if (args.C is None) == (args.C_grid is None):
+        p.error("give exactly one of --C and --C-grid")
+
+    print("command:", " ".join(["python"] + sys.argv), flush=True)
+    X_train, y_train = load_conll2000("train")
+    X_test, y_test = load_conll2000("test")
+    if args.train_sentences:
+        X_train, y_train = X_train[:args.train_sentences], y_train[:args.train_sentences]
+    if args.test_sentences:
+        X_test, y_test = X_test[:args.test_sentences], y_test[:args.test_sentences]
+    feats = TemplateFeatures(CONLL2000_TEMPLATE).fit(X_train)
+    F_train, F_test = feats.transform(X_train), feats.transform(X_test)
+    print(f"train {len(F_train)} sentences, test {len(F_test)}", flush=True)
+
+    def log(row):
+        print(f"  {row['row']:<11} init={row['init']:<4} C={row['C']:<8g} F1={row['f1']:.2f} "
+              f"sent.acc={row['acc']:.2f} fit={row['fit_s']:.1f}s iters={row['n_iter']} "
+              f"s/iter={row['s_per_iter']:.3f} converged={row['converged']}", flush=True)
+
+    if args.C is not None:
+        C_of = {k: args.C for k in args.rows}.get
+    else:  # per row, on the last --dev training sentences
+        n_fit = len(F_train) - args.dev
+        chosen = {}
+        for key in args.rows:
+            scores = []
+            for C in args.C_grid:
+                print(f"dev: {key} C={C}", flush=True)
+                res = run_rows(F_train[:n_fit], y_train[:n_fit], F_train[n_fit:], y_train[n_fit:],
+                               [key], args.init[-1:], lambda k, C=C: C, args, log)
+                scores.append(res[-1]["f1"])
+            chosen[key] = args.C_grid[int(np.argmax(scores))]
+        print("chosen C:", chosen, flush=True)
+        C_of = chosen.get
+
+    print("test:", flush=True)
+    results = run_rows(F_train, y_train, F_test, y_test, args.rows, args.init, C_of, args, log)
+    cll_per_iter = next((r["s_per_iter"] for r in results if r["row"] == "MAP"), float("nan"))
+    print()
+    print("| Row | init | C | test F1 | sentence acc. | fit s | iterations | s/iter | "
+          "s/iter vs CLL |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        print(f"| {r['row']} | {r['init']} | {r['C']:g} | {r['f1']:.2f} | {r['acc']:.2f} | "
+              f"{r['fit_s']:.0f} | {r['n_iter']} | {r['s_per_iter']:.3f} | "
+              f"{r['s_per_iter'] / cll_per_iter:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

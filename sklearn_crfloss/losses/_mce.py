@@ -1,0 +1,417 @@
+"""Minimum classification error losses (Suzuki, McDermott & Isozaki 2006).
+
+``loss='mce'``: the smoothed sentence error count (Eqs. 4-12).
+``loss='mce_f'``: the smoothed segment F-score loss (section 4, Eqs. 13-16).
+"""
+
+from numbers import Real
+
+import numpy as np
+from scipy.special import expit, log_expit
+
+from ..inference import (
+    forward_backward,
+    viterbi,
+    max_marginals,
+    segment_margins,
+    sequence_scores,
+    viterbi_2best,
+)
+from ._base import BaseLoss, gold_counts
+
+__all__ = ["MinimumClassificationError", "SegmentFScoreMCE"]
+
+
+def _check_alpha_beta(loss):
+    if not isinstance(loss.alpha, Real) or not np.isfinite(loss.alpha) or loss.alpha <= 0:
+        raise ValueError(f"alpha must be a finite number > 0, got {loss.alpha!r}")
+    if not isinstance(loss.beta, Real) or not np.isfinite(loss.beta):
+        raise ValueError(f"beta must be a finite number, got {loss.beta!r}")
+
+
+def _smooth(d, alpha, beta, smoothing):
+    """l(d) of Eq. 8 and dl/dd (section 3.2), elementwise and stable."""
+    z = alpha * d + beta
+    sig = expit(z)
+    if smoothing == "sigmoid":
+        return sig, alpha * sig * expit(-z)
+    # logistic: alpha^-1 log(1 + exp(z)) = -alpha^-1 log(expit(-z))
+    return -log_expit(-z) / alpha, sig
+
+
+def _max_incorrect(unary, transition, start, end, y, offsets, n_threads):
+    """Maximum incorrect output (Eq. 5): Viterbi path if wrong, else the runner-up."""
+    p1, p2, s1, s2 = viterbi_2best(unary, transition, start, end, offsets, n_threads=n_threads)
+    seq_id = np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
+    wrong = np.bincount(seq_id, weights=(p1 != y), minlength=offsets.shape[0] - 1) > 0
+    token_wrong = wrong[seq_id]
+    return np.where(token_wrong, p1, p2), np.where(wrong, s1, s2)
+
+
+def _add_path_counts(grads, path, offsets, coef, rows):
+    """Add coef_k * counts(path_k) to (d_unary, d_transition, d_start, d_end)."""
+    d_unary, d_trans, d_start, d_end = grads
+    n_labels = d_unary.shape[1]
+    token_coef, trans, start, end = gold_counts(path, offsets, n_labels, coef)
+    np.add.at(d_unary, (rows, path), token_coef)
+    d_trans += trans
+    d_start += start
+    d_end += end
+
+
+class MinimumClassificationError(BaseLoss):
+    """Minimum classification error loss (``loss='mce'``).
+
+    The smoothed number of misclassified training sequences (Suzuki et al.
+    2006, Eq. 9 with Eq. 10, the 1/N dropped as the paper allows), with the
+    CRF score ``g(y, x) = score(y)`` as discriminant (Eq. 11)::
+
+        value = sum_k w_k l(d(y*_k, x_k))
+
+    Misclassification measure ``d``:
+
+    * ``psi=inf`` (Eq. 5): ``d = -g(y*) + max_{y != y*} g(y)``. The maximum
+      incorrect output is the Viterbi path when it differs from ``y*``,
+      otherwise the exact second-best path
+      (:func:`~sklearn_crfloss.inference.viterbi_2best`; the paper used A*).
+      The gradient is ``l'(d) (counts(y~) - counts(y*))``; it is a
+      subgradient at ties, where ``d`` is not differentiable.
+    * finite ``psi`` (Eq. 7): ``d = -g(y*) + (1/psi) log[A sum_{y != y*}
+      exp(psi g(y))]``, with ``sum_{y != y*} exp(psi g) = Z(psi) - exp(psi
+      g*)`` from the forward algorithm on the potentials times ``psi``,
+      subtracted in log space (``log Z(psi) + log(-expm1(psi g* - log
+      Z(psi)))``). Its gradient (Eq. 12) is ``(E_psi[counts] - counts(y*)) /
+      (1 - p_psi(y*))``, with ``E_psi`` under ``p_psi(y) ~ exp(psi g(y))``.
+      **A = 1 / (|Y| - 1)**, the paper's value, ``|Y| = n_labels ** T``: the
+      soft-max is then the power mean of ``exp(g)`` over the incorrect
+      outputs, so ``d`` lies between its min- and max-based values for every
+      ``psi`` and tends to Eq. 5 as ``psi`` grows, instead of growing with
+      ``T log n_labels / psi`` as it would with A = 1. Where ``1 - p_psi(y*)``
+      underflows to 0 (the gold path has all the mass), ``d`` and its
+      gradient are those of ``psi=inf`` for that sequence.
+
+    Smoothing ``l`` (Eq. 8), ``z = alpha d + beta``: ``'sigmoid'``,
+    ``l = 1 / (1 + exp(-z))`` with ``dl/dd = alpha l (1 - l)``, a smoothed
+    0-1 loss (nonconvex); ``'logistic'``, ``l = log(1 + exp(z)) / alpha``
+    with ``dl/dd = sigmoid(z)``, an upper bound of the 0-1 loss (section 3.2).
+
+    The prior of the estimator regularises Eq. 9. The loss is nonconvex:
+    train it from a CLL fit (``CRFTagger(init='cll')`` or ``warm_start=True``
+    after a CLL fit, Table 2's MAP initialisation). The paper optimised it by
+    QuickProp after a few online GPD iterations; L-BFGS, as for CLL, is the
+    accepted substitute here (``max_iter``, ``tol`` and ConvergenceWarning
+    apply).
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        Slope of the smoothing function, ``> 0`` (the paper uses 1).
+    beta : float, default=0.0
+        Offset of the smoothing function (the paper uses 0).
+    psi : float, default=inf
+        ``inf`` for the max-based measure (Eq. 5), else ``> 0`` for the
+        soft-max (Eq. 7).
+    smoothing : {'sigmoid', 'logistic'}, default='sigmoid'
+        Smoothing function ``l`` of Eq. 8.
+
+    Raises
+    ------
+    ValueError
+        From ``value_and_grad``, on a parameter out of range.
+
+    References
+    ----------
+    J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
+    fields with multivariate evaluation measures. ACL. Eqs. 4-12.
+    """
+
+    name = "mce"
+    convex = False
+    smooth = False
+    needs_init = True
+
+    def __init__(self, alpha=1.0, beta=0.0, psi=np.inf, smoothing="sigmoid"):
+        self.alpha = alpha
+        self.beta = beta
+        self.psi = psi
+        self.smoothing = smoothing
+
+    def _check_params(self):
+        _check_alpha_beta(self)
+        if not isinstance(self.psi, Real) or not self.psi > 0:
+            raise ValueError(f"psi must be > 0 (or inf), got {self.psi!r}")
+        if self.smoothing not in ("sigmoid", "logistic"):
+            raise ValueError(
+                f"smoothing must be 'sigmoid' or 'logistic', got {self.smoothing!r}"
+            )
+
+    def value_and_grad(self, unary, transition, start, end, y, offsets,
+                       sample_weight=None, n_threads=1):
+        # Docstring inherited from BaseLoss.
+        self._check_params()
+        n_tokens, n_labels = unary.shape
+        n_seq = offsets.shape[0] - 1
+        lengths = np.diff(offsets)
+        w = np.ones(n_seq) if sample_weight is None else np.asarray(sample_weight, float)
+        rows = np.arange(n_tokens)
+        g_star = sequence_scores(unary, transition, start, end, y, offsets)
+        grads = (np.zeros((n_tokens, n_labels)), np.zeros((n_labels, n_labels)),
+                 np.zeros(n_labels), np.zeros(n_labels))
+        if np.isinf(self.psi):
+            fallback = np.ones(n_seq, dtype=bool)
+            d = np.empty(n_seq)
+        else:
+            psi = float(self.psi)
+            fb = forward_backward(psi * unary, psi * transition, psi * start, psi * end,
+                                  offsets, n_threads=n_threads)
+            log_r = np.minimum(psi * g_star - fb.log_z, 0.0)  # log p_psi(y*)
+            with np.errstate(divide="ignore"):
+                log_1mr = np.log(-np.expm1(log_r))
+            fallback = ~np.isfinite(log_1mr)
+            # log A = -log(n_labels**T - 1), computed without overflow.
+            log_a = -(lengths * np.log(n_labels)
+                      + np.log1p(-np.exp(-lengths * np.log(n_labels))))
+            d = np.where(fallback, 0.0, -g_star + (log_a + fb.log_z + log_1mr) / psi)
+        if np.any(fallback):
+            wrong_path, wrong_score = _max_incorrect(unary, transition, start, end, y,
+                                                     offsets, n_threads)
+            d[fallback] = (wrong_score - g_star)[fallback]
+        l, dl = _smooth(d, float(self.alpha), float(self.beta), self.smoothing)
+        value = float(np.dot(w, l))
+        coef = w * dl
+        # d(d)/d(potentials) = -counts(y*) + (counts of the competitor).
+        _add_path_counts(grads, y, offsets, -coef, rows)
+        if np.any(fallback):
+            _add_path_counts(grads, wrong_path, offsets, np.where(fallback, coef, 0.0), rows)
+        if not np.all(fallback):
+            c = np.where(fallback, 0.0, coef / -np.expm1(np.where(fallback, -1.0, log_r)))
+            # Eq. 12: (E_psi[counts] - r counts(y*)) / (1 - r), the -counts(y*)
+            # of -g* already added above.
+            fbw = forward_backward(psi * unary, psi * transition, psi * start, psi * end,
+                                   offsets, sample_weight=c, n_threads=n_threads)
+            token_c = np.repeat(c, lengths)
+            r_c = c * np.exp(log_r)
+            grads[0][:] += fbw.marginals * token_c[:, None]
+            grads[1][:] += fbw.transition_counts
+            grads[2][:] += fbw.start_counts
+            grads[3][:] += fbw.end_counts
+            _add_path_counts(grads, y, offsets, -r_c, rows)
+        return (value,) + grads
+
+
+class SegmentFScoreMCE(BaseLoss):
+    """Segment F-score MCE loss, MCE-F (``loss='mce_f'``).
+
+    The smoothed F-score loss of Suzuki et al. (2006), section 4, Eq. 16,
+    over the whole training batch (a ratio of corpus-level sums), scaled by
+    the (weighted) number of gold segments ``S``::
+
+        value = S (gamma^2 FN_l + FP_l) / ((gamma^2 + 1) TP_l)
+
+    Minimising Eq. 16 maximises the smoothed ``F_gamma`` (Eq. 13):
+    ``F_gamma = 1 / (1 + Eq. 16)``. The factor ``S`` is a constant; it
+    plays the part of the dropped ``1/N`` of Eq. 10: near a good solution
+    the value is about half the smoothed number of segment errors, in the
+    units of the summed losses, so ``C`` means about the same as for
+    ``'cll'`` and ``'mce'`` (equivalently: Eq. 16 with ``C`` times ``S``).
+
+    Segments are decoded from label names by
+    :func:`sklearn_crfloss.metrics.get_segments` with ``scheme`` (the
+    decoder of the segment metrics); the estimator passes the names with
+    :meth:`set_classes` before training. Every segment it returns is a
+    target segment (``delta(s) = 1``; ``O`` tokens form no segment).
+
+    Segment discriminant (Eq. 15): ``g(s)``, the best score of any sequence
+    carrying the segment's labels on its span (forward/backward Viterbi
+    max-marginals, :func:`~sklearn_crfloss.inference.segment_margins`).
+    The boundary tokens around the span are not constrained, as in Eq. 15.
+
+    Choices where the paper leaves them open (section 4.2, ``psi = inf``):
+
+    * The **best competitor of a segment** is the best sequence that does
+      *not* carry its labels on its span (differs from them in at least one
+      token), computed exactly. Taking the maximum incorrect output ``y~``
+      of the whole sequence instead would give ``d = 0`` (a tie, no
+      gradient) for every correct segment of a sentence that has an error
+      elsewhere. So the margin of a segment is ``m(s) = g(s) - max_{y:
+      y_s != labels(s)} g(y)``, positive exactly when the Viterbi output
+      carries the segment (up to ties).
+    * Correct segments ``s*``: ``d(s*) = -m(s*)`` (Eq. 7 with
+      ``psi = inf`` and the segment discriminant: misclassified when some
+      sequence without the segment beats every sequence with it);
+      ``TP_l = sum w (1 - l(d(s*)))``, ``FN_l = sum w l(d(s*))``.
+    * False positives: the paper's simplification, the segments of the
+      maximum incorrect output ``y~`` (Eq. 5, :func:`viterbi_2best`) that
+      are not correct segments, with ``d(s') = m(s')`` computed on ``y~``'s
+      labels (misclassified when the best sequence carrying ``s'`` beats
+      every sequence without it, i.e. ``s'`` would be output);
+      ``FP_l = sum w l(d(s'))``. ``y~`` is held fixed in the gradient (it
+      changes only at ties).
+
+    * ``false_positives='viterbi'`` (not in the paper): the false positives
+      are the segments of the Viterbi output ``y^`` that are not correct,
+      each counted ``(l(m) - l(0)) / (1 - l(0))``, which is 0 when ``m = 0``.
+      The paper's set changes with ``y~`` and its terms jump there (e.g.
+      ``l(0) = 1/2`` for a segment whose Viterbi path ties with another):
+      the objective is discontinuous, which L-BFGS's line search does not
+      survive on real data (it stops with ``ABNORMAL`` after a few
+      iterations; the paper's QuickProp/GPD does not need a line search).
+      In this variant a segment enters or leaves the set where its margin
+      crosses 0, so its term is continuous there (except for the rare
+      segment whose labels are also carried by a longer gold segment).
+      For correctly labelled sentences it has no false positive term; the
+      correct segments' terms still widen their margins.
+
+    The smoothing ``l`` is the sigmoid (Eq. 8), so ``TP_l >= 0``. The
+    derivative follows section 4.2: ``dF/dl = gamma^2 / Z_D + (gamma^2 + 1)
+    Z_N / Z_D^2`` for correct segments, ``1 / Z_D`` for false positives,
+    times ``dl/dd = alpha l (1 - l)``, times the difference of the argmax
+    paths' counts. Sequence weights multiply every segment's term.
+    Nonconvex and not differentiable at ties: train it from a CLL fit
+    (``init='cll'`` or ``warm_start=True``). The paper optimised it by
+    QuickProp; L-BFGS is the accepted substitute here.
+
+    Parameters
+    ----------
+    gamma : float, default=1.0
+        The ``gamma`` of ``F_gamma`` (Eq. 13), ``>= 0``; 1 is F1.
+    alpha : float, default=1.0
+        Slope of the sigmoid (Eq. 8), ``> 0``.
+    beta : float, default=0.0
+        Offset of the sigmoid.
+    scheme : str, default='conlleval'
+        Tagging scheme of :func:`sklearn_crfloss.metrics.get_segments`
+        (``'conlleval'``: the CoNLL evaluation's semantics).
+    false_positives : {'max_incorrect', 'viterbi'}, default='max_incorrect'
+        Which false positive segments ``FP_l`` counts: those of the maximum
+        incorrect output (the paper's simplification) or the continuous
+        Viterbi-output variant described above.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_labels,)
+        Label names of the label indices, set by :meth:`set_classes`.
+
+    Raises
+    ------
+    ValueError
+        From ``value_and_grad``: before :meth:`set_classes`, on a parameter
+        out of range, or when the batch has no gold segment (F undefined).
+
+    References
+    ----------
+    J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
+    fields with multivariate evaluation measures. ACL. Section 4, Eqs. 13-16.
+    """
+
+    name = "mce_f"
+    convex = False
+    smooth = False
+    needs_init = True
+
+    def __init__(self, gamma=1.0, alpha=1.0, beta=0.0, scheme="conlleval",
+                 false_positives="max_incorrect"):
+        self.gamma = gamma
+        self.alpha = alpha
+        self.beta = beta
+        self.scheme = scheme
+        self.false_positives = false_positives
+
+    def _segments(self, labels, offsets):
+        """(seq, begin, stop, type) arrays of the segments of every sequence."""
+        from ..metrics import get_segments_batch
+
+        names = self.classes_[labels]
+        per_seq = get_segments_batch(np.split(names, offsets[1:-1]), scheme=self.scheme)
+        counts = np.fromiter(map(len, per_seq), dtype=np.intp, count=len(per_seq))
+        flat = [seg for segs in per_seq for seg in segs]
+        seq = np.repeat(np.arange(len(per_seq), dtype=np.intp), counts)
+        begin = np.fromiter((seg[0] for seg in flat), dtype=np.intp, count=len(flat))
+        stop = np.fromiter((seg[1] for seg in flat), dtype=np.intp, count=len(flat))
+        return seq, begin, stop, [seg[2] for seg in flat]
+
+    def _gold_segments(self, y, offsets):
+        cache = getattr(self, "_gold_cache", None)
+        if (cache is not None and cache[0].shape == y.shape and cache[1].shape == offsets.shape
+                and np.array_equal(cache[0], y) and np.array_equal(cache[1], offsets)
+                and cache[2] is self.classes_):
+            return cache[3]
+        segs = self._segments(y, offsets)
+        self._gold_cache = (y.copy(), offsets.copy(), self.classes_, segs)
+        return segs
+
+    def value_and_grad(self, unary, transition, start, end, y, offsets,
+                       sample_weight=None, n_threads=1):
+        # Docstring inherited from BaseLoss.
+        _check_alpha_beta(self)
+        if not isinstance(self.gamma, Real) or not self.gamma >= 0 or np.isinf(self.gamma):
+            raise ValueError(f"gamma must be a finite number >= 0, got {self.gamma!r}")
+        if self.false_positives not in ("max_incorrect", "viterbi"):
+            raise ValueError(
+                "false_positives must be 'max_incorrect' or 'viterbi', got "
+                f"{self.false_positives!r}"
+            )
+        if getattr(self, "classes_", None) is None:
+            raise ValueError(
+                "loss='mce_f' decodes segments from label names: call "
+                "set_classes(classes) first (CRFTagger.fit does)."
+            )
+        if len(self.classes_) != unary.shape[1]:
+            raise ValueError(
+                f"set_classes got {len(self.classes_)} names for {unary.shape[1]} labels"
+            )
+        n_seq = offsets.shape[0] - 1
+        w = np.ones(n_seq) if sample_weight is None else np.asarray(sample_weight, float)
+        alpha, beta, g2 = float(self.alpha), float(self.beta), float(self.gamma) ** 2
+        gseq, gbeg, gend, gtypes = self._gold_segments(y, offsets)
+        if gseq.shape[0] == 0:
+            raise ValueError(
+                "loss='mce_f' needs at least one gold segment in the training "
+                "data: with none, TP = 0 and the F-score is undefined."
+            )
+        if self.false_positives == "max_incorrect":
+            wrong_path, _ = _max_incorrect(unary, transition, start, end, y, offsets,
+                                           n_threads)
+        else:
+            wrong_path = viterbi(unary, transition, start, end, offsets, n_threads=n_threads)[0]
+        wseq, wbeg, wend, wtypes = self._segments(wrong_path, offsets)
+        gold_set = set(zip(gseq.tolist(), gbeg.tolist(), gend.tolist(), gtypes))
+        keep = np.array([s not in gold_set for s in
+                         zip(wseq.tolist(), wbeg.tolist(), wend.tolist(), wtypes)], dtype=bool)
+        fp_segs = (wseq[keep], wbeg[keep], wend[keep]) if keep.size else (wseq, wbeg, wend)
+        gold_segs = (gseq, gbeg, gend)
+
+        mm = max_marginals(unary, transition, start, end, offsets, n_threads=n_threads)
+        c_g, o_g, _ = segment_margins(unary, transition, start, end, offsets, y, gold_segs,
+                                      mm=mm, n_threads=n_threads)
+        c_f, o_f, _ = segment_margins(unary, transition, start, end, offsets, wrong_path,
+                                      fp_segs, mm=mm, n_threads=n_threads)
+        wg = w[gseq]
+        wf = w[fp_segs[0]]
+        l_g, dl_g = _smooth(-(c_g - o_g), alpha, beta, "sigmoid")
+        l_f, dl_f = _smooth(c_f - o_f, alpha, beta, "sigmoid")
+        if self.false_positives == "viterbi":  # (l(m) - l(0)) / (1 - l(0)): 0 at m = 0
+            l0 = expit(beta)
+            l_f = (l_f - l0) / (1.0 - l0)
+            dl_f = dl_f / (1.0 - l0)
+        one_minus_l_g = expit(-(alpha * -(c_g - o_g) + beta))
+        tp = float(np.dot(wg, one_minus_l_g))
+        fn = float(np.dot(wg, l_g))
+        fp = float(np.dot(wf, l_f))
+        z_n = g2 * fn + fp
+        z_d = (g2 + 1.0) * tp
+        scale = float(wg.sum())
+        if not scale > 0 or not z_d > 0:
+            raise ValueError(
+                "loss='mce_f' needs at least one gold segment with a positive sample "
+                "weight (and TP_l > 0): the F-score ratio is undefined otherwise."
+            )
+        value = scale * z_n / z_d
+        # dF/dl (section 4.2), dl/dd, and d(d)/dm = -1 (gold) or +1 (false positives).
+        coef_g = -scale * (g2 / z_d + (g2 + 1.0) * z_n / z_d ** 2) * dl_g * wg
+        coef_f = scale / z_d * dl_f * wf
+        _, _, grad_g = segment_margins(unary, transition, start, end, offsets, y, gold_segs,
+                                       coef=coef_g, mm=mm, n_threads=n_threads)
+        _, _, grad_f = segment_margins(unary, transition, start, end, offsets, wrong_path,
+                                       fp_segs, coef=coef_f, mm=mm, n_threads=n_threads)
+        return (value,) + tuple(a + b for a, b in zip(grad_g, grad_f))

@@ -1,0 +1,393 @@
+"""MCE and MCE-F (Suzuki et al. 2006): kernels and losses against enumeration."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from sklearn_crfloss.inference import (
+    max_marginals,
+    segment_margins,
+    sequence_scores,
+    viterbi,
+    viterbi_2best,
+)
+
+from _oracle import (
+    enumerate_paths,
+    random_problem,
+    segment_margin_by_enumeration,
+    two_best_by_enumeration,
+)
+
+
+# ------------------------------------------------------------------ kernels
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("n_labels", [2, 3, 4])
+def test_viterbi_2best_matches_enumeration(seed, n_labels):
+    rng = np.random.default_rng(seed)
+    U, T, s, e, y, off = random_problem(rng, n_labels, lengths=(1, 2, 5, 4), scale=1.5)
+    p1, p2, s1, s2 = viterbi_2best(U, T, s, e, off)
+    for k in range(len(off) - 1):
+        a, b = off[k], off[k + 1]
+        q1, r1, q2, r2 = two_best_by_enumeration(U[a:b], T, s, e)
+        assert_array_equal(p1[a:b], q1)
+        assert_array_equal(p2[a:b], q2)
+        assert_allclose([s1[k], s2[k]], [r1, r2], rtol=1e-12)
+    # The first path is the Viterbi path; the scores are those of the paths.
+    assert_array_equal(p1, viterbi(U, T, s, e, off)[0])
+    assert_allclose(sequence_scores(U, T, s, e, p2, off), s2, rtol=1e-12)
+    assert np.all(s2 <= s1)
+
+
+def test_viterbi_2best_single_label_has_no_runner_up():
+    U = np.zeros((1, 1))
+    p1, p2, s1, s2 = viterbi_2best(U, np.zeros((1, 1)), np.zeros(1), np.zeros(1), [0, 1])
+    assert s1[0] == 0.0 and s2[0] == -np.inf
+
+
+def test_viterbi_2best_all_ties_gives_two_distinct_paths():
+    U = np.zeros((4, 3))
+    p1, p2, s1, s2 = viterbi_2best(U, np.zeros((3, 3)), np.zeros(3), np.zeros(3), [0, 4])
+    assert s1[0] == s2[0] == 0.0
+    assert np.any(p1 != p2)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_max_marginals_match_enumeration(seed):
+    rng = np.random.default_rng(seed)
+    U, T, s, e, y, off = random_problem(rng, 3, lengths=(1, 4, 5), scale=1.5)
+    mm = max_marginals(U, T, s, e, off)
+    for k in range(len(off) - 1):
+        a, b = off[k], off[k + 1]
+        paths, scores = enumerate_paths(U[a:b], T, s, e)
+        for t in range(b - a):
+            for j in range(3):
+                expected = scores[paths[:, t] == j].max()
+                assert_allclose(mm.alpha[a + t, j] + mm.beta[a + t, j], expected, rtol=1e-12)
+        # Following the backpointers from the best end recovers the Viterbi path.
+        j = int(np.argmax(mm.alpha[b - 1] + e))
+        path = [j]
+        for t in range(b - 1, a, -1):
+            path.append(int(mm.bp_fwd[t, path[-1]]))
+        assert_array_equal(path[::-1], paths[np.argmax(scores)])
+        j = int(np.argmax(s + U[a] + mm.beta[a]))
+        path = [j]
+        for t in range(a, b - 1):
+            path.append(int(mm.bp_bwd[t, path[-1]]))
+        assert_array_equal(path, paths[np.argmax(scores)])
+
+
+def _random_segments(rng, off, n=12):
+    seq, begin, stop = [], [], []
+    for _ in range(n):
+        k = int(rng.integers(len(off) - 1))
+        length = off[k + 1] - off[k]
+        a = int(rng.integers(length))
+        b = int(rng.integers(a + 1, length + 1))
+        seq.append(k), begin.append(a), stop.append(b)
+    order = np.argsort(seq, kind="stable")
+    return tuple(np.asarray(v)[order] for v in (seq, begin, stop))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_segment_margins_match_enumeration(seed):
+    rng = np.random.default_rng(seed)
+    U, T, s, e, y, off = random_problem(rng, 3, lengths=(1, 4, 5), scale=1.5)
+    segs = _random_segments(rng, off)
+    g_carry, g_other, grad = segment_margins(U, T, s, e, off, y, segs)
+    assert grad is None
+    for m, (k, a, b) in enumerate(zip(*segs)):
+        o = off[k]
+        c, other = segment_margin_by_enumeration(U[o:off[k + 1]], T, s, e, a, b, y[o + a:o + b])
+        assert_allclose([g_carry[m], g_other[m]], [c, other], rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_segment_margins_gradient_matches_finite_differences(seed):
+    rng = np.random.default_rng(10 + seed)
+    U, T, s, e, y, off = random_problem(rng, 3, lengths=(1, 4, 5), scale=1.5)
+    segs = _random_segments(rng, off)
+    coef = rng.normal(size=segs[0].shape[0])
+    _, _, (dU, dT, ds, de) = segment_margins(U, T, s, e, off, y, segs, coef=coef)
+
+    def f(U, T, s, e):
+        c, o, _ = segment_margins(U, T, s, e, off, y, segs)
+        return float(coef @ (c - o))
+
+    # Piecewise linear: a one-sided difference of a small step is exact away from ties.
+    eps = 1e-6
+    base = f(U, T, s, e)
+    for arr, grad in ((U, dU), (T, dT), (s, ds), (e, de)):
+        for idx in np.ndindex(arr.shape):
+            old = arr[idx]
+            arr[idx] = old + eps
+            fd = (f(U, T, s, e) - base) / eps
+            arr[idx] = old
+            assert_allclose(grad[idx], fd, atol=1e-5)
+
+
+def test_segment_margins_reject_bad_segments():
+    U = np.zeros((3, 2))
+    z = np.zeros(2)
+    with pytest.raises(ValueError, match="inside its sequence"):
+        segment_margins(U, np.zeros((2, 2)), z, z, [0, 3], [0, 0, 0], ([0], [2], [4]))
+    with pytest.raises(ValueError, match="label indices"):
+        segment_margins(U, np.zeros((2, 2)), z, z, [0, 3], [0, 5, 0], ([0], [0], [1]))
+
+
+# ------------------------------------------------------------------- losses
+
+from scipy.special import expit  # noqa: E402
+
+from sklearn_crfloss import CRFTagger  # noqa: E402
+from sklearn_crfloss.losses import (  # noqa: E402
+    MinimumClassificationError,
+    SegmentFScoreMCE,
+    get_loss,
+)
+
+from _oracle import loss_by_enumeration  # noqa: E402
+
+CLASSES = np.array(["B-NP", "I-NP", "O"])
+
+MCE_VARIANTS = [
+    dict(smoothing="sigmoid"),
+    dict(smoothing="logistic"),
+    dict(smoothing="sigmoid", psi=2.0),
+    dict(smoothing="logistic", psi=0.5, alpha=2.0, beta=-0.5),
+    dict(smoothing="sigmoid", psi=1.0, alpha=0.5, beta=0.3),
+]
+MCE_F_VARIANTS = [dict(gamma=1.0), dict(gamma=0.5), dict(gamma=0.5, alpha=2.0, beta=0.2),
+                  dict(gamma=1.0, false_positives="viterbi"),
+                  dict(gamma=0.5, beta=0.3, false_positives="viterbi")]
+
+
+def _loss(name, params):
+    cls = MinimumClassificationError if name == "mce" else SegmentFScoreMCE
+    return cls(**params).set_classes(CLASSES)
+
+
+def _variants():
+    return ([("mce", p) for p in MCE_VARIANTS] + [("mce_f", p) for p in MCE_F_VARIANTS])
+
+
+def _flat_check(loss, U, T, s, e, y, off, w, rtol=1e-6, atol=1e-7, eps=1e-5):
+    from test_losses import finite_difference_gradient
+
+    shapes = [U.shape, T.shape, s.shape, e.shape]
+    sizes = [int(np.prod(sh)) for sh in shapes]
+
+    def split(x):
+        parts = np.split(x, np.cumsum(sizes)[:-1])
+        return [p.reshape(sh) for p, sh in zip(parts, shapes)]
+
+    x0 = np.concatenate([U.ravel(), T.ravel(), s, e])
+    _, dU, dT, ds, de = loss.value_and_grad(U, T, s, e, y, off, sample_weight=w)
+    analytic = np.concatenate([dU.ravel(), dT.ravel(), ds, de])
+    fd = finite_difference_gradient(
+        lambda x: loss.value_and_grad(*split(x), y, off, sample_weight=w)[0], x0, eps=eps)
+    assert_allclose(analytic, fd, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("name,params", _variants())
+@pytest.mark.parametrize("seed", range(4))
+def test_mce_value_matches_enumeration(name, params, seed):
+    rng = np.random.default_rng(seed)
+    loss = _loss(name, params)
+    U, T, s, e, y, off = random_problem(rng, 3, lengths=(1, 2, 5, 4), scale=1.5)
+    w = rng.uniform(0.5, 2.0, size=len(off) - 1)
+    value = loss.value_and_grad(U, T, s, e, y, off, sample_weight=w)[0]
+    assert_allclose(value, loss_by_enumeration(loss, U, T, s, e, y, off, w), rtol=1e-10)
+
+
+@pytest.mark.parametrize("name,params", _variants())
+@pytest.mark.parametrize("seed", range(3))
+def test_mce_gradient_matches_finite_differences(name, params, seed):
+    # Random continuous potentials: no ties, so psi=inf and MCE-F are
+    # differentiable at the point.
+    rng = np.random.default_rng(20 + seed)
+    loss = _loss(name, params)
+    U, T, s, e, y, off = random_problem(rng, 3, lengths=(1, 3, 5), scale=1.0)
+    w = rng.uniform(0.5, 2.0, size=len(off) - 1)
+    _flat_check(loss, U, T, s, e, y, off, w)
+
+
+def test_mce_psi_inf_is_the_limit_of_finite_psi():
+    rng = np.random.default_rng(3)
+    U, T, s, e, y, off = random_problem(rng, 3, lengths=(2, 4), scale=1.0)
+    inf_value = MinimumClassificationError().value_and_grad(U, T, s, e, y, off)[0]
+    big = MinimumClassificationError(psi=200.0).value_and_grad(U, T, s, e, y, off)[0]
+    small = MinimumClassificationError(psi=1.0).value_and_grad(U, T, s, e, y, off)[0]
+    assert abs(big - inf_value) < 0.02 * abs(inf_value)
+    # A = 1/(|Y|-1): a power mean, below the max, so d and l(d) are smaller.
+    assert small < inf_value
+
+
+def test_mce_gold_dominant_uses_max_incorrect_when_1_minus_r_underflows():
+    # Gold path far ahead: 1 - p_psi(y*) rounds to 0 for psi=10, so that
+    # sequence falls back to psi=inf; value and gradient stay finite.
+    U = np.array([[40.0, 0.0], [40.0, 0.0]])
+    T = np.zeros((2, 2))
+    z = np.zeros(2)
+    y = np.array([0, 0])
+    off = np.array([0, 2])
+    val, dU, dT, ds, de = MinimumClassificationError(psi=10.0).value_and_grad(U, T, z, z, y, off)
+    expected = expit(-40.0)  # d = -40 (second best flips one token)
+    assert_allclose(val, expected, rtol=1e-9)
+    assert np.all(np.isfinite(dU)) and np.all(np.isfinite(dT))
+
+
+# ------------------------------------------------------ ties and degenerate
+
+
+@pytest.mark.parametrize("name,params", _variants())
+def test_all_equal_potentials(name, params):
+    # Every path ties: d = 0 for mce; every segment margin is 0 for mce_f.
+    loss = _loss(name, params)
+    U = np.zeros((7, 3))
+    T = np.zeros((3, 3))
+    z = np.zeros(3)
+    off = np.array([0, 3, 7])
+    y = np.array([0, 1, 2, 2, 0, 1, 1])  # B-NP I-NP O | O B-NP I-NP I-NP
+    value, dU, dT, ds, de = loss.value_and_grad(U, T, z, z, y, off)
+    assert all(np.all(np.isfinite(g)) for g in (dU, dT, ds, de))
+    alpha, beta = loss.alpha, loss.beta
+    if name == "mce":
+        if np.isinf(loss.psi):
+            d = 0.0
+        else:  # power mean of equal values: d = 0 too
+            d = 0.0
+        per_seq = expit(beta) if loss.smoothing == "sigmoid" else np.log1p(np.exp(beta)) / alpha
+        assert_allclose(value, 2 * per_seq, rtol=1e-12)
+    else:
+        # 2 gold segments with l = sigmoid(beta); the false positives of the
+        # (tie-broken) maximum incorrect output also have l = sigmoid(beta).
+        l0 = expit(beta)
+        g2 = loss.gamma ** 2
+        candidates = [2 * (g2 * 2 * l0 + n_fp * l0) / ((g2 + 1) * 2 * (1 - l0))
+                      for n_fp in range(0, 8)]
+        assert np.min(np.abs(np.array(candidates) - value)) < 1e-12
+
+
+@pytest.mark.parametrize("name,params", _variants())
+def test_single_token_sequences(name, params):
+    rng = np.random.default_rng(5)
+    loss = _loss(name, params)
+    U, T, s, e, y, off = random_problem(rng, 3, lengths=(1, 1, 1), scale=1.5)
+    y = np.array([0, 2, 0])  # B-NP | O | B-NP
+    value = loss.value_and_grad(U, T, s, e, y, off)[0]
+    assert_allclose(value, loss_by_enumeration(loss, U, T, s, e, y, off), rtol=1e-10)
+    _flat_check(loss, U, T, s, e, y, off, None)
+
+
+@pytest.mark.parametrize("gamma", [1.0, 0.5])
+def test_mce_f_sequence_without_gold_segments_only_counts_false_positives(gamma):
+    rng = np.random.default_rng(8)
+    loss = _loss("mce_f", dict(gamma=gamma))
+    U, T, s, e, y, off = random_problem(rng, 3, lengths=(4, 3), scale=1.5)
+    y = np.array([2, 2, 2, 2, 0, 1, 2])  # all O | B-NP I-NP O
+    value = loss.value_and_grad(U, T, s, e, y, off)[0]
+    assert_allclose(value, loss_by_enumeration(loss, U, T, s, e, y, off), rtol=1e-10)
+    _flat_check(loss, U, T, s, e, y, off, None)
+    # A zero weight on the segment-bearing sequence leaves no gold segment weight.
+    with pytest.raises(ValueError, match="positive sample weight"):
+        loss.value_and_grad(U, T, s, e, y, off, sample_weight=np.array([1.0, 0.0]))
+
+
+def test_mce_f_gold_all_o_raises():
+    loss = _loss("mce_f", {})
+    U = np.random.default_rng(0).normal(size=(4, 3))
+    z = np.zeros(3)
+    with pytest.raises(ValueError, match="at least one gold segment"):
+        loss.value_and_grad(U, np.zeros((3, 3)), z, z, np.full(4, 2), np.array([0, 4]))
+    # ... while mce is defined for all-O gold.
+    val = MinimumClassificationError().value_and_grad(
+        U, np.zeros((3, 3)), z, z, np.full(4, 2), np.array([0, 4]))[0]
+    assert np.isfinite(val)
+
+
+def test_mce_f_needs_class_names_and_valid_params():
+    U = np.zeros((2, 3))
+    z = np.zeros(3)
+    args = (U, np.zeros((3, 3)), z, z, np.array([0, 1]), np.array([0, 2]))
+    with pytest.raises(ValueError, match="set_classes"):
+        SegmentFScoreMCE().value_and_grad(*args)
+    with pytest.raises(ValueError, match="2 names for 3 labels"):
+        SegmentFScoreMCE().set_classes(["B-NP", "O"]).value_and_grad(*args)
+    with pytest.raises(ValueError, match="gamma"):
+        SegmentFScoreMCE(gamma=-1.0).set_classes(CLASSES).value_and_grad(*args)
+    with pytest.raises(ValueError, match="alpha"):
+        MinimumClassificationError(alpha=0.0).value_and_grad(*args)
+    with pytest.raises(ValueError, match="psi"):
+        MinimumClassificationError(psi=-1.0).value_and_grad(*args)
+    with pytest.raises(ValueError, match="smoothing"):
+        MinimumClassificationError(smoothing="hinge").value_and_grad(*args)
+
+
+def test_registry_names():
+    assert isinstance(get_loss("mce"), MinimumClassificationError)
+    assert isinstance(get_loss("mce_f"), SegmentFScoreMCE)
+    assert not get_loss("mce_f").convex and get_loss("mce").needs_init
+
+
+# ----------------------------------------------------------- the estimator
+
+
+def test_tagger_passes_class_names_to_a_clone_of_the_loss(toy_chunks):
+    X, y = toy_chunks
+    loss = SegmentFScoreMCE()
+    crf = CRFTagger(loss=loss, init="cll", C=1.0, max_iter=30).fit(X, y)
+    assert not hasattr(loss, "classes_")  # the parameter object is unchanged
+    assert_array_equal(crf._loss.classes_, crf.classes_)
+    assert crf.init_n_iter_ > 0 and crf.n_iter_ > 0
+
+
+@pytest.mark.parametrize("loss", ["mce", "mce_f"])
+def test_mce_from_cll_initialisation_does_not_lower_training_objective(toy_chunks, loss):
+    # init='cll' and the warm_start protocol start from the same point and
+    # L-BFGS only accepts decreasing steps: the MCE objective at the end is
+    # at most its value at the CLL solution.
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = toy_chunks
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = CRFTagger(loss=loss, init="cll", C=1.0, max_iter=40).fit(X, y)
+        b = CRFTagger(loss="cll", C=1.0).fit(X, y)
+        b.set_params(loss=loss, warm_start=True, max_iter=40).fit(X, y)
+    assert a.loss_curve_[-1] <= a.loss_curve_[0] + 1e-9
+    assert_allclose(a.coef_, b.coef_, rtol=1e-6, atol=1e-8)
+    assert_allclose(a.transition_, b.transition_, rtol=1e-6, atol=1e-8)
+
+
+def test_grid_search_over_C_and_loss_alpha_on_conll2000_subset(data_home):
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.model_selection import GridSearchCV, KFold
+
+    from sklearn_crfloss.datasets import load_conll2000
+    from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures
+    from sklearn_crfloss.metrics import segment_f1_scorer
+
+    X, y = load_conll2000("train")
+    F = TemplateFeatures(CONLL2000_TEMPLATE).fit_transform(X[:120])
+    y = y[:120]
+    search = GridSearchCV(
+        CRFTagger(loss=SegmentFScoreMCE(), init="cll", max_iter=15, n_jobs=1),
+        {"C": [0.1, 1.0], "loss__alpha": [0.5, 2.0]},
+        scoring=segment_f1_scorer, cv=KFold(2), n_jobs=1,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        search.fit(F, y)
+    scores = search.cv_results_["mean_test_score"]
+    assert scores.shape == (4,) and np.all((scores > 0.5) & (scores <= 1.0))
+    assert search.best_params_["loss__alpha"] in (0.5, 2.0)
+    best = search.best_estimator_
+    assert best._loss.alpha == search.best_params_["loss__alpha"]
+    assert best.get_params()["loss__alpha"] == search.best_params_["loss__alpha"]
