@@ -342,6 +342,7 @@ class SegmentFScoreMCE(BaseLoss):
                 and cache[2] is self.classes_):
             return cache[3]
         segs = self._segments(y, offsets)
+        segs = segs + (set(zip(segs[0].tolist(), segs[1].tolist(), segs[2].tolist(), segs[3])),)
         self._gold_cache = (y.copy(), offsets.copy(), self.classes_, segs)
         return segs
 
@@ -368,7 +369,7 @@ class SegmentFScoreMCE(BaseLoss):
         n_seq = offsets.shape[0] - 1
         w = np.ones(n_seq) if sample_weight is None else np.asarray(sample_weight, float)
         alpha, beta, g2 = float(self.alpha), float(self.beta), float(self.gamma) ** 2
-        gseq, gbeg, gend, gtypes = self._gold_segments(y, offsets)
+        gseq, gbeg, gend, gtypes, gold_set = self._gold_segments(y, offsets)
         if gseq.shape[0] == 0:
             raise ValueError(
                 "loss='mce_f' needs at least one gold segment in the training "
@@ -380,7 +381,6 @@ class SegmentFScoreMCE(BaseLoss):
         else:
             wrong_path = viterbi(unary, transition, start, end, offsets, n_threads=n_threads)[0]
         wseq, wbeg, wend, wtypes = self._segments(wrong_path, offsets)
-        gold_set = set(zip(gseq.tolist(), gbeg.tolist(), gend.tolist(), gtypes))
         keep = np.array([s not in gold_set for s in
                          zip(wseq.tolist(), wbeg.tolist(), wend.tolist(), wtypes)], dtype=bool)
         fp_segs = (wseq[keep], wbeg[keep], wend[keep]) if keep.size else (wseq, wbeg, wend)
