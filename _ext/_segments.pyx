@@ -346,3 +346,101 @@ def segment_margins_batch(
                                 &g_carry[m], &g_other[m], coef[m], do_grad, d_unary,
                                 &acc_trans[tid, 0], &acc_boundary[tid, 0],
                                 &acc_boundary[tid, L])
+
+
+cdef void _max_incorrect_sequence(
+    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[::1] start, const double[::1] end, const Py_ssize_t[::1] ref,
+    Py_ssize_t s, Py_ssize_t e, int[:, ::1] bp, Py_ssize_t[::1] path,
+    double* work, double* score_out,
+) noexcept nogil:
+    # Viterbi over (label, deviated-from-ref-yet) states: d0 is the score of
+    # the ref prefix, d1[j] the best prefix ending in j that differs from ref
+    # somewhere. bp[t, j] is the previous label of the deviated state j at t,
+    # or -1 when it leaves ref at t.
+    cdef Py_ssize_t L = unary.shape[1]
+    cdef Py_ssize_t t, i, j, arg, jb
+    cdef double v, best, d0
+    cdef double* d1 = work
+    cdef double* nd1 = work + L
+    cdef double* tmp
+    cdef bint deviated
+    d0 = start[ref[s]] + unary[s, ref[s]]
+    for j in range(L):
+        d1[j] = start[j] + unary[s, j] if j != ref[s] else -INFINITY
+        bp[s, j] = -1
+    for t in range(s + 1, e):
+        for j in range(L):
+            best = -INFINITY
+            arg = -1
+            for i in range(L):
+                v = d1[i] + transition[i, j]
+                if v > best:
+                    best = v
+                    arg = i
+            if j != ref[t]:
+                v = d0 + transition[ref[t - 1], j]
+                if v > best:
+                    best = v
+                    arg = -1
+            nd1[j] = best + unary[t, j]
+            bp[t, j] = <int>arg
+        d0 = d0 + transition[ref[t - 1], ref[t]] + unary[t, ref[t]]
+        tmp = d1
+        d1 = nd1
+        nd1 = tmp
+    best = -INFINITY
+    jb = -1
+    for j in range(L):
+        v = d1[j] + end[j]
+        if v > best:
+            best = v
+            jb = j
+    score_out[0] = best
+    if jb < 0:  # a single possible labelling: no incorrect output
+        for t in range(s, e):
+            path[t] = ref[t]
+        return
+    path[e - 1] = jb
+    deviated = True
+    for t in range(e - 1, s, -1):
+        if deviated:
+            arg = bp[t, path[t]]
+            if arg < 0:
+                deviated = False
+                path[t - 1] = ref[t - 1]
+            else:
+                path[t - 1] = arg
+        else:
+            path[t - 1] = ref[t - 1]
+
+
+def max_incorrect_batch(
+    const double[:, ::1] unary,
+    const double[:, ::1] transition,
+    const double[::1] start,
+    const double[::1] end,
+    const Py_ssize_t[::1] offsets,
+    const Py_ssize_t[::1] ref,
+    Py_ssize_t[::1] path,
+    double[::1] score,
+    int[:, ::1] bp,
+    double[:, ::1] work,
+    int n_threads,
+):
+    """Best label sequence different from ``ref`` for a batch (low level).
+
+    Use :func:`sklearn_crfloss.inference.viterbi_excluding`. Shapes: ref,
+    path (n_tokens,) intp; score (n_sequences,); bp (n_tokens, L) int32;
+    work (n_threads, 2 * L).
+    """
+    cdef Py_ssize_t n_seq = offsets.shape[0] - 1
+    cdef Py_ssize_t k, s, e, tid
+    with nogil:
+        for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
+            tid = threadid()
+            s = offsets[k]
+            e = offsets[k + 1]
+            if e > s:
+                _max_incorrect_sequence(unary, transition, start, end, ref, s, e, bp, path,
+                                        &work[tid, 0], &score[k])

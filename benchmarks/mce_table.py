@@ -41,7 +41,7 @@ import numpy as np
 from sklearn_crfloss import CRFTagger
 from sklearn_crfloss.datasets import load_conll2000
 from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures
-from sklearn_crfloss.losses import MinimumClassificationError, SegmentFScoreMCE
+from sklearn_crfloss.losses import MinimumClassificationError, SegmentFScoreMCE, get_loss
 from sklearn_crfloss.metrics import segment_f1_score, sequence_accuracy
 
 ROWS = {
@@ -71,12 +71,13 @@ class IterationClock:
 
 def fit(X, y, loss, prior, C, args, warm_from=None):
     clock = IterationClock()
+    max_iter = args.max_iter if loss == "cll" else (args.mce_max_iter or args.max_iter)
     if warm_from is None:
-        crf = CRFTagger(loss=loss, prior=prior, C=C, max_iter=args.max_iter,
+        crf = CRFTagger(loss=loss, prior=prior, C=C, max_iter=max_iter,
                         n_jobs=args.n_jobs, callback=clock)
     else:
         crf = warm_from
-        crf.set_params(loss=loss, warm_start=True, callback=clock, max_iter=args.max_iter)
+        crf.set_params(loss=loss, warm_start=True, callback=clock, max_iter=max_iter)
     t0 = time.perf_counter()
     crf.fit(X, y)
     return crf, time.perf_counter() - t0, clock.per_iteration()
@@ -115,11 +116,42 @@ def run_rows(X_tr, y_tr, X_te, y_te, rows, inits, C_of, args, log):
                     map_models[C] = (crf, sec, per_it)
             f1, acc = evaluate(crf, X_te, y_te)
             row = dict(row=name, init=init if not plain else "-", C=C, f1=f1, acc=acc,
+                       max_iter=crf.max_iter,
                        fit_s=sec_total, n_iter=crf.n_iter_, s_per_iter=per_it,
                        converged=crf.converged_)
             results.append(row)
             log(row)
-    return results
+    return results, map_models
+
+
+def time_evaluations(F, y, map_crf, keys, repeats):
+    """Seconds per objective evaluation (loss + gradient + prior) at the MAP solution.
+
+    One L-BFGS iteration costs one evaluation plus line-search retries, so
+    this is the per-iteration cost without the optimiser's path. The feature
+    products are included, as in training; ``n_jobs`` threads.
+    """
+    from sklearn_crfloss._objective import CRFObjective
+    from sklearn_crfloss._tagger import _observed_pairs
+    from sklearn_crfloss.priors import GaussianPrior
+
+    Xc = map_crf.vectorizer_.transform([t for s in F for t in s]).tocsr()
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in y])]).astype(np.intp)
+    y_enc = np.searchsorted(map_crf.classes_, np.concatenate(y)).astype(np.intp)
+    n_labels = len(map_crf.classes_)
+    out = {}
+    for key in ["map"] + [k for k in keys if k != "map"]:
+        loss = get_loss(ROWS[key][1]())
+        loss.set_classes(map_crf.classes_)
+        obj = CRFObjective(Xc, y_enc, offsets, n_labels, loss, GaussianPrior(), map_crf.C,
+                           state_index=_observed_pairs(Xc, y_enc, n_labels))
+        theta = obj.pack(map_crf.coef_.T, map_crf.transition_, map_crf.start_, map_crf.end_)
+        obj(theta)  # warm-up (caches, e.g. the gold segments)
+        t0 = time.perf_counter()
+        for _ in range(repeats):
+            obj(theta)
+        out[key] = (time.perf_counter() - t0) / repeats
+    return out
 
 
 def main(argv=None):
@@ -133,6 +165,11 @@ def main(argv=None):
     p.add_argument("--test-sentences", type=int, default=None, help="prefix, quick runs")
     p.add_argument("--max-iter", type=int, default=1000)
     p.add_argument("--n-jobs", type=int, default=1)
+    p.add_argument("--time-evals", type=int, default=0,
+                   help="if > 0: also time this many objective evaluations per loss "
+                        "at the MAP solution (full training set)")
+    p.add_argument("--mce-max-iter", type=int, default=None,
+                   help="max_iter of the MCE stages (default: --max-iter)")
     args = p.parse_args(argv)
     if (args.C is None) == (args.C_grid is None):
         p.error("give exactly one of --C and --C-grid")
@@ -163,14 +200,21 @@ def main(argv=None):
             for C in args.C_grid:
                 print(f"dev: {key} C={C}", flush=True)
                 res = run_rows(F_train[:n_fit], y_train[:n_fit], F_train[n_fit:], y_train[n_fit:],
-                               [key], args.init[-1:], lambda k, C=C: C, args, log)
+                               [key], args.init[-1:], lambda k, C=C: C, args, log)[0]
                 scores.append(res[-1]["f1"])
             chosen[key] = args.C_grid[int(np.argmax(scores))]
         print("chosen C:", chosen, flush=True)
         C_of = chosen.get
 
     print("test:", flush=True)
-    results = run_rows(F_train, y_train, F_test, y_test, args.rows, args.init, C_of, args, log)
+    results, map_models = run_rows(F_train, y_train, F_test, y_test, args.rows, args.init,
+                                   C_of, args, log)
+    if args.time_evals:
+        C = C_of("map") if "map" in args.rows else next(iter(map_models))
+        t = time_evaluations(F_train, y_train, map_models[C][0], args.rows, args.time_evals)
+        print("seconds per objective evaluation at the MAP solution (C=%g):" % C, flush=True)
+        for key, sec in t.items():
+            print(f"  {ROWS[key][0]:<15} {sec:.3f} s  ({sec / t['map']:.2f} x CLL)", flush=True)
     cll_per_iter = next((r["s_per_iter"] for r in results if r["row"] == "MAP"), float("nan"))
     print()
     print("| Row | init | C | test F1 | sentence acc. | fit s | iterations | s/iter | "

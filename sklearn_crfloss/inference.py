@@ -21,7 +21,12 @@ from scipy.special import logsumexp
 
 from ._forward_backward import forward_backward_batch
 from ._marginal_vjp import marginals_vjp_batch
-from ._segments import max_marginals_batch, segment_margins_batch, two_best_batch
+from ._segments import (
+    max_incorrect_batch,
+    max_marginals_batch,
+    segment_margins_batch,
+    two_best_batch,
+)
 from ._viterbi import viterbi_batch
 
 __all__ = [
@@ -35,6 +40,7 @@ __all__ = [
     "sequence_scores",
     "viterbi",
     "viterbi_2best",
+    "viterbi_excluding",
 ]
 
 
@@ -455,6 +461,59 @@ def viterbi_2best(unary, transition, start, end, offsets, n_threads=1):
     two_best_batch(unary, transition, start, end, offsets, path1, path2, score1, score2,
                    bp, scratch, n_threads)
     return path1, path2, score1, score2
+
+
+def viterbi_excluding(unary, transition, start, end, offsets, y, n_threads=1):
+    """Best label sequence of each sequence among those different from ``y``.
+
+    The maximum incorrect output of Suzuki et al. (2006), Eq. 5, in one
+    pass: a Viterbi over (label, has-deviated-from-``y``) states, about the
+    cost of one Viterbi pass. Equals the Viterbi path when that differs from
+    ``y``, else the second-best path of :func:`viterbi_2best` (up to ties).
+
+    Parameters
+    ----------
+    unary : array-like of shape (n_tokens, n_labels)
+    transition : array-like of shape (n_labels, n_labels)
+    start, end : array-like of shape (n_labels,)
+    offsets : array-like of int of shape (n_sequences + 1,)
+    y : array-like of int of shape (n_tokens,)
+        The excluded label sequences (e.g. the gold labels).
+    n_threads : int, default=1
+        OpenMP threads over sequences.
+
+    Returns
+    -------
+    path : ndarray of intp of shape (n_tokens,)
+        The best sequence different from ``y`` (``y`` itself when there is
+        none: one token and one label).
+    score : ndarray of float64 of shape (n_sequences,)
+        Its score; ``-inf`` when there is none, 0 for an empty sequence.
+
+    Raises
+    ------
+    ValueError
+        On inconsistent shapes or labels out of range.
+
+    References
+    ----------
+    J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
+    fields with multivariate evaluation measures. ACL, Eq. 5.
+    """
+    unary, transition, start, end, offsets = check_potentials(
+        unary, transition, start, end, offsets
+    )
+    n_tokens, n_labels = unary.shape
+    y = np.ascontiguousarray(y, dtype=np.intp)
+    if y.shape != (n_tokens,) or np.any((y < 0) | (y >= n_labels)):
+        raise ValueError(f"y must hold {n_tokens} label indices in [0, {n_labels})")
+    n_threads = max(1, int(n_threads))
+    path = np.zeros(n_tokens, dtype=np.intp)
+    score = np.zeros(offsets.shape[0] - 1)
+    max_incorrect_batch(unary, transition, start, end, offsets, y, path, score,
+                        np.empty((n_tokens, n_labels), dtype=np.int32),
+                        np.empty((n_threads, 2 * n_labels)), n_threads)
+    return path, score
 
 
 @dataclass

@@ -10,10 +10,12 @@ from sklearn_crfloss.inference import (
     sequence_scores,
     viterbi,
     viterbi_2best,
+    viterbi_excluding,
 )
 
 from _oracle import (
     enumerate_paths,
+    max_incorrect_by_enumeration,
     random_problem,
     segment_margin_by_enumeration,
     two_best_by_enumeration,
@@ -39,6 +41,34 @@ def test_viterbi_2best_matches_enumeration(seed, n_labels):
     assert_array_equal(p1, viterbi(U, T, s, e, off)[0])
     assert_allclose(sequence_scores(U, T, s, e, p2, off), s2, rtol=1e-12)
     assert np.all(s2 <= s1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("n_labels", [2, 3, 4])
+def test_viterbi_excluding_matches_enumeration_and_2best(seed, n_labels):
+    rng = np.random.default_rng(seed)
+    U, T, s, e, y, off = random_problem(rng, n_labels, lengths=(1, 2, 5, 4), scale=1.5)
+    # Make one sequence's gold the Viterbi path, so the runner-up is needed.
+    p1 = viterbi(U, T, s, e, off)[0]
+    y[off[2]:off[3]] = p1[off[2]:off[3]]
+    path, score = viterbi_excluding(U, T, s, e, off, y)
+    q1, q2, r1, r2 = viterbi_2best(U, T, s, e, off)
+    for k in range(len(off) - 1):
+        a, b = off[k], off[k + 1]
+        ref_path, ref_score = max_incorrect_by_enumeration(U[a:b], T, s, e, y[a:b])
+        assert_array_equal(path[a:b], ref_path)
+        assert_allclose(score[k], ref_score, rtol=1e-12)
+        wrong = np.any(q1[a:b] != y[a:b])
+        assert_array_equal(path[a:b], q1[a:b] if wrong else q2[a:b])
+
+
+def test_viterbi_excluding_single_labelling():
+    path, score = viterbi_excluding(np.zeros((1, 1)), np.zeros((1, 1)), np.zeros(1),
+                                    np.zeros(1), [0, 1], [0])
+    assert score[0] == -np.inf and path[0] == 0
+    with pytest.raises(ValueError, match="label indices"):
+        viterbi_excluding(np.zeros((2, 2)), np.zeros((2, 2)), np.zeros(2), np.zeros(2),
+                          [0, 2], [0, 3])
 
 
 def test_viterbi_2best_single_label_has_no_runner_up():

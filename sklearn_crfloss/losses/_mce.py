@@ -15,7 +15,7 @@ from ..inference import (
     max_marginals,
     segment_margins,
     sequence_scores,
-    viterbi_2best,
+    viterbi_excluding,
 )
 from ._base import BaseLoss, gold_counts
 
@@ -40,12 +40,14 @@ def _smooth(d, alpha, beta, smoothing):
 
 
 def _max_incorrect(unary, transition, start, end, y, offsets, n_threads):
-    """Maximum incorrect output (Eq. 5): Viterbi path if wrong, else the runner-up."""
-    p1, p2, s1, s2 = viterbi_2best(unary, transition, start, end, offsets, n_threads=n_threads)
-    seq_id = np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
-    wrong = np.bincount(seq_id, weights=(p1 != y), minlength=offsets.shape[0] - 1) > 0
-    token_wrong = wrong[seq_id]
-    return np.where(token_wrong, p1, p2), np.where(wrong, s1, s2)
+    """Maximum incorrect output (Eq. 5) and its score: the best sequence != y.
+
+    One Viterbi pass over (label, deviated) states
+    (:func:`~sklearn_crfloss.inference.viterbi_excluding`); the same as the
+    Viterbi path when it is wrong, else the exact second best
+    (:func:`~sklearn_crfloss.inference.viterbi_2best`), up to ties.
+    """
+    return viterbi_excluding(unary, transition, start, end, offsets, y, n_threads=n_threads)
 
 
 def _add_path_counts(grads, path, offsets, coef, rows):
@@ -72,8 +74,10 @@ class MinimumClassificationError(BaseLoss):
 
     * ``psi=inf`` (Eq. 5): ``d = -g(y*) + max_{y != y*} g(y)``. The maximum
       incorrect output is the Viterbi path when it differs from ``y*``,
-      otherwise the exact second-best path
-      (:func:`~sklearn_crfloss.inference.viterbi_2best`; the paper used A*).
+      otherwise the exact second-best path (the paper used A*); both at
+      once by a Viterbi over (label, deviated-from-gold) states
+      (:func:`~sklearn_crfloss.inference.viterbi_excluding`, checked
+      against :func:`~sklearn_crfloss.inference.viterbi_2best`).
       The gradient is ``l'(d) (counts(y~) - counts(y*))``; it is a
       subgradient at ties, where ``d`` is not differentiable.
     * finite ``psi`` (Eq. 7): ``d = -g(y*) + (1/psi) log[A sum_{y != y*}
@@ -241,7 +245,8 @@ class SegmentFScoreMCE(BaseLoss):
       sequence without the segment beats every sequence with it);
       ``TP_l = sum w (1 - l(d(s*)))``, ``FN_l = sum w l(d(s*))``.
     * False positives: the paper's simplification, the segments of the
-      maximum incorrect output ``y~`` (Eq. 5, :func:`viterbi_2best`) that
+      maximum incorrect output ``y~`` (Eq. 5,
+      :func:`~sklearn_crfloss.inference.viterbi_excluding`) that
       are not correct segments, with ``d(s') = m(s')`` computed on ``y~``'s
       labels (misclassified when the best sequence carrying ``s'`` beats
       every sequence without it, i.e. ``s'`` would be output);
@@ -337,6 +342,7 @@ class SegmentFScoreMCE(BaseLoss):
                 and cache[2] is self.classes_):
             return cache[3]
         segs = self._segments(y, offsets)
+        segs = segs + (set(zip(segs[0].tolist(), segs[1].tolist(), segs[2].tolist(), segs[3])),)
         self._gold_cache = (y.copy(), offsets.copy(), self.classes_, segs)
         return segs
 
@@ -363,7 +369,7 @@ class SegmentFScoreMCE(BaseLoss):
         n_seq = offsets.shape[0] - 1
         w = np.ones(n_seq) if sample_weight is None else np.asarray(sample_weight, float)
         alpha, beta, g2 = float(self.alpha), float(self.beta), float(self.gamma) ** 2
-        gseq, gbeg, gend, gtypes = self._gold_segments(y, offsets)
+        gseq, gbeg, gend, gtypes, gold_set = self._gold_segments(y, offsets)
         if gseq.shape[0] == 0:
             raise ValueError(
                 "loss='mce_f' needs at least one gold segment in the training "
@@ -375,7 +381,6 @@ class SegmentFScoreMCE(BaseLoss):
         else:
             wrong_path = viterbi(unary, transition, start, end, offsets, n_threads=n_threads)[0]
         wseq, wbeg, wend, wtypes = self._segments(wrong_path, offsets)
-        gold_set = set(zip(gseq.tolist(), gbeg.tolist(), gend.tolist(), gtypes))
         keep = np.array([s not in gold_set for s in
                          zip(wseq.tolist(), wbeg.tolist(), wend.tolist(), wtypes)], dtype=bool)
         fp_segs = (wseq[keep], wbeg[keep], wend[keep]) if keep.size else (wseq, wbeg, wend)
