@@ -178,6 +178,8 @@ def main(argv=None):
     parser.add_argument("--beta", type=float, default=1.0)
     parser.add_argument("--mean", type=float, default=0.0)
     parser.add_argument("--experts", default="simple")
+    parser.add_argument("--train-sentences", type=int, default=None,
+                        help="train on this prefix of the training set only")
     args = parser.parse_args(argv)
     if args.task.startswith("ner"):
         data, feats = ner_data()
@@ -185,6 +187,9 @@ def main(argv=None):
     else:
         data, feats = pos_data()
         metric, dev, test = token_accuracy, "dev", "test"
+    if args.train_sentences:
+        Xtr, ytr = data["train"]
+        data["train"] = (Xtr[:args.train_sentences], ytr[:args.train_sentences])
     if args.task.endswith("prior"):
         run_prior(args, data, metric, dev, test)
     else:
