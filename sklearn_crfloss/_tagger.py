@@ -35,7 +35,8 @@ class CRFTagger(BaseEstimator):
     loss : str or loss object, default='cll'
         Training loss: a name registered in
         :data:`sklearn_crfloss.losses.LOSSES` (``'cll'``: conditional
-        log-likelihood) or an object with a ``value_and_grad`` method (see
+        log-likelihood; ``'pointwise'``, ``'mixed'``, ``'labelwise'``: the
+        marginal-based losses, nonconvex, use with ``init='cll'``) or an object with a ``value_and_grad`` method (see
         :class:`sklearn_crfloss.losses.BaseLoss`). Hyperparameters of a loss
         object are reachable as ``loss__<name>`` (GridSearchCV).
     prior : str or prior object, default='l2'
