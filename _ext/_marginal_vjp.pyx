@@ -27,9 +27,10 @@
 #   kernel, the common factor expT is applied once by the wrapper.
 # * Cost: one forward and one backward pass, each with two L x L products per
 #   position (alpha and A; beta and B): about twice the forward-backward.
-# * A sequence whose scaled pass underflows is flagged in `failed` and left
-#   untouched (its rows of d_unary are zeroed); the Python wrapper recomputes
-#   it in log space.
+# * A sequence whose scaled pass underflows (only the forward pass can) is
+#   flagged in `failed`; it has added nothing to the accumulators and its rows
+#   of d_unary hold partial values, which the Python wrapper overwrites with
+#   a log-space recomputation.
 # * Sequences run in parallel (prange, static schedule); each thread owns its
 #   scratch and its accumulators.
 

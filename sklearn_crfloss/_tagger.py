@@ -38,8 +38,11 @@ class CRFTagger(BaseEstimator):
         Training loss: a name registered in
         :data:`sklearn_crfloss.losses.LOSSES` (``'cll'``: conditional
         log-likelihood; ``'mce'``, ``'mce_f'``: minimum classification error
-        and segment F-score MCE, nonconvex, use with ``init='cll'``) or an
-        object with a ``value_and_grad`` method (see
+        and segment F-score MCE; ``'pointwise'``, ``'mixed'``, ``'labelwise'``:
+        the marginal-based losses; ``'softmax_margin'``, ``'risk'``,
+        ``'jrb'``, ``'max_margin'``, ``'perceptron'``, ``'mira'``: the
+        cost-sensitive and margin losses; the nonconvex ones want
+        ``init='cll'``) or an object with a ``value_and_grad`` method (see
         :class:`sklearn_crfloss.losses.BaseLoss`). Hyperparameters of a loss
         object are reachable as ``loss__<name>`` (GridSearchCV). A loss with
         a ``set_classes`` method receives ``classes_`` before training (on a

@@ -161,8 +161,7 @@ class MixedLoss(BaseLoss):
         self.lam = lam
         self.markov_order = markov_order
 
-    @property
-    def lam_(self):
+    def _lambda(self):
         """The ``λ`` in use: from ``markov_order`` if set, else ``lam``."""
         if self.markov_order is not None:
             if not isinstance(self.markov_order, Integral) or self.markov_order < 0:
@@ -184,7 +183,7 @@ class MixedLoss(BaseLoss):
             Per-token weights of the pointwise part (Tsuboi & Kashima,
             Section 6). Other parameters as in :meth:`BaseLoss.value_and_grad`.
         """
-        lam = self.lam_
+        lam = self._lambda()
         n_labels = unary.shape[1]
         fb = forward_backward(unary, transition, start, end, offsets,
                               sample_weight=sample_weight, n_threads=n_threads)
