@@ -1,6 +1,7 @@
 """sklearn-crfloss: linear-chain CRFs trained with the loss that matches the evaluation.
 
-The estimator is :class:`CRFTagger`; losses live in :mod:`sklearn_crfloss.losses`,
+The estimator is :class:`CRFTagger` (and :class:`LOPTagger` for
+logarithmic opinion pools of CRFs); losses live in :mod:`sklearn_crfloss.losses`,
 priors in :mod:`sklearn_crfloss.priors`, inference on potentials in
 :mod:`sklearn_crfloss.inference`, evaluation (conlleval segment F1, scorers)
 in :mod:`sklearn_crfloss.metrics`, feature templates in
@@ -8,7 +9,8 @@ in :mod:`sklearn_crfloss.metrics`, feature templates in
 """
 
 from ._tagger import CRFTagger
+from .lop import LOPTagger
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["CRFTagger", "__version__"]
+__all__ = ["CRFTagger", "LOPTagger", "__version__"]
