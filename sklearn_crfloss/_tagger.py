@@ -5,7 +5,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from joblib import effective_n_jobs
-from sklearn.base import BaseEstimator, clone
+from sklearn.base import BaseEstimator
 from sklearn.feature_extraction import DictVectorizer, FeatureHasher
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted

@@ -353,7 +353,6 @@ class LOPTagger(BaseEstimator):
             for k, cols in enumerate(groups)
         )
         classes = experts[0].classes_
-        L = classes.shape[0]
         for e in experts[1:]:
             if not np.array_equal(e.classes_, classes):  # pragma: no cover - same y
                 raise RuntimeError("experts disagree on the classes")

@@ -18,7 +18,6 @@ from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils import estimator_checks, get_tags
 
 from sklearn_crfloss import CRFTagger
-from sklearn_crfloss.inference import forward_backward
 from sklearn_crfloss.losses import ConditionalLogLikelihood
 from sklearn_crfloss.metrics import hamming_scorer, segment_f1_scorer
 
