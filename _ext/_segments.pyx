@@ -217,6 +217,39 @@ cdef void _complete_path(
         p[t + 1 - s] = bp_bwd[t, p[t - s]]
 
 
+cdef inline double _deviated_step(
+    const double[:, ::1] unary, const double[:, ::1] transition,
+    const Py_ssize_t[::1] ref, Py_ssize_t t, double d0,
+    const double* d1, double* nd1, int* bp_row,
+) noexcept nogil:
+    """One step of Viterbi over (label, deviated-from-ref) states.
+
+    d0 is the score of the ref prefix up to t - 1, d1[j] the best prefix
+    ending in j at t - 1 that differs from ref somewhere. Fills nd1 (the same
+    for t) and bp_row[j] (previous label of deviated state j, or -1 when it
+    leaves ref at t); returns the ref prefix's score up to t.
+    """
+    cdef Py_ssize_t L = unary.shape[1]
+    cdef Py_ssize_t i, j, arg
+    cdef double v, best
+    for j in range(L):
+        best = -INFINITY
+        arg = -1
+        for i in range(L):
+            v = d1[i] + transition[i, j]
+            if v > best:
+                best = v
+                arg = i
+        if j != ref[t]:
+            v = d0 + transition[ref[t - 1], j]
+            if v > best:
+                best = v
+                arg = -1
+        nd1[j] = best + unary[t, j]
+        bp_row[j] = <int>arg
+    return d0 + transition[ref[t - 1], ref[t]] + unary[t, ref[t]]
+
+
 cdef void _segment_margin(
     const double[:, ::1] unary, const double[:, ::1] transition,
     const double[:, ::1] alpha, const double[:, ::1] beta,
@@ -244,22 +277,7 @@ cdef void _segment_margin(
     for j in range(L):
         d1[j] = alpha[a, j] if j != ref[a] else -INFINITY
     for t in range(a + 1, b):
-        for j in range(L):
-            best = -INFINITY
-            arg = -1
-            for i in range(L):
-                v = d1[i] + transition[i, j]
-                if v > best:
-                    best = v
-                    arg = i
-            if j != ref[t]:
-                v = d0 + transition[ref[t - 1], j]
-                if v > best:
-                    best = v
-                    arg = -1
-            nd1[j] = best + unary[t, j]
-            span_bp[(t - a) * L + j] = <int>arg
-        d0 = d0 + transition[ref[t - 1], ref[t]] + unary[t, ref[t]]
+        d0 = _deviated_step(unary, transition, ref, t, d0, d1, nd1, &span_bp[(t - a) * L])
         tmp = d1
         d1 = nd1
         nd1 = tmp
@@ -370,22 +388,7 @@ cdef void _max_incorrect_sequence(
         d1[j] = start[j] + unary[s, j] if j != ref[s] else -INFINITY
         bp[s, j] = -1
     for t in range(s + 1, e):
-        for j in range(L):
-            best = -INFINITY
-            arg = -1
-            for i in range(L):
-                v = d1[i] + transition[i, j]
-                if v > best:
-                    best = v
-                    arg = i
-            if j != ref[t]:
-                v = d0 + transition[ref[t - 1], j]
-                if v > best:
-                    best = v
-                    arg = -1
-            nd1[j] = best + unary[t, j]
-            bp[t, j] = <int>arg
-        d0 = d0 + transition[ref[t - 1], ref[t]] + unary[t, ref[t]]
+        d0 = _deviated_step(unary, transition, ref, t, d0, d1, nd1, &bp[t, 0])
         tmp = d1
         d1 = nd1
         nd1 = tmp
