@@ -18,7 +18,8 @@ continued with ``set_params(loss=...)`` and ``warm_start=True``, which is what
 C: ``--C 1`` uses one value for every row; ``--C-grid 0.1 1 10`` selects C
 per row on a development split, the last ``--dev`` training sentences (the
 paper: the last 2,000), trained on the rest, then refits on the full
-training set. Features: the CRF++ template (``CONLL2000_TEMPLATE``),
+training set; ``--select map`` chooses C for the MAP row only and uses it
+for every row (one grid instead of one per row; ML has no C). Features: the CRF++ template (``CONLL2000_TEMPLATE``),
 computed once.
 
 Reports test segment F1 (conlleval), sentence accuracy, fit seconds, L-BFGS
@@ -161,6 +162,9 @@ def main(argv=None):
     p.add_argument("--C", type=float, default=None, help="one C for every row")
     p.add_argument("--C-grid", type=float, nargs="+", default=None)
     p.add_argument("--dev", type=int, default=2000, help="last training sentences held out")
+    p.add_argument("--select", choices=["each", "map"], default="each",
+                   help="with --C-grid: choose C per row ('each') or for the MAP row only "
+                        "and use it for every row ('map')")
     p.add_argument("--train-sentences", type=int, default=None, help="prefix, quick runs")
     p.add_argument("--test-sentences", type=int, default=None, help="prefix, quick runs")
     p.add_argument("--max-iter", type=int, default=1000)
@@ -195,7 +199,10 @@ def main(argv=None):
     else:  # per row, on the last --dev training sentences
         n_fit = len(F_train) - args.dev
         chosen = {}
-        for key in args.rows:
+        for key in (["map"] if args.select == "map" else args.rows):
+            if key == "ml":  # no prior: C is unused
+                chosen[key] = args.C_grid[0]
+                continue
             scores = []
             for C in args.C_grid:
                 print(f"dev: {key} C={C}", flush=True)
@@ -203,6 +210,8 @@ def main(argv=None):
                                [key], args.init[-1:], lambda k, C=C: C, args, log)[0]
                 scores.append(res[-1]["f1"])
             chosen[key] = args.C_grid[int(np.argmax(scores))]
+        if args.select == "map":
+            chosen = {k: chosen["map"] for k in args.rows}
         print("chosen C:", chosen, flush=True)
         C_of = chosen.get
 
