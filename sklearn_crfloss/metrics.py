@@ -385,6 +385,15 @@ def _decode_vectorized(flat, info, rule, types):
     codes[_BOUNDARY]  # code 0: the state before the first token
     c = np.fromiter(map(codes.__getitem__, flat), dtype=np.intp, count=len(flat))
     parsed = [info[lab] for lab in codes.labels]
+    return _decode_codes(c, parsed, rule, types)
+
+
+def _decode_codes(c, parsed, rule, types):
+    """:func:`_decode_vectorized` on a stream of label codes.
+
+    ``c`` holds indices into ``parsed`` (the ``(prefix, type)`` of each
+    code; code 0 must be the boundary). Same returns.
+    """
     n_labels = len(parsed)
     prev = np.zeros_like(c)
     prev[1:] = c[:-1]
@@ -399,7 +408,7 @@ def _decode_vectorized(flat, info, rule, types):
         )
         flags = table[inverse.ravel()]
     starts = np.flatnonzero(flags & _START)
-    end_events = np.append(np.flatnonzero(flags & _END), len(flat))
+    end_events = np.append(np.flatnonzero(flags & _END), len(c))
     ends = end_events[np.searchsorted(end_events, starts, side="right")]
     if len(starts) > 1 and np.any(ends[:-1] > starts[1:]):
         return None  # nested chunks
@@ -549,6 +558,85 @@ def _segments_many(y, scheme, mode):
     ):
         out[i].append((a, b, t))
     return out
+
+
+def _segments_from_codes(codes, offsets, names, scheme="conlleval"):
+    """Segments of integer-coded label sequences, as flat arrays (for losses).
+
+    The decoder of :func:`get_segments_batch` (lenient mode) run on label
+    indices instead of names, without building per-token Python objects:
+    the losses that decode segments at every objective evaluation
+    (``loss='mce_f'``) use it; the results are those of
+    ``get_segments_batch`` on ``names[codes]`` split at ``offsets``.
+
+    Parameters
+    ----------
+    codes : ndarray of int of shape (n_tokens,)
+        Label index of every token, into ``names``.
+    offsets : ndarray of int of shape (n_sequences + 1,)
+        Sequence ``i`` is ``codes[offsets[i]:offsets[i + 1]]``.
+    names : sequence of str of length n_labels
+        Label names.
+    scheme : str, default="conlleval"
+        See :func:`get_segments`.
+
+    Returns
+    -------
+    seq, begin, stop : ndarray of intp of shape (n_segments,)
+        Sequence index (non-decreasing) and positions inside it, ``stop``
+        exclusive.
+    type_code : ndarray of intp of shape (n_segments,)
+        Index into ``type_names``; the same for the same ``names``.
+    type_names : list
+        Segment type of every code.
+
+    Raises
+    ------
+    ValueError
+        If a label name is invalid for ``scheme``.
+    """
+    _check_scheme(scheme, "lenient")
+    codes = np.asarray(codes, dtype=np.intp)
+    offsets = np.asarray(offsets, dtype=np.intp)
+    n_seq = offsets.shape[0] - 1
+    lengths = np.diff(offsets)
+    names = list(names)
+    info = _ParseCache(_parser(scheme))
+    types = {}
+    res = None
+    if scheme == "raw":
+        type_names = list(dict.fromkeys(names))
+    else:
+        try:
+            parsed = [info[_BOUNDARY]] + [info[name] for name in names]
+        except _LabelError as exc:
+            raise ValueError(f"Label {exc.label!r}: {exc}") from None
+        # the codes _decode_codes assigns (in order of first sight in parsed)
+        type_names = list(dict.fromkeys(p[1] for p in parsed))
+        rule = _iobes_flags if scheme in ("iobes", "bilou") else _conlleval_flags
+        # The stream of conlleval: a boundary (code 0) after every sequence.
+        stream_offsets = offsets + np.arange(n_seq + 1, dtype=np.intp)
+        stream = np.zeros(codes.shape[0] + n_seq, dtype=np.intp)
+        seq_of_token = np.repeat(np.arange(n_seq, dtype=np.intp), lengths)
+        stream[np.arange(codes.shape[0], dtype=np.intp) + seq_of_token] = codes + 1
+        res = _decode_codes(stream, parsed, rule, types)
+    if res is None:  # nested or type-changing chunks, or 'raw': the general path
+        labels = np.asarray(names, dtype=object)[codes]
+        per_seq = get_segments_batch(np.split(labels, offsets[1:-1]) if n_seq else [],
+                                     scheme=scheme)
+        flat = [seg for segs in per_seq for seg in segs]
+        index = {t: k for k, t in enumerate(type_names)}
+        counts = np.fromiter(map(len, per_seq), dtype=np.intp, count=len(per_seq))
+        return (np.repeat(np.arange(len(per_seq), dtype=np.intp), counts),
+                np.array([seg[0] for seg in flat], dtype=np.intp),
+                np.array([seg[1] for seg in flat], dtype=np.intp),
+                np.array([index[seg[2]] for seg in flat], dtype=np.intp),
+                type_names)
+    starts, ends, tcodes = res
+    seq = np.searchsorted(stream_offsets, starts, side="right") - 1
+    begin = starts - stream_offsets[seq]
+    stop = np.minimum(ends - stream_offsets[seq], lengths[seq])
+    return seq, begin, stop, tcodes, type_names
 
 
 # ---------------------------------------------------------------------------

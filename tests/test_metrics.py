@@ -863,3 +863,32 @@ def test_scorers_in_cross_validate():
     assert res["test_f1"].shape == (3,)
     assert np.all(res["test_hamming"] <= 0)
     assert np.all((res["test_f1"] >= 0) & (res["test_f1"] <= 1))
+
+
+@pytest.mark.parametrize("names,scheme", [
+    (["B-NP", "I-NP", "B-VP", "I-VP", "O"], "conlleval"),
+    (["B-NP", "I-NP", "O", "I-VP", "B-VP"], "iob1"),
+    (["B-NP", "I-NP", "O", "I-VP"], "iob2"),
+    (["B-NP", "I-NP", "O", "I-VP", "E-VP", "S-VP", "B-VP"], "iobes"),
+    (["A", "B", "O"], "raw"),
+])
+def test_segments_from_codes_matches_get_segments_batch(names, scheme):
+    # The integer-coded decoder used by loss='mce_f' returns exactly the
+    # segments of get_segments_batch on the label names (random, often
+    # ill-formed label sequences, so the general fallback path runs too).
+    from sklearn_crfloss.metrics import _segments_from_codes
+
+    rng = np.random.default_rng(0)
+    table = np.array(names, dtype=object)
+    for _ in range(150):
+        lengths = rng.integers(0, 8, rng.integers(0, 6))
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.intp)
+        codes = rng.integers(0, len(names), offsets[-1])
+        seq, begin, stop, tcode, type_names = _segments_from_codes(
+            codes, offsets, names, scheme=scheme)
+        got = [[] for _ in lengths]
+        for i, a, b, t in zip(seq.tolist(), begin.tolist(), stop.tolist(), tcode.tolist()):
+            got[i].append((a, b, type_names[t]))
+        expected = get_segments_batch(
+            [list(table[codes[a:b]]) for a, b in zip(offsets[:-1], offsets[1:])], scheme=scheme)
+        assert got == expected

@@ -323,17 +323,19 @@ class SegmentFScoreMCE(BaseLoss):
         self.false_positives = false_positives
 
     def _segments(self, labels, offsets):
-        """(seq, begin, stop, type) arrays of the segments of every sequence."""
-        from ..metrics import get_segments_batch
+        """(seq, begin, stop, key) arrays of the segments of every sequence.
 
-        names = self.classes_[labels]
-        per_seq = get_segments_batch(np.split(names, offsets[1:-1]), scheme=self.scheme)
-        counts = np.fromiter(map(len, per_seq), dtype=np.intp, count=len(per_seq))
-        flat = [seg for segs in per_seq for seg in segs]
-        seq = np.repeat(np.arange(len(per_seq), dtype=np.intp), counts)
-        begin = np.fromiter((seg[0] for seg in flat), dtype=np.intp, count=len(flat))
-        stop = np.fromiter((seg[1] for seg in flat), dtype=np.intp, count=len(flat))
-        return seq, begin, stop, [seg[2] for seg in flat]
+        ``key`` identifies a segment (absolute position, length and type) so
+        that gold and predicted segments compare as integers.
+        """
+        from ..metrics import _segments_from_codes
+
+        seq, begin, stop, tcode, type_names = _segments_from_codes(
+            labels, offsets, self.classes_, scheme=self.scheme)
+        n_tokens = np.int64(labels.shape[0] + 1)
+        key = ((begin + offsets[seq]).astype(np.int64) * n_tokens
+               + (stop - begin)) * max(len(type_names), 1) + tcode
+        return seq, begin, stop, key
 
     def _gold_segments(self, y, offsets):
         cache = getattr(self, "_gold_cache", None)
@@ -342,7 +344,6 @@ class SegmentFScoreMCE(BaseLoss):
                 and cache[2] is self.classes_):
             return cache[3]
         segs = self._segments(y, offsets)
-        segs = segs + (set(zip(segs[0].tolist(), segs[1].tolist(), segs[2].tolist(), segs[3])),)
         self._gold_cache = (y.copy(), offsets.copy(), self.classes_, segs)
         return segs
 
@@ -369,7 +370,7 @@ class SegmentFScoreMCE(BaseLoss):
         n_seq = offsets.shape[0] - 1
         w = np.ones(n_seq) if sample_weight is None else np.asarray(sample_weight, float)
         alpha, beta, g2 = float(self.alpha), float(self.beta), float(self.gamma) ** 2
-        gseq, gbeg, gend, gtypes, gold_set = self._gold_segments(y, offsets)
+        gseq, gbeg, gend, gkey = self._gold_segments(y, offsets)
         if gseq.shape[0] == 0:
             raise ValueError(
                 "loss='mce_f' needs at least one gold segment in the training "
@@ -380,10 +381,9 @@ class SegmentFScoreMCE(BaseLoss):
                                            n_threads)
         else:
             wrong_path = viterbi(unary, transition, start, end, offsets, n_threads=n_threads)[0]
-        wseq, wbeg, wend, wtypes = self._segments(wrong_path, offsets)
-        keep = np.array([s not in gold_set for s in
-                         zip(wseq.tolist(), wbeg.tolist(), wend.tolist(), wtypes)], dtype=bool)
-        fp_segs = (wseq[keep], wbeg[keep], wend[keep]) if keep.size else (wseq, wbeg, wend)
+        wseq, wbeg, wend, wkey = self._segments(wrong_path, offsets)
+        keep = ~np.isin(wkey, gkey)
+        fp_segs = (wseq[keep], wbeg[keep], wend[keep])
         gold_segs = (gseq, gbeg, gend)
 
         mm = max_marginals(unary, transition, start, end, offsets, n_threads=n_threads)
