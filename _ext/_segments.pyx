@@ -122,47 +122,56 @@ def two_best_batch(
 
 cdef void _max_marginals_sequence(
     const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[:, ::1] transition_t,
     const double[::1] start, const double[::1] end,
     Py_ssize_t s, Py_ssize_t e,
     double[:, ::1] alpha, double[:, ::1] beta,
     int[:, ::1] bp_fwd, int[:, ::1] bp_bwd,
 ) noexcept nogil:
+    # Previous label outermost, current label innermost: the inner loops run
+    # over contiguous rows (of transition, resp. its transpose) and compile
+    # to vector compare-and-select. Strict '>' over increasing i keeps the
+    # smallest label among ties.
     cdef Py_ssize_t L = unary.shape[1]
-    cdef Py_ssize_t t, i, j, arg
-    cdef double v, best
+    cdef Py_ssize_t t, i, j
+    cdef double v, c, b
     for j in range(L):
         alpha[s, j] = start[j] + unary[s, j]
         bp_fwd[s, j] = 0
     for t in range(s + 1, e):
         for j in range(L):
-            best = -INFINITY
-            arg = 0
-            for i in range(L):
-                v = alpha[t - 1, i] + transition[i, j]
-                if v > best:
-                    best = v
-                    arg = i
-            alpha[t, j] = best + unary[t, j]
-            bp_fwd[t, j] = <int>arg
+            alpha[t, j] = -INFINITY
+            bp_fwd[t, j] = 0
+        for i in range(L):
+            c = alpha[t - 1, i]
+            for j in range(L):
+                v = c + transition[i, j]
+                if v > alpha[t, j]:
+                    alpha[t, j] = v
+                    bp_fwd[t, j] = <int>i
+        for j in range(L):
+            alpha[t, j] += unary[t, j]
     for j in range(L):
         beta[e - 1, j] = end[j]
         bp_bwd[e - 1, j] = 0
     for t in range(e - 2, s - 1, -1):
         for j in range(L):
-            best = -INFINITY
-            arg = 0
-            for i in range(L):
-                v = transition[j, i] + unary[t + 1, i] + beta[t + 1, i]
-                if v > best:
-                    best = v
-                    arg = i
-            beta[t, j] = best
-            bp_bwd[t, j] = <int>arg
+            beta[t, j] = -INFINITY
+            bp_bwd[t, j] = 0
+        for i in range(L):
+            c = unary[t + 1, i]
+            b = beta[t + 1, i]
+            for j in range(L):
+                v = transition_t[i, j] + c + b  # (T + U) + beta, as the other kernels round
+                if v > beta[t, j]:
+                    beta[t, j] = v
+                    bp_bwd[t, j] = <int>i
 
 
 def max_marginals_batch(
     const double[:, ::1] unary,
     const double[:, ::1] transition,
+    const double[:, ::1] transition_t,
     const double[::1] start,
     const double[::1] end,
     const Py_ssize_t[::1] offsets,
@@ -179,6 +188,7 @@ def max_marginals_batch(
     included), ``beta[t, j]`` the best score of the rest of the sequence
     after t given label j at t; ``bp_fwd[t, j]`` / ``bp_bwd[t, j]`` the label
     at t - 1 / t + 1 on those best paths. All of shape (n_tokens, L).
+    ``transition_t`` is the contiguous transpose of ``transition``.
     """
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
     cdef Py_ssize_t k, s, e
@@ -187,7 +197,7 @@ def max_marginals_batch(
             s = offsets[k]
             e = offsets[k + 1]
             if e > s:
-                _max_marginals_sequence(unary, transition, start, end, s, e,
+                _max_marginals_sequence(unary, transition, transition_t, start, end, s, e,
                                         alpha, beta, bp_fwd, bp_bwd)
 
 
@@ -230,23 +240,28 @@ cdef inline double _deviated_step(
     leaves ref at t); returns the ref prefix's score up to t.
     """
     cdef Py_ssize_t L = unary.shape[1]
-    cdef Py_ssize_t i, j, arg
-    cdef double v, best
+    cdef Py_ssize_t i, j
+    cdef double v, c
+    # Previous label outermost (contiguous rows of transition); strict '>'
+    # over increasing i keeps the smallest label among ties, and staying
+    # deviated wins a tie with leaving ref at t.
     for j in range(L):
-        best = -INFINITY
-        arg = -1
-        for i in range(L):
-            v = d1[i] + transition[i, j]
-            if v > best:
-                best = v
-                arg = i
+        nd1[j] = -INFINITY
+        bp_row[j] = -1
+    for i in range(L):
+        c = d1[i]
+        for j in range(L):
+            v = c + transition[i, j]
+            if v > nd1[j]:
+                nd1[j] = v
+                bp_row[j] = <int>i
+    for j in range(L):
         if j != ref[t]:
             v = d0 + transition[ref[t - 1], j]
-            if v > best:
-                best = v
-                arg = -1
-        nd1[j] = best + unary[t, j]
-        bp_row[j] = <int>arg
+            if v > nd1[j]:
+                nd1[j] = v
+                bp_row[j] = -1
+        nd1[j] += unary[t, j]
     return d0 + transition[ref[t - 1], ref[t]] + unary[t, ref[t]]
 
 

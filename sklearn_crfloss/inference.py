@@ -579,7 +579,8 @@ def max_marginals(unary, transition, start, end, offsets, n_threads=1):
     beta = np.empty((n_tokens, n_labels))
     bp_fwd = np.empty((n_tokens, n_labels), dtype=np.int32)
     bp_bwd = np.empty((n_tokens, n_labels), dtype=np.int32)
-    max_marginals_batch(unary, transition, start, end, offsets, alpha, beta, bp_fwd, bp_bwd,
+    max_marginals_batch(unary, transition, np.ascontiguousarray(transition.T), start, end,
+                        offsets, alpha, beta, bp_fwd, bp_bwd,
                         max(1, int(n_threads)))
     return MaxMarginalsResult(alpha, beta, bp_fwd, bp_bwd)
 
