@@ -21,9 +21,13 @@ start and end potentials.
   scikit-learn's ``learning_rate='optimal'``). The L2 shrinkage uses the
   scaled representation ``theta = a * V`` so a step stays sparse.
 
-Averaging (``average=True``; perceptron and MIRA): the returned parameters
-are the mean of the parameters after every example, kept with the
-``W - U / c`` trick (Daume III 2006) at no extra cost per step.
+Averaging (``average=True``): the returned parameters are the mean of the
+parameters after every example. Perceptron and MIRA keep it with the
+``W - U / c`` trick (Daume III 2006); SGD, whose shrinkage rescales every
+weight at every step, with the same idea on the scaled representation:
+``sum_t a_t V_t = S V - B`` with ``S = sum_t a_t`` and ``B`` the sum of the
+sparse steps ``D_t`` times ``S`` before them (Polyak-Ruppert averaging, as
+in Bottou's ASGD), also at no extra cost per step beyond the touched rows.
 """
 
 import time
@@ -65,7 +69,7 @@ def online_fit(X, y, offsets, n_labels, *, rule, loss=None, cost_matrix=None, C=
     max_iter : int, default=10
         Epochs.
     average : bool, default=True
-        Return averaged parameters (perceptron, MIRA).
+        Return the parameters averaged over all steps.
     eta0 : float, default=0.1
         First step size of ``'sgd'``.
     random_state : numpy.random.Generator
@@ -94,6 +98,15 @@ def online_fit(X, y, offsets, n_labels, *, rule, loss=None, cost_matrix=None, C=
     else:
         params = [np.array(p, dtype=np.float64) for p in init]
     sums = [np.zeros_like(p) for p in params] if (average and rule != "sgd") else None
+    # sgd averaging (theta_t = scale_t * V_t, V changed sparsely by D_t):
+    # sum_t theta_t = S V - B with S = sum_t scale_t and B = sum_t D_t S_{t-1}
+    # (S_{t-1}: the sum before step t); A0 keeps the sum across scale folds.
+    sgd_avg = average and rule == "sgd"
+    if sgd_avg:
+        B = [np.zeros_like(p) for p in params]
+        A0 = [np.zeros_like(p) for p in params]
+        S = 0.0
+        n_steps = 0
     if cost_matrix is None:
         cost_matrix = 1.0 - np.eye(L)
     weights = np.ones(n_seq) if sample_weight is None else sample_weight
@@ -127,14 +140,27 @@ def online_fit(X, y, offsets, n_labels, *, rule, loss=None, cost_matrix=None, C=
                 value += weights[i] * v
                 scale *= 1.0 - eta * lam
                 if scale < 1e-9:  # fold the scale back into the parameters
+                    if sgd_avg:
+                        for a0, bb, p in zip(A0, B, params):
+                            a0 += S * p - bb
+                            bb[...] = 0.0
+                        S = 0.0
                     for p in params:
                         p *= scale
                     scale = 1.0
                 step = -eta * weights[i] / scale
-                W[cols] += step * (Xs.T @ dU)
+                dW = step * (Xs.T @ dU)
+                W[cols] += dW
                 T += step * dT
                 s += step * ds
                 e += step * de
+                if sgd_avg:
+                    B[0][cols] += S * dW
+                    B[1] += (S * step) * dT
+                    B[2] += (S * step) * ds
+                    B[3] += (S * step) * de
+                    S += scale
+                    n_steps += 1
                 continue
             aug = unary + cost_matrix[gold] if rule == "mira" else unary
             path, _ = viterbi(aug, Ts, ss, es, one)
@@ -184,6 +210,8 @@ def online_fit(X, y, offsets, n_labels, *, rule, loss=None, cost_matrix=None, C=
         if callback is not None:
             callback(epoch + 1, value)
     if rule == "sgd":
+        if sgd_avg and n_steps:
+            return [(a0 + S * p - bb) / n_steps for a0, p, bb in zip(A0, params, B)], curve
         return [scale * p for p in params], curve
     if sums is not None:
         return [p - q / step_count for p, q in zip(params, sums)], curve

@@ -95,8 +95,9 @@ class CRFTagger(BaseEstimator):
         every label of every attribute they see (``all_possible_states``
         does not apply).
     average : bool, default=True
-        Perceptron and MIRA: return the average of the weights over all
-        steps (not available with ``solver='sgd'``, which ignores it).
+        Online trainers (perceptron, MIRA, ``solver='sgd'``): return the
+        average of the parameters over all steps (averaged perceptron;
+        Polyak-Ruppert averaging for SGD). Ignored by L-BFGS.
     eta0 : float, default=0.1
         First step size of ``solver='sgd'``.
     decoder : {'viterbi', 'mea'}, default='viterbi'

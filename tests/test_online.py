@@ -106,3 +106,55 @@ def test_mira_step_is_clipped_by_C():
 def test_loss_flags():
     assert not MaxMargin.smooth and MaxMargin.default_solver == "sgd"
     assert StructuredPerceptron.needs_online_solver and MIRA.needs_online_solver
+
+
+def _dense_sgd(X, y, offsets, n_labels, loss, C, epochs, eta0, seed):
+    """Plain SGD on loss_i + ||theta||^2 / (2 C n), no scale trick: the last
+    parameters and the mean of the parameters after every step."""
+    rng = np.random.default_rng(seed)
+    n = offsets.shape[0] - 1
+    params = [np.zeros((X.shape[1], n_labels)), np.zeros((n_labels, n_labels)),
+              np.zeros(n_labels), np.zeros(n_labels)]
+    total = [np.zeros_like(p) for p in params]
+    lam = 1.0 / (C * n)
+    t0 = 1.0 / (lam * eta0)
+    t = 0
+    for _ in range(epochs):
+        for i in rng.permutation(n):
+            a, b = offsets[i], offsets[i + 1]
+            eta = 1.0 / (lam * (t0 + t))
+            t += 1
+            W, T, s, e = params
+            _, dU, dT, ds, de = loss.value_and_grad(
+                np.ascontiguousarray(X[a:b] @ W), T, s, e, y[a:b], np.array([0, b - a]))
+            grads = [X[a:b].T @ dU, dT, ds, de]
+            params = [(1.0 - eta * lam) * p - eta * g for p, g in zip(params, grads)]
+            total = [tt + p for tt, p in zip(total, params)]
+    return params, [tt / t for tt in total]
+
+
+@pytest.mark.parametrize("loss_name", ["cll", "max_margin"])
+@pytest.mark.parametrize("eta0", [0.05, None])
+def test_sgd_averaging_equals_the_mean_of_the_iterates(loss_name, eta0):
+    # The scaled representation with lazy averaging gives exactly the plain
+    # SGD iterates and their mean. eta0=None: eta0 = C n, so the first
+    # shrink factor is 0 and the scale is folded back at once.
+    import scipy.sparse as sp
+
+    from sklearn_crfloss._online import online_fit
+    from sklearn_crfloss.losses import get_loss
+
+    rng = np.random.default_rng(3)
+    lengths = [3, 1, 4, 2, 5]
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.intp)
+    n_tokens, L, C = offsets[-1], 3, 2.0
+    X = sp.random(n_tokens, 6, density=0.5, random_state=4, format="csr")
+    y = rng.integers(0, L, n_tokens).astype(np.intp)
+    eta0 = C * len(lengths) if eta0 is None else eta0
+    last, mean = _dense_sgd(X, y, offsets, L, get_loss(loss_name), C, 3, eta0, seed=5)
+    for average, expected in ((False, last), (True, mean)):
+        got, _ = online_fit(X, y, offsets, L, rule="sgd", loss=get_loss(loss_name), C=C,
+                            max_iter=3, average=average, eta0=eta0,
+                            random_state=np.random.default_rng(5))
+        for g, ex in zip(got, expected):
+            assert_allclose(g, ex, rtol=1e-9, atol=1e-12)
