@@ -104,6 +104,8 @@ def main(argv=None):
     parser.add_argument("--methods", nargs="+", default=None,
                         help="subset of: Perceptron MIRA CLL Max-margin Risk JRB Softmax-margin")
     parser.add_argument("--jsonl", default=None, help="append one JSON line per grid point")
+    parser.add_argument("--init-max-iter", type=int, default=None,
+                        help="max_iter of risk and JRB after their CLL start (default: 1000)")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore", ConvergenceWarning)
 
@@ -117,6 +119,7 @@ def main(argv=None):
 
     Cs = [5.0] if args.quick else [50.0, 5.0, 0.5]
     ms = [1.0, 5.0] if args.quick else [1.0, 5.0, 10.0, 20.0]
+    capped = {} if args.init_max_iter is None else {"max_iter": args.init_max_iter}
     common = dict(n_jobs=1, random_state=0)
     # Risk and JRB are nonconvex and start from the CLL fit of the same C
     # (the same as init='cll', with the CLL fit shared across m; its time
@@ -128,8 +131,9 @@ def main(argv=None):
         "CLL": [dict(loss="cll", C=C) for C in Cs],
         "Max-margin": [dict(loss=MaxMargin(cost_scale=m), C=C, max_iter=args.epochs)
                        for C in Cs for m in ms],
-        "Risk": [dict(loss=Risk(cost_scale=m), C=C) for C in Cs for m in ms],
-        "JRB": [dict(loss=JensenRiskBound(cost_scale=m), C=C) for C in Cs for m in ms],
+        "Risk": [dict(loss=Risk(cost_scale=m), C=C, **capped) for C in Cs for m in ms],
+        "JRB": [dict(loss=JensenRiskBound(cost_scale=m), C=C, **capped)
+                for C in Cs for m in ms],
         "Softmax-margin": [dict(loss=SoftmaxMargin(cost_scale=m), C=C)
                            for C in Cs for m in ms],
     }
