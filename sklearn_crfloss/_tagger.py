@@ -2,6 +2,8 @@
 
 from numbers import Integral, Real
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 from joblib import effective_n_jobs
@@ -340,6 +342,16 @@ class CRFTagger(BaseEstimator):
         if par is not None:
             fun, bounds, x0 = FreeParameterObjective(objective, par), par.bounds, par.from_theta(x0)
         init_n_iter = 0
+        from_zero = self.init != "cll" and not (self.warm_start and hasattr(self, "coef_"))
+        if (solver == "lbfgs" and from_zero and getattr(loss, "needs_init", False)
+                and not getattr(loss, "smooth", True)):
+            warnings.warn(
+                f"loss={getattr(loss, 'name', loss)!r} starts from zero parameters, where "
+                "every label sequence has the same score: its maximum over the incorrect "
+                "outputs is not differentiable there and L-BFGS usually stops at once. "
+                "Use init='cll' (or warm_start=True after a CLL fit).",
+                UserWarning, stacklevel=2,
+            )
         if self.init == "cll" and getattr(loss, "name", None) != "cll":
             objective.loss = ConditionalLogLikelihood()
             init_info = lbfgs(fun, x0, max_iter=self.max_iter or 1000, tol=self.tol,

@@ -419,3 +419,20 @@ def test_grid_search_over_C_and_loss_alpha_on_conll2000_subset(data_home):
     best = search.best_estimator_
     assert best._loss.alpha == search.best_params_["loss__alpha"]
     assert best.get_params()["loss__alpha"] == search.best_params_["loss__alpha"]
+
+
+@pytest.mark.parametrize("loss", ["mce", "mce_f"])
+def test_starting_from_zero_warns_and_init_cll_does_not(loss):
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from conftest import make_toy_chunks
+
+    X, y = make_toy_chunks(30, seed=1)
+    with pytest.warns(UserWarning, match="init='cll'"):
+        CRFTagger(loss=loss, max_iter=3, n_jobs=1).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        CRFTagger(loss=loss, init="cll", max_iter=3, n_jobs=1).fit(X, y)
