@@ -131,7 +131,7 @@ def run_prior(args, data, metric, dev, test):
             prior = make_prior(args.prior, args.beta)
             if args.mean:
                 prior = GaussianPrior(mean=args.mean, feature_dependent=args.prior == "l2-fd")
-            crf = CRFTagger(prior=prior, C=C, n_jobs=1)
+            crf = CRFTagger(prior=prior, C=C, n_jobs=1, max_iter=args.max_iter)
         t0 = time.perf_counter()
         crf.fit(*data["train"])
         fit_s = time.perf_counter() - t0
@@ -178,6 +178,8 @@ def main(argv=None):
     parser.add_argument("--beta", type=float, default=1.0)
     parser.add_argument("--mean", type=float, default=0.0)
     parser.add_argument("--experts", default="simple")
+    parser.add_argument("--max-iter", type=int, default=None,
+                        help="max_iter of the prior fits (default: CRFTagger's, 1000)")
     parser.add_argument("--train-sentences", type=int, default=None,
                         help="train on this prefix of the training set only")
     args = parser.parse_args(argv)
