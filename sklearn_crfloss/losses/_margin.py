@@ -40,7 +40,8 @@ class MaxMargin(_CostSensitiveLoss):
     ``value_and_grad`` returns a subgradient (the features of the
     cost-augmented Viterbi path minus the gold ones), and the estimator
     trains it with stochastic subgradient descent (``solver='sgd'``) under
-    the L2 prior, never with L-BFGS.
+    the L2 prior, never with L-BFGS, returning the average of the iterates
+    when ``average=True`` (the default).
 
     Parameters
     ----------
