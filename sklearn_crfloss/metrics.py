@@ -526,6 +526,18 @@ def _segments_one(seq, scheme, mode):
     return [(k[0], k[1] if k[1] < n else n, k[2]) for k in chunks.keys]
 
 
+def _stream_to_local(stream_offsets, lengths, starts, ends):
+    """Sequence index and in-sequence positions of stream chunks.
+
+    ``stream_offsets[i]`` is where sequence ``i`` starts in the stream (each
+    sequence followed by one boundary token); a chunk left open at a
+    sequence end is clipped there.
+    """
+    seq = np.searchsorted(stream_offsets, starts, side="right") - 1
+    base = stream_offsets[seq]
+    return seq, starts - base, np.minimum(ends - base, lengths[seq])
+
+
 def _segments_many(y, scheme, mode):
     """Segments of every validated sequence of ``y`` from one stream decode.
 
@@ -548,10 +560,8 @@ def _segments_many(y, scheme, mode):
         starts = np.array([k[0] for k in keys], dtype=np.intp)
         ends = np.array([k[1] for k in keys], dtype=np.intp)
         tnames = [k[2] for k in keys]
-    seq_idx = np.searchsorted(offsets, starts, side="right") - 1
-    base = offsets[seq_idx]
-    local_start = starts - base
-    local_end = np.minimum(ends - base, np.asarray(lengths, dtype=np.intp)[seq_idx])
+    seq_idx, local_start, local_end = _stream_to_local(
+        offsets, np.asarray(lengths, dtype=np.intp), starts, ends)
     out = [[] for _ in lengths]
     for i, a, b, t in zip(
         seq_idx.tolist(), local_start.tolist(), local_end.tolist(), tnames
@@ -602,40 +612,34 @@ def _segments_from_codes(codes, offsets, names, scheme="conlleval"):
     lengths = np.diff(offsets)
     names = list(names)
     info = _ParseCache(_parser(scheme))
-    types = {}
+    # The stream of conlleval: a boundary token after every sequence.
+    stream_offsets = offsets + np.arange(n_seq + 1, dtype=np.intp)
+    token_pos = np.arange(codes.shape[0], dtype=np.intp) + np.repeat(
+        np.arange(n_seq, dtype=np.intp), lengths)
     res = None
-    if scheme == "raw":
-        type_names = list(dict.fromkeys(names))
-    else:
-        try:
+    try:
+        if scheme == "raw":
+            type_names = list(dict.fromkeys(names))
+        else:
             parsed = [info[_BOUNDARY]] + [info[name] for name in names]
-        except _LabelError as exc:
-            raise ValueError(f"Label {exc.label!r}: {exc}") from None
-        # the codes _decode_codes assigns (in order of first sight in parsed)
-        type_names = list(dict.fromkeys(p[1] for p in parsed))
-        rule = _iobes_flags if scheme in ("iobes", "bilou") else _conlleval_flags
-        # The stream of conlleval: a boundary (code 0) after every sequence.
-        stream_offsets = offsets + np.arange(n_seq + 1, dtype=np.intp)
-        stream = np.zeros(codes.shape[0] + n_seq, dtype=np.intp)
-        seq_of_token = np.repeat(np.arange(n_seq, dtype=np.intp), lengths)
-        stream[np.arange(codes.shape[0], dtype=np.intp) + seq_of_token] = codes + 1
-        res = _decode_codes(stream, parsed, rule, types)
-    if res is None:  # nested or type-changing chunks, or 'raw': the general path
-        labels = np.asarray(names, dtype=object)[codes]
-        per_seq = get_segments_batch(np.split(labels, offsets[1:-1]) if n_seq else [],
-                                     scheme=scheme)
-        flat = [seg for segs in per_seq for seg in segs]
-        index = {t: k for k, t in enumerate(type_names)}
-        counts = np.fromiter(map(len, per_seq), dtype=np.intp, count=len(per_seq))
-        return (np.repeat(np.arange(len(per_seq), dtype=np.intp), counts),
-                np.array([seg[0] for seg in flat], dtype=np.intp),
-                np.array([seg[1] for seg in flat], dtype=np.intp),
-                np.array([index[seg[2]] for seg in flat], dtype=np.intp),
-                type_names)
+            # the type codes _decode_codes assigns (first sight in parsed)
+            type_names = list(dict.fromkeys(p[1] for p in parsed))
+            rule = _iobes_flags if scheme in ("iobes", "bilou") else _conlleval_flags
+            stream = np.zeros(codes.shape[0] + n_seq, dtype=np.intp)  # code 0: boundary
+            stream[token_pos] = codes + 1
+            res = _decode_codes(stream, parsed, rule, {})
+        if res is None:  # nested or type-changing chunks, or 'raw': the general decoder
+            flat = np.full(codes.shape[0] + n_seq, _BOUNDARY, dtype=object)
+            flat[token_pos] = np.asarray(names, dtype=object)[codes]
+            keys = _decode_stream(flat.tolist(), scheme, "lenient", info, {}, False).keys
+            index = {t: k for k, t in enumerate(type_names)}
+            res = (np.array([k[0] for k in keys], dtype=np.intp),
+                   np.array([k[1] for k in keys], dtype=np.intp),
+                   np.array([index[k[2]] for k in keys], dtype=np.intp))
+    except _LabelError as exc:
+        raise ValueError(f"Label {exc.label!r}: {exc}") from None
     starts, ends, tcodes = res
-    seq = np.searchsorted(stream_offsets, starts, side="right") - 1
-    begin = starts - stream_offsets[seq]
-    stop = np.minimum(ends - stream_offsets[seq], lengths[seq])
+    seq, begin, stop = _stream_to_local(stream_offsets, lengths, starts, ends)
     return seq, begin, stop, tcodes, type_names
 
 
