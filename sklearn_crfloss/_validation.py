@@ -12,7 +12,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_array
 
-__all__ = ["check_labels", "check_sample_weight", "check_sequences"]
+__all__ = ["check_finite_tokens", "check_labels", "check_sample_weight", "check_sequences",
+           "check_token_weight", "encode_labels"]
 
 
 def _sequence_kind(i, x):
@@ -212,3 +213,78 @@ def check_sample_weight(sample_weight, n_sequences):
     if not np.all(np.isfinite(w)) or np.any(w < 0):
         raise ValueError("sample_weight must be finite and non-negative.")
     return np.ascontiguousarray(w)
+
+
+def encode_labels(y, lengths):
+    """Check label sequences and encode them as indices into the sorted labels.
+
+    Parameters
+    ----------
+    y : list of sequences of hashable labels
+    lengths : ndarray of int of shape (n_sequences,)
+
+    Returns
+    -------
+    classes : ndarray of shape (n_classes,)
+        The distinct labels, sorted.
+    y_enc : ndarray of intp of shape (n_tokens,)
+        ``classes[y_enc[t]]`` is token ``t``'s label.
+
+    Raises
+    ------
+    ValueError
+        As :func:`check_labels`; also if a label is None or there are fewer
+        than two distinct labels.
+    TypeError
+        If y is not a list of label sequences.
+    """
+    flat_y = check_labels(y, lengths)
+    if any(label is None for label in flat_y):
+        raise ValueError("y contains None; every token needs a label.")
+    classes, y_enc = np.unique(np.asarray(flat_y), return_inverse=True)
+    if classes.shape[0] < 2:
+        raise ValueError(
+            f"y has a single label {classes[0]!r}; a CRF needs at least two distinct labels."
+        )
+    return classes, np.ascontiguousarray(y_enc.ravel(), dtype=np.intp)
+
+
+def check_token_weight(token_weight, lengths):
+    """Flatten per-token weights (a list of per-sequence arrays); None stays None.
+
+    Parameters
+    ----------
+    token_weight : list of array-like or None
+        One array of ``lengths[i]`` non-negative weights per sequence.
+    lengths : ndarray of int of shape (n_sequences,)
+
+    Returns
+    -------
+    ndarray of float64 of shape (n_tokens,) or None
+
+    Raises
+    ------
+    TypeError
+        If it is not a list of arrays.
+    ValueError
+        On a wrong number of sequences or weights (naming the sequence), or
+        a negative or non-finite weight.
+    """
+    if token_weight is None:
+        return None
+    if isinstance(token_weight, (str, bytes)) or not hasattr(token_weight, "__len__"):
+        raise TypeError("token_weight must be a list of per-token weight arrays")
+    if len(token_weight) != lengths.shape[0]:
+        raise ValueError(
+            f"token_weight has {len(token_weight)} sequences, X has {lengths.shape[0]}"
+        )
+    parts = []
+    for i, (tw, n) in enumerate(zip(token_weight, lengths)):
+        tw = np.asarray(tw, dtype=np.float64).ravel()
+        if tw.shape[0] != n:
+            raise ValueError(f"token_weight[{i}] has {tw.shape[0]} weights, sequence has {n} tokens")
+        parts.append(tw)
+    flat = np.concatenate(parts) if parts else np.zeros(0)
+    if not np.all(np.isfinite(flat)) or np.any(flat < 0):
+        raise ValueError("token_weight must be finite and non-negative")
+    return flat

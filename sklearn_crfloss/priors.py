@@ -18,7 +18,7 @@ Register a new prior in :data:`PRIORS`.
 Two optional hooks extend the contract (both additive: a prior without them
 is used as before):
 
-``bind(X, y, offsets, n_labels, state_index) -> prior``
+``bind(X, y, offsets, layout) -> prior``
     Called once by :meth:`CRFTagger.fit <sklearn_crfloss.CRFTagger.fit>`
     with the vectorised training data before optimisation; returns the prior
     to use (a copy when it needs data-dependent state, never the user's
@@ -30,7 +30,7 @@ is used as before):
     A change of variables for the optimiser, ``theta = to_theta(z)`` with
     box ``bounds`` on ``z``, and the penalty written on ``z``. The objective
     then optimises ``z`` with L-BFGS-B (see
-    ``sklearn_crfloss._objective.FreeParameterObjective``).
+    :class:`sklearn_crfloss.solvers.LBFGS`).
     :class:`LaplacianPrior` uses it for the split ``w = w+ - w-``,
     ``w+, w- >= 0``, which makes the non-differentiable ``|w|`` linear and
     leaves exact zeros at the optimum.
@@ -76,21 +76,22 @@ class BasePrior(BaseEstimator):
         """
         raise NotImplementedError
 
-    def bind(self, X, y, offsets, n_labels, state_index=None):
+    def bind(self, X, y, offsets, layout):
         """The prior to use on this training data.
 
         Returns ``self``, or, if the prior has ``feature_dependent=True``, a
         shallow copy whose ``weights_`` are :func:`confidence_weights` of
-        the data (the caller's object is not modified).
+        the data for the layout's free parameters (the caller's object is
+        not modified).
 
         Parameters
         ----------
         X : scipy.sparse.csr_matrix of shape (n_tokens, n_features)
         y : ndarray of intp of shape (n_tokens,)
         offsets : ndarray of intp of shape (n_sequences + 1,)
-        n_labels : int
-        state_index : ndarray of intp or None
-            The trained (attribute, label) pairs, as in ``CRFObjective``.
+        layout : sklearn_crfloss._params.ParameterLayout
+            Which parameters are trained (``n_labels``, ``state_index`` and
+            the free transitions, start and end potentials).
 
         Returns
         -------
@@ -99,7 +100,8 @@ class BasePrior(BaseEstimator):
         if not getattr(self, "feature_dependent", False):
             return self
         bound = copy.copy(self)
-        bound.weights_ = confidence_weights(X, y, offsets, n_labels, state_index)
+        bound.weights_ = layout.restrict(
+            confidence_weights(X, y, offsets, layout.n_labels, layout.state_index))
         return bound
 
     def parametrisation(self, n_params):
@@ -123,7 +125,7 @@ class BasePrior(BaseEstimator):
         if w is None:
             raise ValueError(
                 f"{type(self).__name__}(feature_dependent=True) needs the training data: "
-                "it is bound by CRFTagger.fit (or call prior.bind(X, y, offsets, n_labels))."
+                "it is bound by CRFTagger.fit (or call prior.bind(X, y, offsets, layout))."
             )
         if w.shape[0] != n_params:
             raise ValueError(
