@@ -25,37 +25,61 @@ class BaseLoss(BaseEstimator):
     ----------
     name : str
         The registry name (``CRFTagger(loss=name)``).
-    convex : bool
-        Whether the loss is convex in the potentials' parameters.
-    smooth : bool
-        Whether it is differentiable everywhere (L-BFGS applies).
-    needs_online_solver : bool
-        Whether it is trained by an online loop rather than L-BFGS.
-    needs_init : bool
-        Whether a warm start (e.g. from a CLL fit) is recommended.
-    default_solver : {'lbfgs', 'sgd', 'perceptron', 'mira'}
-        How :class:`~sklearn_crfloss.CRFTagger` trains the loss when its
-        ``solver`` is None: L-BFGS for smooth losses, stochastic
-        subgradient descent for max-margin, the online rules for the
-        perceptron and MIRA.
+    convex : bool, default=True
+        Whether the loss is convex in the parameters (the registry tests
+        check it along random lines).
+    smooth : bool, default=True
+        Whether it is differentiable everywhere. The ``'lbfgs'`` solver
+        refuses a loss that is not, unless the loss names it as its
+        ``default_solver`` (MCE: smooth but at ties of its best incorrect
+        output).
+    needs_init : bool, default=False
+        Whether training should start from a CLL fit (``init='cll'``):
+        :class:`~sklearn_crfloss.CRFTagger` warns when such a loss that is
+        not smooth starts L-BFGS from zero.
+    default_solver : str, default='lbfgs'
+        The solver of :data:`sklearn_crfloss.solvers.SOLVERS` used when the
+        estimator's ``solver`` is None. A loss whose default is a
+        mistake-driven rule (``'perceptron'``, ``'mira'``) accepts no other.
+    supports_token_weight : bool, default=False
+        Whether :meth:`value_and_grad` accepts ``token_weight=`` (per-token
+        weights, ``CRFTagger.fit(token_weight=...)``); the objective passes
+        them only to such losses.
+
+    The estimator reads nothing else from a loss but the two methods
+    :meth:`set_classes` and :meth:`stages`, which objects not derived from
+    this class may omit (the defaults below apply), and
+    :meth:`value_and_grad`.
 
     Notes
     -----
     Labels reach a loss as integer indices. A loss that needs the label
-    names (e.g. to decode segments with
-    :func:`sklearn_crfloss.metrics.get_segments`) reads them from
-    ``classes_``: :class:`~sklearn_crfloss.CRFTagger` calls
-    :meth:`set_classes` with its sorted ``classes_`` before training (on a
-    clone of a loss object passed by the user, which stays unchanged), and
-    ``y[t] == k`` means label ``classes_[k]``.
+    names (e.g. to decode segments) reads them from ``classes_``:
+    :class:`~sklearn_crfloss.CRFTagger` calls :meth:`set_classes` with its
+    sorted ``classes_`` before training (on a clone of a loss object passed
+    by the user, which stays unchanged), and ``y[t] == k`` means label
+    ``classes_[k]``.
     """
 
     name = None
     convex = True
     smooth = True
-    needs_online_solver = False
     needs_init = False
     default_solver = "lbfgs"
+    supports_token_weight = False
+
+    def stages(self):
+        """The losses to train in turn, each from the last one's solution.
+
+        An annealing schedule (e.g. the labelwise loss with a list of
+        sharpness values ``alpha``) returns one loss per stage.
+
+        Returns
+        -------
+        list of loss objects
+            ``[self]`` by default.
+        """
+        return [self]
 
     def set_classes(self, classes):
         """Tell the loss the label name of every label index.

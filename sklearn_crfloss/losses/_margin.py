@@ -2,7 +2,7 @@
 
 All three compare the gold path with the best (cost-augmented) Viterbi path
 and are not differentiable where the best path changes; they are trained by
-the online loops of :mod:`sklearn_crfloss._online`, not by L-BFGS.
+the online solvers of :mod:`sklearn_crfloss.solvers`, not by L-BFGS.
 """
 
 import numpy as np
@@ -89,7 +89,6 @@ class StructuredPerceptron(BaseLoss):
     name = "perceptron"
     convex = True
     smooth = False
-    needs_online_solver = True
     default_solver = "perceptron"
 
     def value_and_grad(self, unary, transition, start, end, y, offsets,
@@ -125,5 +124,4 @@ class MIRA(MaxMargin):
     name = "mira"
     convex = True
     smooth = False
-    needs_online_solver = True
     default_solver = "mira"

@@ -1,0 +1,162 @@
+"""Decoders and decode-time constraints of :class:`~sklearn_crfloss.CRFTagger`.
+
+A decoder turns potentials into one label sequence per input sequence;
+a constraint forbids label transitions at decode time. Both are registries
+(seqlearn's ``DECODERS`` is the model): ``CRFTagger(decoder=name,
+constraints=name)`` looks the name up in :data:`DECODERS` and
+:data:`CONSTRAINTS`.
+
+- ``'viterbi'``: the most probable label sequence (max-product).
+- ``'mea'``: maximum expected accuracy, the label of highest marginal
+  probability at each position (Gross et al. 2006, Eq. (2)); with
+  constraints, the allowed path of maximum ``sum_t log p(y_t | x)``.
+- ``'iob2'``: ``I-X`` may only follow ``B-X`` or ``I-X`` and may not start a
+  sequence.
+
+To add a decoder: a function with the signature of :func:`viterbi_decode`,
+registered in :data:`DECODERS`; a constraint: a function of the labels
+returning the allowed transitions and first labels, registered in
+:data:`CONSTRAINTS`.
+"""
+
+import numpy as np
+
+from .inference import forward_backward, viterbi
+from .segments import split_label
+
+__all__ = ["CONSTRAINTS", "DECODERS", "decode", "iob2_allowed", "mea_decode",
+           "viterbi_decode"]
+
+
+def viterbi_decode(unary, transition, start, end, offsets, allowed=None, n_threads=1):
+    """Viterbi paths and their scores, among the allowed paths.
+
+    Parameters
+    ----------
+    unary : ndarray of float64 of shape (n_tokens, n_labels)
+    transition : ndarray of shape (n_labels, n_labels)
+    start, end : ndarray of shape (n_labels,)
+    offsets : ndarray of intp of shape (n_sequences + 1,)
+    allowed : tuple (allowed_transitions, allowed_start) or None, default=None
+        Boolean arrays of shapes (n_labels, n_labels) and (n_labels,); a
+        forbidden transition or first label gets a ``-inf`` potential.
+    n_threads : int, default=1
+
+    Returns
+    -------
+    path : ndarray of intp of shape (n_tokens,)
+        Label index of every token.
+    score : ndarray of shape (n_sequences,)
+        The unnormalised log-probability ``score(y)`` of each path.
+    """
+    if allowed is not None:
+        transition = transition + np.where(allowed[0], 0.0, -np.inf)
+        start = start + np.where(allowed[1], 0.0, -np.inf)
+    return viterbi(unary, transition, start, end, offsets, n_threads=n_threads)
+
+
+def mea_decode(unary, transition, start, end, offsets, allowed=None, n_threads=1):
+    """Maximum expected accuracy paths (Gross et al. 2006, Eq. (2)).
+
+    Parameters
+    ----------
+    unary, transition, start, end, offsets, allowed, n_threads
+        As for :func:`viterbi_decode`.
+
+    Returns
+    -------
+    path : ndarray of intp of shape (n_tokens,)
+        The per-position argmax of the marginals, or with ``allowed`` the
+        allowed path of maximum ``sum_t log p(y_t | x)``.
+    score : ndarray of shape (n_sequences,)
+        Its expected number of correct labels ``sum_t p(y_t | x)``.
+    """
+    marg = forward_backward(unary, transition, start, end, offsets,
+                            n_threads=n_threads).marginals
+    if allowed is None:
+        path = np.argmax(marg, axis=1)
+    else:
+        L = marg.shape[1]
+        path, _ = viterbi_decode(np.log(np.maximum(marg, 1e-300)), np.zeros((L, L)),
+                                 np.zeros(L), np.zeros(L), offsets, allowed, n_threads)
+    n_seq = offsets.shape[0] - 1
+    seq_id = np.repeat(np.arange(n_seq), np.diff(offsets))
+    score = np.bincount(seq_id, weights=marg[np.arange(path.shape[0]), path], minlength=n_seq)
+    return path, score
+
+
+def iob2_allowed(classes):
+    """Allowed transitions and first labels under IOB2.
+
+    ``I-X`` may follow only ``B-X`` or ``I-X`` and may not start a sequence.
+
+    Parameters
+    ----------
+    classes : array-like of str of shape (n_labels,)
+
+    Returns
+    -------
+    allowed_transitions : ndarray of bool of shape (n_labels, n_labels)
+    allowed_start : ndarray of bool of shape (n_labels,)
+
+    Raises
+    ------
+    ValueError
+        If a label is not ``'O'``, ``'B-<type>'`` or ``'I-<type>'``.
+    """
+    parsed = []
+    for label in classes:
+        prefix, typ = split_label(label)
+        if not (label == "O" or (prefix in ("B", "I") and typ)):
+            raise ValueError(
+                f"constraints='iob2' needs labels 'O', 'B-<type>' or 'I-<type>', got {label!r}"
+            )
+        parsed.append((prefix, typ))
+    L = len(parsed)
+    allowed = np.ones((L, L), dtype=bool)
+    start = np.ones(L, dtype=bool)
+    for j, (pj, tj) in enumerate(parsed):
+        if pj == "I":
+            start[j] = False
+            for i, (pi, ti) in enumerate(parsed):
+                allowed[i, j] = pi in ("B", "I") and ti == tj
+    return allowed, start
+
+
+#: Registry of decoder names accepted by ``CRFTagger(decoder=...)``.
+DECODERS = {"viterbi": viterbi_decode, "mea": mea_decode}
+
+#: Registry of constraint names accepted by ``CRFTagger(constraints=...)``.
+CONSTRAINTS = {"iob2": iob2_allowed}
+
+
+def decode(decoder, constraints, classes, unary, transition, start, end, offsets, n_threads=1):
+    """Decode with registered names: the paths (label indices) and their scores.
+
+    Parameters
+    ----------
+    decoder : str
+        A key of :data:`DECODERS`.
+    constraints : str or None
+        A key of :data:`CONSTRAINTS`, or None.
+    classes : array-like of shape (n_labels,)
+        Label names (read by the constraints).
+    unary, transition, start, end, offsets, n_threads
+        As for :func:`viterbi_decode`.
+
+    Returns
+    -------
+    path : ndarray of intp of shape (n_tokens,)
+    score : ndarray of shape (n_sequences,)
+
+    Raises
+    ------
+    ValueError
+        On an unknown name, or labels a constraint does not understand.
+    """
+    for name, registry, what in ((decoder, DECODERS, "decoder"),
+                                 (constraints, CONSTRAINTS, "constraints")):
+        if name is not None and name not in registry:
+            raise ValueError(f"Unknown {what} {name!r}; choose one of {sorted(registry)}.")
+    allowed = None if constraints is None else CONSTRAINTS[constraints](classes)
+    return DECODERS[decoder](unary, transition, start, end, offsets, allowed, n_threads)

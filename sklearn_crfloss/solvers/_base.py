@@ -1,0 +1,68 @@
+"""The solver contract: how a loss and a prior on bound data are minimised."""
+
+from sklearn.base import BaseEstimator
+
+__all__ = ["BaseSolver"]
+
+
+class BaseSolver(BaseEstimator):
+    """Base class of training procedures (``CRFTagger(solver=name)``).
+
+    A solver minimises ``loss + prior`` over the free parameters of a
+    :class:`~sklearn_crfloss._objective.CRFObjective`. Its hyperparameters
+    are ``__init__`` arguments; :class:`~sklearn_crfloss.CRFTagger` builds it
+    from the estimator parameters of the same names (``eta0``, ``average``,
+    ``random_state``).
+
+    Attributes
+    ----------
+    name : str
+        Registry name.
+    dense_states : bool
+        Whether it trains a weight for every (attribute, label) pair (the
+        online rules, whose steps touch every label of an attribute);
+        otherwise it trains the estimator's layout (observed pairs unless
+        ``all_possible_states``).
+    default_max_iter : int
+        ``max_iter`` when the estimator's is None (iterations or epochs).
+    """
+
+    name = None
+    dense_states = False
+    default_max_iter = 1000
+
+    def check(self, loss, prior):
+        """Raise ValueError if this solver cannot train ``loss`` with ``prior``.
+
+        Parameters
+        ----------
+        loss : loss object
+        prior : prior object
+
+        Raises
+        ------
+        ValueError
+        """
+
+    def solve(self, objective, loss, prior, C, x0, monitor):
+        """Minimise ``objective.value_and_grad(theta, loss, prior, C)`` from ``x0``.
+
+        Parameters
+        ----------
+        objective : CRFObjective
+            The bound training data.
+        loss : loss object
+        prior : prior object
+        C : float
+        x0 : ndarray of float64 of shape (objective.n_params,)
+            Starting point (not modified).
+        monitor : ConvergenceMonitor
+            Receives one report per iteration or epoch and the outcome
+            (:meth:`ConvergenceMonitor.finish`).
+
+        Returns
+        -------
+        ndarray of float64 of shape (objective.n_params,)
+            The final parameters.
+        """
+        raise NotImplementedError
