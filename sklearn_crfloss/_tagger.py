@@ -1,27 +1,62 @@
-"""CRFTagger: a linear-chain CRF estimator with a choice of training loss."""
+"""CRFTagger: a linear-chain CRF estimator with a choice of training loss.
 
+The estimator composes the stages of the package and owns only validation
+and the fitted state:
+
+``check_sequences`` / ``encode_labels`` (:mod:`._validation`) ->
+:class:`~._vectorize.SequenceVectorizer` -> :class:`~._params.ParameterLayout`
+-> :class:`~._objective.CRFObjective` -> a solver of
+:data:`~sklearn_crfloss.solvers.SOLVERS` (per training stage, each reporting
+to a :class:`~sklearn_crfloss.solvers.ConvergenceMonitor`) -> fitted
+attributes; ``predict`` runs the vectoriser and a decoder of
+:data:`~sklearn_crfloss.decoding.DECODERS`.
+"""
+
+from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator
-from sklearn.feature_extraction import DictVectorizer, FeatureHasher
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._compat import HasMethods, Interval, StrOptions, validate_params
-from ._objective import CRFObjective, FreeParameterObjective
-from ._optim import lbfgs
-from ._validation import check_finite_tokens, check_labels, check_sample_weight, check_sequences
-from .inference import forward_backward, viterbi
+from ._objective import CRFObjective
+from ._params import ParameterLayout, observed_pairs
+from ._validation import (check_sample_weight, check_sequences, check_token_weight,
+                          encode_labels)
+from ._vectorize import SequenceVectorizer
+from .decoding import CONSTRAINTS, DECODERS, decode
+from .inference import forward_backward
 from .losses import LOSSES, ConditionalLogLikelihood, get_loss
-from ._online import online_fit
-from .priors import PRIORS, GaussianPrior, NoPrior, get_prior
+from .priors import PRIORS, get_prior
+from .solvers import SOLVERS, ConvergenceMonitor, make_solver
 
 __all__ = ["CRFTagger"]
+
+
+@dataclass
+class FitInfo:
+    """How training went: what :meth:`CRFTagger._set_fitted` records.
+
+    Attributes
+    ----------
+    n_iter : int
+        Iterations (epochs) of the training of ``loss``, all stages.
+    init_n_iter : int
+        Iterations of the ``init='cll'`` stage.
+    loss_curve : list of float
+        The objective after each iteration of ``loss``'s stages.
+    converged : bool
+        The last stage's outcome.
+    """
+
+    n_iter: int = 0
+    init_n_iter: int = 0
+    loss_curve: list = field(default_factory=list)
+    converged: bool = True
 
 
 class CRFTagger(BaseEstimator):
@@ -32,7 +67,8 @@ class CRFTagger(BaseEstimator):
     ``score(y) = start[y_0] + sum_t W[:, y_t] . x_t + sum_{t>0}
     transition[y_{t-1}, y_t] + end[y_{T-1}]`` and ``p(y | x)`` is
     proportional to ``exp(score(y))``. The parameters are trained by
-    minimising ``loss + prior`` with L-BFGS; predictions are Viterbi paths.
+    minimising ``loss + prior`` with a solver (L-BFGS for smooth losses);
+    predictions are Viterbi paths (or another ``decoder``).
 
     Parameters
     ----------
@@ -85,17 +121,19 @@ class CRFTagger(BaseEstimator):
         MAP initialisation that nonconvex losses need, Suzuki et al. 2006,
         Table 2); a no-op when ``loss='cll'``. Usable inside GridSearchCV and
         Pipelines, unlike a manual ``warm_start`` sequence.
-    solver : {None, 'lbfgs', 'sgd'}, default=None
-        None: the loss's own choice (``default_solver``): L-BFGS for smooth
-        losses, stochastic subgradient descent for ``'max_margin'``, the
-        online rules for ``'perceptron'`` and ``'mira'`` (which accept no
-        other). ``'sgd'`` (any loss that sums over sequences, L2 or no
-        prior) steps on one sequence at a time, shuffled with
-        ``random_state``, with step ``1 / (lambda (t0 + t))``,
-        ``lambda = 1 / (C n_sequences)``, first step ``eta0``; see
-        :mod:`sklearn_crfloss._online`. Online solvers train a weight for
-        every label of every attribute they see (``all_possible_states``
-        does not apply).
+    solver : str or None, default=None
+        Training procedure, a name registered in
+        :data:`sklearn_crfloss.solvers.SOLVERS`. None: the loss's own choice
+        (its ``default_solver``): ``'lbfgs'`` (scipy's L-BFGS-B) for smooth
+        losses, ``'sgd'`` (stochastic subgradient descent) for
+        ``'max_margin'``, the online rules ``'perceptron'`` and ``'mira'``
+        for those losses (which accept no other). ``'sgd'`` (any loss that
+        sums over sequences, L2 or no prior) steps on one sequence at a
+        time, shuffled with ``random_state``, with step
+        ``1 / (lambda (t0 + t))``, ``lambda = 1 / (C n_sequences)``, first
+        step ``eta0``; see :mod:`sklearn_crfloss.solvers`. Online solvers
+        train a weight for every label of every attribute they see
+        (``all_possible_states`` does not apply).
     average : bool, default=True
         Online trainers (perceptron, MIRA, ``solver='sgd'``): return the
         average of the parameters over all steps (averaged perceptron;
@@ -126,7 +164,8 @@ class CRFTagger(BaseEstimator):
         If True and the estimator is fitted, start from the previous
         parameters (matched by attribute name and label, new ones start at 0).
     verbose : int, default=0
-        If > 0, print one line per iteration: objective, gradient norm, seconds.
+        If > 0, print one line per iteration (epoch for online solvers):
+        the training stage, objective, gradient norm (L-BFGS), seconds.
     random_state : int, RandomState instance or None, default=None
         Shuffling of the online solvers (same value, same model); L-BFGS
         from zero is deterministic and ignores it.
@@ -208,11 +247,11 @@ class CRFTagger(BaseEstimator):
         "all_possible_states": ["boolean"],
         "feature_hashing": [None, Interval(Integral, 1, None, closed="left")],
         "init": [None, StrOptions({"cll"})],
-        "solver": [None, StrOptions({"lbfgs", "sgd"})],
+        "solver": [None, StrOptions(set(SOLVERS))],
         "average": ["boolean"],
         "eta0": [Interval(Real, 0, None, closed="neither")],
-        "decoder": [StrOptions({"viterbi", "mea"})],
-        "constraints": [None, StrOptions({"iob2"})],
+        "decoder": [StrOptions(set(DECODERS))],
+        "constraints": [None, StrOptions(set(CONSTRAINTS))],
         "n_jobs": [None, Integral],
         "warm_start": ["boolean"],
         "verbose": ["verbose"],
@@ -284,9 +323,9 @@ class CRFTagger(BaseEstimator):
             Non-negative weight of each token, one array of length
             ``len(y[i])`` per sequence: the position-dependent weights of
             Tsuboi & Kashima (Section 6). Only for losses that support them
-            (``'pointwise'``, ``'mixed'`` (its pointwise part),
-            ``'labelwise'``); they multiply ``sample_weight``. Not used by
-            the ``init='cll'`` stage.
+            (``supports_token_weight``: ``'pointwise'``, ``'mixed'`` (its
+            pointwise part), ``'labelwise'``) and batch solvers; they
+            multiply ``sample_weight``. Not used by the ``init='cll'`` stage.
 
         Returns
         -------
@@ -302,194 +341,133 @@ class CRFTagger(BaseEstimator):
             If X or y is not a list of sequences.
         """
         validate_params(self)
-        loss = get_loss(self.loss)
-        prior = get_prior(self.prior)
+        loss, prior, solver = self._components()
         kind, tokens, offsets = check_sequences(X)
         lengths = np.diff(offsets)
-        flat_y = check_labels(y, lengths)
+        classes, y_enc = encode_labels(y, lengths)
         sample_weight = check_sample_weight(sample_weight, lengths.shape[0])
-        token_weight = _check_token_weight(token_weight, lengths, loss)
-        if any(label is None for label in flat_y):
-            raise ValueError("y contains None; every token needs a label.")
-        classes, y_enc = np.unique(np.asarray(flat_y), return_inverse=True)
-        if classes.shape[0] < 2:
-            raise ValueError(
-                f"y has a single label {classes[0]!r}; a CRF needs at least two distinct labels."
-            )
-        y_enc = np.ascontiguousarray(y_enc.ravel(), dtype=np.intp)
+        token_weight = check_token_weight(token_weight, lengths)
+        if token_weight is not None:
+            if not getattr(loss, "supports_token_weight", False):
+                raise ValueError(
+                    f"token_weight is not supported by loss {getattr(loss, 'name', loss)!r}; "
+                    "use 'pointwise', 'mixed' or 'labelwise'.")
+            if solver.dense_states:
+                raise ValueError(f"token_weight needs a batch solver such as 'lbfgs', "
+                                 f"not {solver.name!r}.")
+        features = SequenceVectorizer(self.min_freq, self.feature_hashing)
+        Xc = features.fit_transform(kind, tokens, offsets)
+        return self._fit_vectorized(features, Xc, offsets, classes, y_enc, sample_weight,
+                                    token_weight, components=(loss, prior, solver))
+
+    def _components(self):
+        """The resolved loss, prior and solver (ValueError on a bad combination)."""
+        loss = get_loss(self.loss)
+        prior = get_prior(self.prior)
+        default = getattr(loss, "default_solver", "lbfgs")
+        name = self.solver or default
+        if default in ("perceptron", "mira") and name != default:
+            raise ValueError(f"loss={default!r} is trained by its own online rule; leave "
+                             f"solver=None (got solver={self.solver!r}).")
+        solver = make_solver(name, average=self.average, eta0=self.eta0,
+                             random_state=self.random_state)
+        solver.check(loss, prior)
+        return loss, prior, solver
+
+    def _fit_vectorized(self, features, Xc, offsets, classes, y_enc, sample_weight=None,
+                        token_weight=None, *, components=None, labels=None):
+        """Train on vectorised data and set the fitted state.
+
+        The entry point of :meth:`fit` after validation, and of the experts
+        of :class:`~sklearn_crfloss.LOPTagger` (a column subset of the pool's
+        features, ``labels``: the label mask of a label expert).
+        """
+        if components is None:
+            validate_params(self)
+            components = self._components()
+        loss, prior, solver = components
         if hasattr(loss, "set_classes"):  # label names for the loss (BaseLoss.set_classes)
             loss.set_classes(classes)
-        vectorizer, columns, Xc, attributes = self._vectorize_fit(kind, tokens, offsets)
         n_labels = classes.shape[0]
-        state_index = None
-        if not self.all_possible_states:
-            state_index = _observed_pairs(Xc, y_enc, n_labels)
+        dense = self.all_possible_states or solver.dense_states
+        layout = ParameterLayout(Xc.shape[1], n_labels,
+                                 None if dense else observed_pairs(Xc, y_enc, n_labels),
+                                 labels=labels)
         if hasattr(prior, "bind"):
-            prior = prior.bind(Xc, y_enc, offsets, n_labels, state_index)
-        objective = CRFObjective(
-            Xc, y_enc, offsets, n_labels, loss, prior, float(self.C),
-            sample_weight=sample_weight, state_index=state_index,
-            n_threads=effective_n_jobs(self.n_jobs),
-        )
-        solver = self._resolve_solver(loss, prior)
-        max_iter = self.max_iter or (1000 if solver == "lbfgs" else 10)
-        x0 = self._initial_parameters(objective, attributes, classes)
-        # A prior may optimise in its own variables (the Laplacian's split
-        # theta = z+ - z-, z >= 0); see sklearn_crfloss.priors.
-        par = prior.parametrisation(objective.n_params) if hasattr(
-            prior, "parametrisation") else None
-        fun, bounds = objective, None
-        if par is not None:
-            fun, bounds, x0 = FreeParameterObjective(objective, par), par.bounds, par.from_theta(x0)
-        init_n_iter = 0
-        from_zero = self.init != "cll" and not (self.warm_start and hasattr(self, "coef_"))
-        if (solver == "lbfgs" and from_zero and getattr(loss, "needs_init", False)
-                and not getattr(loss, "smooth", True)):
-            warnings.warn(
-                f"loss={getattr(loss, 'name', loss)!r} starts from zero parameters, where "
-                "every label sequence has the same score: its maximum over the incorrect "
-                "outputs is not differentiable there and L-BFGS usually stops at once. "
-                "Use init='cll' (or warm_start=True after a CLL fit).",
-                UserWarning, stacklevel=2,
-            )
-        if self.init == "cll" and getattr(loss, "name", None) != "cll":
-            objective.loss = ConditionalLogLikelihood()
-            init_info = lbfgs(fun, x0, max_iter=self.max_iter or 1000, tol=self.tol,
-                              bounds=bounds, verbose=self.verbose)
-            objective.loss = loss
-            x0, init_n_iter = init_info.x, init_info.n_iter
-        objective.token_weight = token_weight
-        if solver == "lbfgs":
-            # A loss with an annealing schedule (e.g. labelwise with a list of
-            # alpha) is trained stage by stage, each warm-started from the last.
-            stages = loss.stages() if hasattr(loss, "stages") else [loss]
-            n_iter, curve = 0, []
-            for stage in stages:
-                objective.loss = stage
-                info = lbfgs(fun, x0, max_iter=max_iter, tol=self.tol, bounds=bounds,
-                             verbose=self.verbose, callback=self.callback)
-                x0 = info.x
-                n_iter += info.n_iter
-                curve += list(info.loss_curve)
-            objective.loss = loss
-            converged = info.converged
-            theta = par.to_theta(info.x) if par is not None else info.x
-            W = objective.dense_weights(theta)
-            _, T, start, end = objective.unpack(theta)
-            n_params = objective.n_params
-        else:
-            if token_weight is not None:
-                raise ValueError(f"token_weight needs solver='lbfgs', not {solver!r}.")
-            theta0 = par.to_theta(x0) if par is not None else x0
-            _, T0, s0, e0 = objective.unpack(theta0)
-            (W, T, start, end), curve = online_fit(
-                Xc, y_enc, offsets, n_labels, rule=solver, loss=loss,
-                cost_matrix=getattr(loss, "_cost_matrix", None),
-                C=None if (solver == "sgd" and isinstance(prior, NoPrior)) else float(self.C),
-                max_iter=max_iter, average=self.average, eta0=self.eta0,
-                random_state=check_random_state(self.random_state),
-                init=(objective.dense_weights(theta0), T0, s0, e0),
-                sample_weight=sample_weight, verbose=self.verbose, callback=self.callback,
-            )
-            n_iter, converged = max_iter, True
-            n_params = W.size + T.size + start.size + end.size
-            theta = np.concatenate([W.ravel(), np.ravel(T), start, end])
+            prior = prior.bind(Xc, y_enc, offsets, layout)
+        objective = CRFObjective(Xc, y_enc, offsets, layout, sample_weight=sample_weight,
+                                 token_weight=token_weight,
+                                 n_threads=effective_n_jobs(self.n_jobs))
+        warm = self.warm_start and hasattr(self, "coef_")
+        x0 = (layout.remap(features.attributes, classes, self.attributes_, self.classes_,
+                           self.coef_, self.transition_, self.start_, self.end_)
+              if warm else layout.zeros())
+        theta, info = self._train(objective, loss, prior, solver, x0, from_zero=not warm)
+        self._set_fitted(features, classes, layout, theta, info, loss, prior)
+        return self
 
-        # Only now, with everything computed, change the estimator's state.
+    def _train(self, objective, loss, prior, solver, x0, from_zero):
+        """Run the training stages; return the final ``theta`` and a :class:`FitInfo`."""
+        C = float(self.C)
+        name = getattr(loss, "name", type(loss).__name__)
+        if self.init == "cll" and name != "cll":
+            monitor = ConvergenceMonitor(self.tol, self.max_iter or 1000, verbose=self.verbose,
+                                         stage="init='cll'")
+            x0 = make_solver("lbfgs").solve(objective, ConditionalLogLikelihood(), prior, C, x0,
+                                            monitor)
+            init_n_iter = monitor.n_iter
+        else:
+            init_n_iter = 0
+            if (from_zero and solver.name == "lbfgs" and getattr(loss, "needs_init", False)
+                    and not getattr(loss, "smooth", True)):
+                warnings.warn(
+                    f"loss={name!r} starts from zero parameters, where every label sequence "
+                    "has the same score: its maximum over the incorrect outputs is not "
+                    "differentiable there and L-BFGS usually stops at once. Use init='cll' "
+                    "(or warm_start=True after a CLL fit).", UserWarning, stacklevel=3)
+        # A loss with an annealing schedule (e.g. labelwise with a list of
+        # alpha) is trained stage by stage, each warm-started from the last.
+        stages = loss.stages() if hasattr(loss, "stages") else [loss]
+        info = FitInfo(init_n_iter=init_n_iter)
+        for k, stage in enumerate(stages):
+            monitor = ConvergenceMonitor(
+                self.tol, self.max_iter or solver.default_max_iter, verbose=self.verbose,
+                callback=self.callback,
+                stage=f"{name} {k + 1}/{len(stages)}" if len(stages) > 1 else None)
+            x0 = solver.solve(objective, stage, prior, C, x0, monitor)
+            info.n_iter += monitor.n_iter
+            info.loss_curve += monitor.history
+            info.converged = monitor.converged
+        return x0, info
+
+    def _set_fitted(self, features, classes, layout, theta, info, loss, prior):
+        """Set every fitted attribute at once (nothing before training succeeded)."""
+        W, T, start, end = layout.unpack(theta)
         self.classes_ = classes
         self.coef_ = W.T  # (n_classes, n_features); W itself stays C-ordered
         self.transition_ = np.array(T)
         self.start_ = np.array(start)
         self.end_ = np.array(end)
-        self.n_features_in_ = Xc.shape[1]
-        self.attributes_ = attributes
-        self.vectorizer_ = vectorizer
-        self._columns = columns
-        self.input_kind_ = kind
-        self.n_parameters_ = n_params
-        self.n_iter_ = n_iter
-        self.init_n_iter_ = init_n_iter
-        self.loss_curve_ = curve
-        self.objective_ = curve[-1] if curve else float("nan")
+        self.n_features_in_ = features.n_input if features.kind == "array" else features.n_features
+        self.attributes_ = features.attributes
+        self.vectorizer_ = features.vectorizer
+        self.input_kind_ = features.kind
+        self._features = features
+        self.n_parameters_ = layout.n_params
+        self.n_iter_ = info.n_iter
+        self.init_n_iter_ = info.init_n_iter
+        self.loss_curve_ = info.loss_curve
+        self.objective_ = info.loss_curve[-1] if info.loss_curve else float("nan")
         self.sparsity_ = float(np.mean(theta == 0.0))
-        self.converged_ = converged
+        self.converged_ = info.converged
         self._loss = loss
         self._prior = prior
-        return self
-
-    def _resolve_solver(self, loss, prior):
-        """The training procedure for this loss; ValueError on a bad combination."""
-        default = getattr(loss, "default_solver", "lbfgs")
-        name = getattr(loss, "name", type(loss).__name__)
-        if getattr(loss, "needs_online_solver", False):
-            if self.solver is not None:
-                raise ValueError(f"loss={name!r} is trained by its own online rule; "
-                                 f"leave solver=None (got solver={self.solver!r}).")
-            return default
-        solver = self.solver or default
-        if solver == "lbfgs" and default != "lbfgs":
-            # e.g. max-margin: nonsmooth everywhere a path changes. (MCE with
-            # psi=inf is nonsmooth too but trained with L-BFGS as the paper's
-            # QuickProp substitute; its class keeps default_solver='lbfgs'.)
-            raise ValueError(f"loss={name!r} is not differentiable: L-BFGS does not apply, "
-                             "use solver='sgd'.")
-        if solver == "sgd" and not (isinstance(prior, NoPrior) or (
-                isinstance(prior, GaussianPrior) and not np.any(prior.mean))):
-            raise ValueError("solver='sgd' supports prior='l2' (zero mean) or 'none'.")
-        return solver
-
-    def _vectorize_fit(self, kind, tokens, offsets):
-        """Fit the vectoriser; return (vectorizer, columns, CSR, attribute names)."""
-        columns = None
-        if kind == "array":
-            Xc = tokens
-            return None, None, Xc, np.array([f"x{k}" for k in range(Xc.shape[1])])
-        if self.feature_hashing is not None:
-            vectorizer = FeatureHasher(n_features=self.feature_hashing, input_type="dict",
-                                       alternate_sign=False, dtype=np.float64)
-            Xc = vectorizer.transform(tokens).tocsr()
-            attributes = np.array([f"hash_{k}" for k in range(self.feature_hashing)])
-        else:
-            vectorizer = DictVectorizer(dtype=np.float64)
-            try:
-                Xc = vectorizer.fit_transform(tokens).tocsr()
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"Could not vectorise the feature dicts: {exc}") from exc
-            attributes = np.asarray(vectorizer.get_feature_names_out(), dtype=object)
-        Xc.eliminate_zeros()
-        check_finite_tokens(Xc, offsets)
-        if self.min_freq > 1:
-            keep = np.bincount(Xc.indices, minlength=Xc.shape[1]) >= self.min_freq
-            Xc = Xc[:, keep].tocsr()
-            attributes = attributes[keep]
-            if isinstance(vectorizer, DictVectorizer):
-                vectorizer.restrict(keep)
-            else:
-                columns = np.flatnonzero(keep)
-        return vectorizer, columns, Xc, attributes
-
-    def _initial_parameters(self, objective, attributes, classes):
-        """Zeros, or the previous fit's parameters mapped by name (warm start)."""
-        if not (self.warm_start and hasattr(self, "coef_")):
-            return np.zeros(objective.n_params)
-        L, F = classes.shape[0], attributes.shape[0]
-        old_cls = {c: i for i, c in enumerate(self.classes_)}
-        new_c = np.array([i for i, c in enumerate(classes) if c in old_cls], dtype=np.intp)
-        old_c = np.array([old_cls[classes[i]] for i in new_c], dtype=np.intp)
-        old_att = {a: i for i, a in enumerate(self.attributes_)}
-        new_a = np.array([i for i, a in enumerate(attributes) if a in old_att], dtype=np.intp)
-        old_a = np.array([old_att[attributes[i]] for i in new_a], dtype=np.intp)
-        W = np.zeros((F, L))
-        T = np.zeros((L, L))
-        start = np.zeros(L)
-        end = np.zeros(L)
-        W[np.ix_(new_a, new_c)] = self.coef_.T[np.ix_(old_a, old_c)]
-        T[np.ix_(new_c, new_c)] = self.transition_[np.ix_(old_c, old_c)]
-        start[new_c] = self.start_[old_c]
-        end[new_c] = self.end_[old_c]
-        return objective.pack(W, T, start, end)
 
     # -------------------------------------------------------------- predict
+
+    def _unary(self, Xc):
+        """Unary potentials ``Xc @ coef_.T``, C-contiguous (n_tokens, n_classes)."""
+        return np.ascontiguousarray(Xc @ self.coef_.T)
 
     def _potentials(self, X):
         """Unary potentials (n_tokens, n_classes) and offsets of X."""
@@ -499,18 +477,7 @@ class CRFTagger(BaseEstimator):
             n_features=self.n_features_in_ if self.input_kind_ == "array" else None,
             allow_empty=True,
         )
-        if self.input_kind_ == "dict":
-            if len(tokens) == 0:
-                Xc = sp.csr_matrix((0, self.n_features_in_))
-            else:
-                Xc = self.vectorizer_.transform(tokens).tocsr()
-                if self._columns is not None:
-                    Xc = Xc[:, self._columns].tocsr()
-                check_finite_tokens(Xc, offsets)
-        else:
-            Xc = tokens
-        unary = np.ascontiguousarray(Xc @ self.coef_.T)
-        return unary, offsets
+        return self._unary(self._features.transform(tokens, offsets)), offsets
 
     def _split(self, values, offsets):
         return np.split(values, offsets[1:-1]) if offsets.shape[0] > 1 else []
@@ -537,35 +504,17 @@ class CRFTagger(BaseEstimator):
 
         Raises
         ------
+        sklearn.exceptions.NotFittedError
+            Before fit.
         ValueError
-            With ``constraints='iob2'``, if a label is not ``'O'``,
+            If X does not match the training data's kind or width; with
+            ``constraints='iob2'``, if a label is not ``'O'``,
             ``'B-<type>'`` or ``'I-<type>'``.
         """
         unary, offsets = self._potentials(X)
-        n_threads = effective_n_jobs(self.n_jobs)
-        L = self.classes_.shape[0]
-        if self.constraints == "iob2":
-            allowed_trans, allowed_start = _iob2_allowed(self.classes_)
-            forbid_trans = np.where(allowed_trans, 0.0, -np.inf)
-            forbid_start = np.where(allowed_start, 0.0, -np.inf)
-        else:
-            forbid_trans, forbid_start = np.zeros((L, L)), np.zeros(L)
-        if self.decoder == "viterbi":
-            path, score = viterbi(unary, self.transition_ + forbid_trans,
-                                  self.start_ + forbid_start, self.end_, offsets,
-                                  n_threads=n_threads)
-        else:
-            marg = forward_backward(unary, self.transition_, self.start_, self.end_, offsets,
-                                    n_threads=n_threads).marginals
-            if self.constraints is None:
-                path = np.argmax(marg, axis=1)
-            else:
-                path, _ = viterbi(np.log(np.maximum(marg, 1e-300)), forbid_trans,
-                                  forbid_start, np.zeros(L), offsets, n_threads=n_threads)
-            n_seq = offsets.shape[0] - 1
-            seq_id = np.repeat(np.arange(n_seq), np.diff(offsets))
-            score = np.bincount(seq_id, weights=marg[np.arange(path.shape[0]), path],
-                                minlength=n_seq)
+        path, score = decode(self.decoder, self.constraints, self.classes_, unary,
+                             self.transition_, self.start_, self.end_, offsets,
+                             n_threads=effective_n_jobs(self.n_jobs))
         return self._split(self.classes_[path], offsets), score
 
     def predict(self, X):
@@ -583,10 +532,8 @@ class CRFTagger(BaseEstimator):
 
         Raises
         ------
-        sklearn.exceptions.NotFittedError
-            Before fit.
-        ValueError
-            If X does not match the training data's kind or width.
+        sklearn.exceptions.NotFittedError, ValueError
+            As :meth:`decode`.
         """
         return self.decode(X)[0]
 
@@ -637,76 +584,3 @@ class CRFTagger(BaseEstimator):
         tags.target_tags.required = True
         tags.target_tags.one_d_labels = False
         return tags
-
-
-def _check_token_weight(token_weight, lengths, loss):
-    """Flatten per-token weights (a list of per-sequence arrays) or return None."""
-    if token_weight is None:
-        return None
-    if not getattr(loss, "supports_token_weight", False):
-        raise ValueError(
-            f"token_weight is not supported by loss {getattr(loss, 'name', loss)!r}; "
-            "use 'pointwise', 'mixed' or 'labelwise'."
-        )
-    if isinstance(token_weight, (str, bytes)) or not hasattr(token_weight, "__len__"):
-        raise TypeError("token_weight must be a list of per-token weight arrays")
-    if len(token_weight) != lengths.shape[0]:
-        raise ValueError(
-            f"token_weight has {len(token_weight)} sequences, X has {lengths.shape[0]}"
-        )
-    parts = []
-    for i, (tw, n) in enumerate(zip(token_weight, lengths)):
-        tw = np.asarray(tw, dtype=np.float64).ravel()
-        if tw.shape[0] != n:
-            raise ValueError(f"token_weight[{i}] has {tw.shape[0]} weights, sequence has {n} tokens")
-        parts.append(tw)
-    flat = np.concatenate(parts) if parts else np.zeros(0)
-    if not np.all(np.isfinite(flat)) or np.any(flat < 0):
-        raise ValueError("token_weight must be finite and non-negative")
-    return flat
-
-
-def _iob2_allowed(classes):
-    """Allowed transitions (L, L) and first labels (L,) under IOB2.
-
-    ``I-X`` may follow only ``B-X`` or ``I-X`` and may not start a sequence.
-
-    Raises
-    ------
-    ValueError
-        If a label is not ``'O'``, ``'B-<type>'`` or ``'I-<type>'``.
-    """
-    parsed = []
-    for label in classes:
-        text = label if isinstance(label, str) else str(label)
-        prefix, sep, typ = text.partition("-")
-        if text == "O":
-            parsed.append(("O", ""))
-        elif sep and typ and prefix in ("B", "I"):
-            parsed.append((prefix, typ))
-        else:
-            raise ValueError(
-                f"constraints='iob2' needs labels 'O', 'B-<type>' or 'I-<type>', got {label!r}"
-            )
-    L = len(parsed)
-    allowed = np.ones((L, L), dtype=bool)
-    start = np.ones(L, dtype=bool)
-    for j, (pj, tj) in enumerate(parsed):
-        if pj == "I":
-            start[j] = False
-            for i, (pi, ti) in enumerate(parsed):
-                allowed[i, j] = pi in ("B", "I") and ti == tj
-    return allowed, start
-
-
-def _observed_pairs(Xc, y_enc, n_labels):
-    """Flat indices ``attribute * n_labels + label`` of the pairs seen in training."""
-    binary = sp.csr_matrix((np.ones_like(Xc.data), Xc.indices, Xc.indptr), shape=Xc.shape)
-    onehot = sp.csr_matrix(
-        (np.ones(y_enc.shape[0]), (np.arange(y_enc.shape[0]), y_enc)),
-        shape=(y_enc.shape[0], n_labels),
-    )
-    pairs = (binary.T @ onehot).tocoo()
-    index = pairs.row.astype(np.intp) * n_labels + pairs.col
-    index.sort()
-    return index

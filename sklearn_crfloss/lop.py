@@ -30,15 +30,20 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._compat import HasMethods, Interval, StrOptions, validate_params
-from ._optim import lbfgs
-from ._tagger import CRFTagger
-from ._validation import check_labels, check_sequences
-from .inference import forward_backward
-from .losses import ConditionalLogLikelihood
-from .priors import BasePrior, Parametrisation
+from scipy.special import softmax
 
-__all__ = ["LOPTagger", "EXPERT_SETS", "attribute_position", "template_positions"]
+from ._compat import HasMethods, Interval, StrOptions, validate_params
+from ._params import ParameterLayout
+from ._tagger import CRFTagger, FitInfo
+from ._validation import check_sequences, encode_labels
+from ._vectorize import SequenceVectorizer
+from .inference import forward_backward
+from .losses import ConditionalLogLikelihood, get_loss
+from .priors import get_prior
+from .segments import split_label
+from .solvers import ConvergenceMonitor, minimize_lbfgs
+
+__all__ = ["LOPTagger", "EXPERT_SETS", "attribute_position", "entity_type", "template_positions"]
 
 #: Names of the built-in expert sets of :class:`LOPTagger`.
 EXPERT_SETS = ("simple", "positional", "label", "random")
@@ -89,11 +94,6 @@ def template_positions(features):
     check_is_fitted(features, "templates_")
     return {key: tuple(off for off, _ in macros) or (0,)
             for key, macros, _ in features.templates_}
-
-
-def _softmax(v):
-    e = np.exp(v - v.max())
-    return e / e.sum()
 
 
 class LOPTagger(BaseEstimator):
@@ -160,13 +160,17 @@ class LOPTagger(BaseEstimator):
     Attributes
     ----------
     experts_ : list of CRFTagger
-        The fitted experts, monolithic first (array input: their columns).
+        The fitted experts, monolithic first; each predicts from the same
+        input as the pool (it keeps only its columns).
     expert_columns_ : list of ndarray of intp
         Columns (into ``attributes_``) of each expert.
     weights_ : ndarray of shape (n_experts,)
         The pool's weights (sum 1).
     pool_ : CRFTagger
-        The pool as one fitted CRF (``coef_`` etc. the weighted sums).
+        The pool as one fitted CRF: ``coef_`` etc. are the weighted sums;
+        its ``n_iter_``, ``converged_`` and ``loss_curve_`` are those of the
+        weight fit (0, True and one value for fixed weights) and
+        ``objective_`` the pool's negative training log-likelihood.
     classes_ : ndarray of shape (n_classes,)
     attributes_ : ndarray of shape (n_features,)
     n_features_in_ : int
@@ -289,6 +293,12 @@ class LOPTagger(BaseEstimator):
     def fit(self, X, y):
         """Train the experts, then the pool's weights (unless fixed).
 
+        The features are vectorised once (with the ``estimator``'s
+        ``min_freq`` and ``feature_hashing``); every expert is a clone of
+        ``estimator`` trained on its columns of that one matrix, and the
+        pool is a fitted :class:`~sklearn_crfloss.CRFTagger` (``pool_``)
+        whose training is the weight fit.
+
         Parameters
         ----------
         X : list of sequences
@@ -307,80 +317,55 @@ class LOPTagger(BaseEstimator):
         """
         validate_params(self)
         base = CRFTagger(prior="none") if self.estimator is None else self.estimator
+        base_params = base.get_params()
         kind, tokens, offsets = check_sequences(X)
-        flat_y = check_labels(y, np.diff(offsets))
-        vec_est = clone(base)
-        vectorizer, columns, Xc, attributes = vec_est._vectorize_fit(kind, tokens, offsets)
-        Xc = sp.csr_matrix(Xc)
-        classes_all = np.unique(np.asarray(flat_y))
-        types = sorted({_entity_type(c) for c in classes_all} - {None})
-        groups = self._expert_columns(list(attributes), types)
-        masks = [None] * len(groups)
+        classes, y_enc = encode_labels(y, np.diff(offsets))
+        features = SequenceVectorizer(base_params.get("min_freq", 1),
+                                      base_params.get("feature_hashing"))
+        Xc = sp.csr_matrix(features.fit_transform(kind, tokens, offsets))
+        types = [entity_type(c) for c in classes]
+        type_names = sorted({t for t in types if t is not None})
+        groups = self._expert_columns(list(features.attributes), type_names)
+        labels = [None] * len(groups)
         if isinstance(self.experts, str) and self.experts == "label":
-            if not types:
+            if not type_names:
                 raise ValueError("experts='label' needs labels other than 'O'")
-            masks[1:] = [np.flatnonzero([_entity_type(c) == t for c in classes_all])
-                         for t in types]
-        n_exp = len(groups)
+            labels[1:] = [np.flatnonzero([t == name for t in types]) for name in type_names]
         fixed = None
         if not (isinstance(self.weights, str) and self.weights == "fit"):
             fixed = np.asarray(self.weights, dtype=np.float64)
-            if fixed.shape != (n_exp,):
+            if fixed.shape != (len(groups),):
                 raise ValueError(
                     f"weights has shape {fixed.shape} but the expert set {self.experts!r} has "
-                    f"{n_exp} experts (the monolithic one first)"
+                    f"{len(groups)} experts (the monolithic one first)"
                 )
             if np.any(fixed < 0) or not np.isfinite(fixed).all() or fixed.sum() <= 0:
                 raise ValueError(f"weights must be finite, >= 0 and not all 0, got {fixed}")
             fixed = fixed / fixed.sum()
 
-        bounds = offsets
-        y_seqs = [np.asarray(flat_y[bounds[i]:bounds[i + 1]], dtype=object)
-                  for i in range(len(bounds) - 1)]
-
-        def subset(cols):
-            sub = Xc[:, cols].tocsr()
-            return [sub[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
-
-        def expert(k):
-            est = clone(base)
-            if masks[k] is not None:
-                est.set_params(prior=_LabelExpertPrior(labels=masks[k]))
-            return est
-
         experts = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_expert)(expert(k), subset(cols), y_seqs)
-            for k, cols in enumerate(groups)
+            delayed(_fit_expert)(clone(base), features.select(cols), Xc[:, cols], offsets,
+                                 classes, y_enc, lab)
+            for cols, lab in zip(groups, labels)
         )
-        classes = experts[0].classes_
-        for e in experts[1:]:
-            if not np.array_equal(e.classes_, classes):  # pragma: no cover - same y
-                raise RuntimeError("experts disagree on the classes")
-        parts = []
-        for e, cols in zip(experts, groups):
-            parts.append((np.ascontiguousarray(Xc[:, cols] @ e.coef_.T),
-                          e.transition_, e.start_, e.end_))
-        n_iter = 0
+        parts = [(e._unary(Xc[:, cols]), e.transition_, e.start_, e.end_)
+                 for e, cols in zip(experts, groups)]
         if fixed is None:
-            y_enc = np.searchsorted(classes, np.asarray(flat_y)).astype(np.intp)
-            weights, n_iter = _fit_weights(parts, y_enc, offsets, self.max_iter, self.tol)
+            weights, monitor = _fit_weights(parts, y_enc, offsets, self.max_iter, self.tol)
+            info = FitInfo(n_iter=monitor.n_iter, loss_curve=monitor.history,
+                           converged=monitor.converged)
         else:
             weights = fixed
-
-        pool = _make_pool(clone(base), experts, groups, weights, Xc.shape[1])
-        pool.attributes_ = attributes
-        pool.vectorizer_ = vectorizer
-        pool._columns = columns
-        pool.input_kind_ = kind
+            info = FitInfo(loss_curve=[_pool_nll(weights, parts, y_enc, offsets)[0]])
 
         self.experts_ = experts
         self.expert_columns_ = groups
         self.weights_ = np.asarray(weights)
-        self.weights_n_iter_ = n_iter
-        self.pool_ = pool
+        self.weights_n_iter_ = info.n_iter
+        self.pool_ = _make_pool(clone(base), features, experts, groups, weights, info)
         self.classes_ = classes
-        self.attributes_ = attributes
-        self.n_features_in_ = Xc.shape[1]
+        self.attributes_ = features.attributes
+        self.n_features_in_ = self.pool_.n_features_in_
         return self
 
     # ---------------------------------------------------------------- predict
@@ -432,8 +417,6 @@ class LOPTagger(BaseEstimator):
         ValueError
             On a wrong length, negative or all-zero weights.
         """
-        import copy
-
         check_is_fitted(self)
         w = np.asarray(weights, dtype=np.float64)
         if w.shape != (len(self.experts_),) or np.any(w < 0) or not w.sum() > 0:
@@ -445,8 +428,9 @@ class LOPTagger(BaseEstimator):
         new.weights = w
         new.weights_ = w
         new.weights_n_iter_ = 0
-        new.pool_ = _make_pool(copy.copy(self.pool_), self.experts_, self.expert_columns_, w,
-                               self.n_features_in_)
+        pool = self.pool_
+        new.pool_ = _make_pool(clone(pool), pool._features, self.experts_,
+                               self.expert_columns_, w, FitInfo(loss_curve=[]))
         return new
 
     def score(self, X, y):
@@ -463,86 +447,54 @@ class LOPTagger(BaseEstimator):
         return tags
 
 
-def _entity_type(label):
-    """``'PER'`` for ``'B-PER'``/``'I-PER'``, the label itself without a prefix, None for 'O'."""
-    label = str(label)
-    if label == "O":
-        return None
-    if len(label) > 2 and label[1] == "-" and label[0] in "BIES":
-        return label[2:]
-    return label
-
-
-class _LabelExpertPrior(BasePrior):
-    """No penalty; only the parameters involving ``labels`` are free (the 'label' experts).
-
-    Uses the ``bind`` and ``parametrisation`` hooks of the prior contract:
-    ``theta`` is ``z`` scattered into the free positions, 0 elsewhere.
+def entity_type(label):
+    """The entity type of a label for the label experts of :class:`LOPTagger`.
 
     Parameters
     ----------
-    labels : ndarray of int
-        Label indices (into the sorted classes) of the expert's entity type.
+    label : object
+        A label; compared through ``str``.
+
+    Returns
+    -------
+    str or None
+        None for ``'O'``; the type of a ``<prefix>-<type>`` label with a
+        one-letter prefix ``B``, ``I``, ``E`` or ``S`` (conlleval's split,
+        :func:`sklearn_crfloss.segments.split_label`); any other label is
+        its own type.
     """
-
-    name = "label-expert"
-
-    def __init__(self, labels=None):
-        self.labels = labels
-
-    def bind(self, X, y, offsets, n_labels, state_index=None):
-        bound = copy.copy(self)
-        if state_index is None:
-            state_index = np.arange(X.shape[1] * n_labels)
-        mine = np.zeros(n_labels, dtype=bool)
-        mine[np.asarray(self.labels, dtype=np.intp)] = True
-        trans = mine[:, None] | mine[None, :]
-        bound.mask_ = np.concatenate([mine[state_index % n_labels], trans.ravel(), mine, mine])
-        return bound
-
-    def value_and_grad(self, theta, C):
-        return 0.0, np.zeros_like(theta)
-
-    def parametrisation(self, n_params):
-        mask = self.mask_
-        if mask.shape[0] != n_params:
-            raise ValueError(f"bound to {mask.shape[0]} parameters, got {n_params}")
-        idx = np.flatnonzero(mask)
-
-        def to_theta(z):
-            theta = np.zeros(n_params)
-            theta[idx] = z
-            return theta
-
-        return Parametrisation(
-            idx.shape[0], None, to_theta, lambda theta: theta[idx],
-            lambda grad, z: grad[idx], lambda z, C: (0.0, np.zeros_like(z)))
+    text = str(label)
+    if text == "O":
+        return None
+    prefix, typ = split_label(text)
+    return typ if prefix in ("B", "I", "E", "S") and typ else text
 
 
-def _make_pool(pool, experts, groups, weights, n_features):
-    """Set the fitted potentials of ``pool`` (a CRFTagger) to the weighted sums of the experts'."""
+def _make_pool(pool, features, experts, groups, weights, info):
+    """Fit ``pool`` (an unfitted CRFTagger) to the weighted sums of the experts' potentials."""
     classes = experts[0].classes_
     L = classes.shape[0]
-    coef = np.zeros((L, n_features))
+    layout = ParameterLayout(features.n_features, L)
+    W = np.zeros((features.n_features, L))
     T = np.zeros((L, L))
     start = np.zeros(L)
     end = np.zeros(L)
     for w, e, cols in zip(weights, experts, groups):
-        coef[:, cols] += w * e.coef_
+        W[cols] += w * e.coef_.T
         T += w * e.transition_
         start += w * e.start_
         end += w * e.end_
-    pool.classes_ = classes
-    pool.coef_ = coef
-    pool.transition_ = T
-    pool.start_ = start
-    pool.end_ = end
-    pool.n_features_in_ = n_features
+    pool._set_fitted(features, classes, layout, layout.pack(W, T, start, end), info,
+                     get_loss("cll"), get_prior("none"))
     return pool
 
 
-def _fit_expert(estimator, X, y):
-    return estimator.fit(X, y)
+def _fit_expert(estimator, features, X, offsets, classes, y, labels):
+    return estimator._fit_vectorized(features, X, offsets, classes, y, labels=labels)
+
+
+def _pool_potentials(weights, parts):
+    return tuple(sum(w * p[k] for w, p in zip(weights, parts)) for k in range(4))
 
 
 def _pool_nll(weights, parts, y, offsets):
@@ -552,10 +504,7 @@ def _pool_nll(weights, parts, y, offsets):
     of the CLL gradient in the pooled potentials (expected minus gold counts)
     through ``phi = sum_a w_a phi_a`` (Smith, Cohn & Osborne 2005).
     """
-    U = sum(w * p[0] for w, p in zip(weights, parts))
-    T = sum(w * p[1] for w, p in zip(weights, parts))
-    s = sum(w * p[2] for w, p in zip(weights, parts))
-    e = sum(w * p[3] for w, p in zip(weights, parts))
+    U, T, s, e = _pool_potentials(weights, parts)
     value, dU, dT, ds, de = ConditionalLogLikelihood().value_and_grad(
         np.ascontiguousarray(U), T, s, e, y, offsets)
     grad = np.array([np.vdot(dU, p[0]) + np.vdot(dT, p[1]) + ds @ p[2] + de @ p[3]
@@ -564,20 +513,20 @@ def _pool_nll(weights, parts, y, offsets):
 
 
 def _fit_weights(parts, y, offsets, max_iter, tol):
-    """Weights on the simplex maximising the pool's training likelihood (softmax, L-BFGS)."""
+    """Weights on the simplex maximising the pool's training likelihood (softmax, L-BFGS).
+
+    Returns the weights and the :class:`~sklearn_crfloss.solvers.ConvergenceMonitor`.
+    """
     def fun(v):
-        w = _softmax(v)
+        w = softmax(v)
         value, g = _pool_nll(w, parts, y, offsets)
         return value, w * (g - w @ g)
 
-    info = lbfgs(fun, np.zeros(len(parts)), max_iter=max_iter, tol=tol)
-    return _softmax(info.x), info.n_iter
+    monitor = ConvergenceMonitor(tol, max_iter, stage="LOP weights")
+    return softmax(minimize_lbfgs(fun, np.zeros(len(parts)), monitor)), monitor
 
 
 # Exposed for tests: the pool's marginals by forward-backward on summed potentials.
 def _pool_marginals(weights, parts, offsets):
-    U = sum(w * p[0] for w, p in zip(weights, parts))
-    T = sum(w * p[1] for w, p in zip(weights, parts))
-    s = sum(w * p[2] for w, p in zip(weights, parts))
-    e = sum(w * p[3] for w, p in zip(weights, parts))
+    U, T, s, e = _pool_potentials(weights, parts)
     return forward_backward(np.ascontiguousarray(U), T, s, e, offsets).marginals

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sklearn_crfloss import CRFTagger
-from sklearn_crfloss._tagger import _iob2_allowed
+from sklearn_crfloss.decoding import iob2_allowed as _iob2_allowed
 from sklearn_crfloss.datasets import load_conll2002
 from sklearn_crfloss.features import TemplateFeatures
 from sklearn_crfloss.losses import MixedLoss

@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose
 
 from sklearn_crfloss._objective import CRFObjective
+from sklearn_crfloss._params import ParameterLayout
 from sklearn_crfloss.losses import LOSSES, BaseLoss, ConditionalLogLikelihood, get_loss
 from sklearn_crfloss.priors import PRIORS, GaussianPrior, get_prior
 
@@ -44,8 +45,21 @@ def small_objective(rng, loss, prior, *, n_features=5, n_labels=3, lengths=(1, 3
     X = sp.csr_matrix(dense)
     y = rng.integers(n_labels, size=n).astype(np.intp)
     w = rng.uniform(0.5, 2.0, size=len(lengths)) if weighted else None
-    return CRFObjective(X, y, offsets, n_labels, loss, prior, C=0.7, sample_weight=w,
-                        state_index=state_index)
+    layout = ParameterLayout(n_features, n_labels, state_index)
+    return BoundObjective(CRFObjective(X, y, offsets, layout, sample_weight=w), loss, prior, 0.7)
+
+
+class BoundObjective:
+    """``theta -> (value, grad)`` of one loss and prior on the objective's data."""
+
+    def __init__(self, objective, loss, prior, C):
+        self.objective, self.loss, self.prior, self.C = objective, loss, prior, C
+        self.layout = objective.layout
+        self.n_params = objective.n_params
+        self.potentials = objective.potentials
+
+    def __call__(self, theta):
+        return self.objective.value_and_grad(theta, self.loss, self.prior, self.C)
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
@@ -105,11 +119,10 @@ def test_objective_pack_unpack_round_trip():
     obj = small_objective(rng, ConditionalLogLikelihood(), GaussianPrior(),
                           state_index=np.array([1, 3, 7], dtype=np.intp))
     theta = rng.normal(size=obj.n_params)
-    W = obj.dense_weights(theta)
+    W, T, s, e = obj.layout.unpack(theta)
     assert W.shape == (5, 3)
     assert np.count_nonzero(W) == 3
-    _, T, s, e = obj.unpack(theta)
-    assert_allclose(obj.pack(W, T, s, e), theta)
+    assert_allclose(obj.layout.pack(W, T, s, e), theta)
 
 
 @pytest.mark.parametrize("state_index", [None, np.array([0, 4, 5, 11, 14], dtype=np.intp)])
@@ -121,7 +134,7 @@ def test_unary_potentials_are_X_times_W(state_index):
     dense = rng.normal(size=(8, 5)) * (rng.random((8, 5)) < 0.6)
     theta = np.random.default_rng(2).normal(size=obj.n_params)
     U = obj.potentials(theta)[0]
-    assert_allclose(U, dense @ obj.dense_weights(theta), atol=1e-12)
+    assert_allclose(U, dense @ obj.layout.dense_weights(theta), atol=1e-12)
 
 
 def test_gaussian_prior_value_and_gradient():
@@ -162,3 +175,35 @@ def test_registries_resolve_names_and_objects():
         assert cls.name == name
     for name, cls in PRIORS.items():
         assert cls.name == name
+
+
+def _along_line_violations(loss, rng, n_lines=30):
+    """Number of random lines in potential space on which the loss is not convex."""
+    U, T, s, e, y, off = random_problem(rng, 3, lengths=(3, 4))
+    shapes = [U.shape, T.shape, s.shape, e.shape]
+    sizes = [int(np.prod(sh)) for sh in shapes]
+
+    def f(x):
+        parts = np.split(x, np.cumsum(sizes)[:-1])
+        return loss.value_and_grad(*[np.ascontiguousarray(p.reshape(sh))
+                                     for p, sh in zip(parts, shapes)], y, off)[0]
+
+    bad = 0
+    ts = np.linspace(0, 1, 11)
+    for _ in range(n_lines):
+        a, b = rng.normal(scale=2, size=(2, sum(sizes)))
+        vals = np.array([f((1 - t) * a + t * b) for t in ts])
+        bad += bool(np.any(np.diff(vals, 2) < -1e-9))
+    return bad
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_convex_flag_holds_along_random_lines(name):
+    # The class flag `convex` is a claim about the loss as a function of the
+    # potentials (linear in the parameters): check it both ways.
+    loss = named_loss(name)
+    bad = _along_line_violations(loss, np.random.default_rng(11))
+    if loss.convex:
+        assert bad == 0
+    else:
+        assert bad > 0

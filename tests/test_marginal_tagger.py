@@ -8,7 +8,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 from sklearn_crfloss import CRFTagger
-from sklearn_crfloss._tagger import _iob2_allowed
+from sklearn_crfloss.decoding import iob2_allowed as _iob2_allowed
 from sklearn_crfloss.datasets import make_hmm_sequences
 from sklearn_crfloss.inference import forward_backward
 

@@ -105,7 +105,7 @@ def test_mira_step_is_clipped_by_C():
 
 def test_loss_flags():
     assert not MaxMargin.smooth and MaxMargin.default_solver == "sgd"
-    assert StructuredPerceptron.needs_online_solver and MIRA.needs_online_solver
+    assert StructuredPerceptron.default_solver == "perceptron" and MIRA.default_solver == "mira"
 
 
 def _dense_sgd(X, y, offsets, n_labels, loss, C, epochs, eta0, seed):
@@ -141,8 +141,11 @@ def test_sgd_averaging_equals_the_mean_of_the_iterates(loss_name, eta0):
     # shrink factor is 0 and the scale is folded back at once.
     import scipy.sparse as sp
 
-    from sklearn_crfloss._online import online_fit
+    from sklearn_crfloss._objective import CRFObjective
+    from sklearn_crfloss._params import ParameterLayout
     from sklearn_crfloss.losses import get_loss
+    from sklearn_crfloss.priors import GaussianPrior
+    from sklearn_crfloss.solvers import SGD, ConvergenceMonitor
 
     rng = np.random.default_rng(3)
     lengths = [3, 1, 4, 2, 5]
@@ -153,8 +156,10 @@ def test_sgd_averaging_equals_the_mean_of_the_iterates(loss_name, eta0):
     eta0 = C * len(lengths) if eta0 is None else eta0
     last, mean = _dense_sgd(X, y, offsets, L, get_loss(loss_name), C, 3, eta0, seed=5)
     for average, expected in ((False, last), (True, mean)):
-        got, _ = online_fit(X, y, offsets, L, rule="sgd", loss=get_loss(loss_name), C=C,
-                            max_iter=3, average=average, eta0=eta0,
-                            random_state=np.random.default_rng(5))
+        layout = ParameterLayout(X.shape[1], L)
+        theta = SGD(eta0=eta0, average=average, random_state=np.random.default_rng(5)).solve(
+            CRFObjective(X, y, offsets, layout), get_loss(loss_name), GaussianPrior(), C,
+            layout.zeros(), ConvergenceMonitor(0.0, 3))
+        got = layout.unpack(theta)
         for g, ex in zip(got, expected):
             assert_allclose(g, ex, rtol=1e-9, atol=1e-12)

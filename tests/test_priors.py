@@ -6,8 +6,9 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose
 
 from sklearn_crfloss import CRFTagger
-from sklearn_crfloss._objective import CRFObjective, FreeParameterObjective
-from sklearn_crfloss._optim import lbfgs
+from sklearn_crfloss._objective import CRFObjective
+from sklearn_crfloss._params import ParameterLayout
+from sklearn_crfloss.solvers import LBFGS, ConvergenceMonitor
 from sklearn_crfloss.losses import ConditionalLogLikelihood
 from sklearn_crfloss.priors import (
     GaussianPrior,
@@ -33,8 +34,30 @@ def _problem(seed=0, n_features=6, n_labels=3, lengths=(2, 3, 4, 5, 3, 2)):
 
 def _objective(prior, C=0.5, seed=0):
     X, y, offsets, L = _problem(seed)
-    prior = prior.bind(X, y, offsets, L)
-    return CRFObjective(X, y, offsets, L, ConditionalLogLikelihood(), prior, C)
+    layout = ParameterLayout(X.shape[1], L)
+    return _Bound(CRFObjective(X, y, offsets, layout), prior.bind(X, y, offsets, layout), C)
+
+
+class _Bound:
+    """CLL + ``prior`` on one small problem, as CRFTagger.fit binds them."""
+
+    def __init__(self, objective, prior, C):
+        self.objective, self.prior, self.C = objective, prior, C
+        self.n_params = objective.n_params
+        self.loss = ConditionalLogLikelihood()
+
+    def __call__(self, theta):
+        return self.objective.value_and_grad(theta, self.loss, self.prior, self.C)
+
+    def loss_value_and_grad(self, theta):
+        return self.objective.loss_value_and_grad(theta, self.loss)
+
+    def split(self, z):
+        """The objective in the prior's own variables ``z`` (the L1 split)."""
+        par = self.prior.parametrisation(self.n_params)
+        value, grad = self.loss_value_and_grad(par.to_theta(z))
+        p_value, p_grad = par.penalty(z, self.C)
+        return value + p_value, par.chain(grad, z) + p_grad
 
 
 ALL_PRIORS = [
@@ -60,7 +83,7 @@ def test_prior_gradient_finite_differences(prior):
 def test_laplacian_split_objective_gradient(prior):
     obj = _objective(prior)
     par = obj.prior.parametrisation(obj.n_params)
-    fun = FreeParameterObjective(obj, par)
+    fun = obj.split
     z = np.abs(np.random.default_rng(2).normal(size=par.n_free)) + 0.1
     assert_allclose(fun(z)[1], finite_difference_gradient(lambda v: fun(v)[0], z),
                     rtol=1e-6, atol=1e-7)
@@ -74,13 +97,9 @@ def test_laplacian_split_objective_gradient(prior):
 
 def _optimum(prior, C=0.5):
     obj = _objective(prior, C)
-    par = obj.prior.parametrisation(obj.n_params)
-    if par is None:
-        info = lbfgs(obj, np.zeros(obj.n_params), max_iter=5000, tol=0.0)
-        return obj, info.x
-    fun = FreeParameterObjective(obj, par)
-    info = lbfgs(fun, np.zeros(par.n_free), max_iter=5000, tol=0.0, bounds=par.bounds)
-    return obj, par.to_theta(info.x)
+    theta = LBFGS().solve(obj.objective, obj.loss, obj.prior, C, np.zeros(obj.n_params),
+                          ConvergenceMonitor(0.0, 5000))
+    return obj, theta
 
 
 @pytest.mark.parametrize("prior", [GaussianPrior(), GaussianPrior(mean=0.3),
@@ -168,9 +187,10 @@ def test_confidence_weights_by_hand():
 def test_bind_does_not_modify_the_users_prior():
     X, y, offsets, L = _problem()
     prior = GaussianPrior(feature_dependent=True)
-    bound = prior.bind(X, y, offsets, L)
+    layout = ParameterLayout(X.shape[1], L)
+    bound = prior.bind(X, y, offsets, layout)
     assert bound is not prior and not hasattr(prior, "weights_")
-    assert GaussianPrior().bind(X, y, offsets, L).__class__ is GaussianPrior
+    assert GaussianPrior().bind(X, y, offsets, layout).__class__ is GaussianPrior
     with pytest.raises(ValueError, match="needs the training data"):
         prior.value_and_grad(np.zeros(3), 1.0)
 
