@@ -200,3 +200,27 @@ def format_table(header, rows):
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def training_objective(crf, F, y, n_threads=1):
+    """The training objective of a fitted CRFTagger on feature dicts, as ``fit`` builds it.
+
+    Returns ``(objective, theta, y_enc, offsets)``: a
+    ``sklearn_crfloss._objective.CRFObjective`` over the model's attributes
+    with CRFsuite-style observed (attribute, label) pairs, and the model's
+    parameters packed in its layout. Evaluate with
+    ``objective.value_and_grad(theta, loss, prior, C)``.
+    """
+    import numpy as np
+
+    from sklearn_crfloss._objective import CRFObjective
+    from sklearn_crfloss._params import ParameterLayout, observed_pairs
+
+    Xc = crf.vectorizer_.transform([t for s in F for t in s]).tocsr()
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in y])]).astype(np.intp)
+    y_enc = np.searchsorted(crf.classes_, np.concatenate(y)).astype(np.intp)
+    L = crf.classes_.shape[0]
+    layout = ParameterLayout(Xc.shape[1], L, observed_pairs(Xc, y_enc, L))
+    objective = CRFObjective(Xc, y_enc, offsets, layout, n_threads=n_threads)
+    theta = layout.pack(crf.coef_.T, crf.transition_, crf.start_, crf.end_)
+    return objective, theta, y_enc, offsets

@@ -17,13 +17,16 @@ Timed runs are never tests; the measured output is in benchmarks/README.md.
 
 import argparse
 import warnings
+import os
+import sys
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _common import training_objective  # noqa: E402
 from sklearn_crfloss import CRFTagger
-from sklearn_crfloss._objective import CRFObjective
-from sklearn_crfloss._tagger import _observed_pairs
 from sklearn_crfloss.datasets import load_conll2000
 from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures
 from sklearn_crfloss.losses import SegmentFScoreMCE
@@ -43,15 +46,13 @@ def main(argv=None):
     X, y = X[:args.train_sentences], y[:args.train_sentences]
     F = TemplateFeatures(CONLL2000_TEMPLATE).fit(X).transform(X)
     crf = CRFTagger(C=args.C, n_jobs=1).fit(F, y)
-    Xc = crf.vectorizer_.transform([t for s in F for t in s]).tocsr()
-    offsets = np.concatenate([[0], np.cumsum([len(s) for s in y])]).astype(np.intp)
-    y_enc = np.searchsorted(crf.classes_, np.concatenate(y)).astype(np.intp)
-    n_labels = len(crf.classes_)
+    objective, theta, _, _ = training_objective(crf, F, y)
     loss = SegmentFScoreMCE(alpha=args.alpha, false_positives=args.false_positives)
     loss.set_classes(crf.classes_)
-    obj = CRFObjective(Xc, y_enc, offsets, n_labels, loss, GaussianPrior(), args.C,
-                       state_index=_observed_pairs(Xc, y_enc, n_labels))
-    theta = obj.pack(crf.coef_.T, crf.transition_, crf.start_, crf.end_)
+
+    def obj(theta):
+        return objective.value_and_grad(theta, loss, GaussianPrior(), args.C)
+
     f0, g = obj(theta)
     gnorm = float(np.linalg.norm(g))
     print(f"MAP solution ({len(F)} sentences, C={args.C:g}): MCE-F objective {f0:.4f}, "

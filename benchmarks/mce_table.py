@@ -36,9 +36,13 @@ Timed runs are never tests; see benchmarks/README.md for measured tables.
 import argparse
 import sys
 import time
+import os
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _common import training_objective  # noqa: E402
 from sklearn_crfloss import CRFTagger
 from sklearn_crfloss.datasets import load_conll2000
 from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures
@@ -132,21 +136,17 @@ def time_evaluations(F, y, map_crf, keys, repeats):
     this is the per-iteration cost without the optimiser's path. The feature
     products are included, as in training; ``n_jobs`` threads.
     """
-    from sklearn_crfloss._objective import CRFObjective
-    from sklearn_crfloss._tagger import _observed_pairs
     from sklearn_crfloss.priors import GaussianPrior
 
-    Xc = map_crf.vectorizer_.transform([t for s in F for t in s]).tocsr()
-    offsets = np.concatenate([[0], np.cumsum([len(s) for s in y])]).astype(np.intp)
-    y_enc = np.searchsorted(map_crf.classes_, np.concatenate(y)).astype(np.intp)
-    n_labels = len(map_crf.classes_)
+    objective, theta, _, _ = training_objective(map_crf, F, y, n_threads=map_crf.n_jobs or 1)
     out = {}
     for key in ["map"] + [k for k in keys if k != "map"]:
         loss = get_loss(ROWS[key][1]())
         loss.set_classes(map_crf.classes_)
-        obj = CRFObjective(Xc, y_enc, offsets, n_labels, loss, GaussianPrior(), map_crf.C,
-                           state_index=_observed_pairs(Xc, y_enc, n_labels))
-        theta = obj.pack(map_crf.coef_.T, map_crf.transition_, map_crf.start_, map_crf.end_)
+
+        def obj(theta, loss=loss):
+            return objective.value_and_grad(theta, loss, GaussianPrior(), map_crf.C)
+
         obj(theta)  # warm-up (caches, e.g. the gold segments)
         t0 = time.perf_counter()
         for _ in range(repeats):

@@ -23,13 +23,16 @@ Usage::
 import argparse
 import time
 import warnings
+import os
+import sys
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _common import training_objective  # noqa: E402
 from sklearn_crfloss import CRFTagger
-from sklearn_crfloss._objective import CRFObjective
-from sklearn_crfloss._tagger import _observed_pairs
 from sklearn_crfloss.datasets import load_conll2002
 from sklearn_crfloss.losses import get_loss
 from sklearn_crfloss.priors import get_prior
@@ -52,19 +55,17 @@ def main(argv=None):
     F = [s3_features(s) for s in X]
     crf = CRFTagger(C=1.0, max_iter=args.warm_iter, n_jobs=1).fit(F, y)
     # Rebuild the training objective exactly as fit does.
-    Xc = crf.vectorizer_.transform([t for s in F for t in s]).tocsr()
-    offsets = np.concatenate([[0], np.cumsum([len(s) for s in F])]).astype(np.intp)
-    y_enc = np.searchsorted(crf.classes_, np.concatenate(y)).astype(np.intp)
-    L = crf.classes_.shape[0]
-    state_index = _observed_pairs(Xc, y_enc, L)
-    print(f"{len(F)} sentences, {Xc.shape[0]} tokens, {Xc.shape[1]} attributes, "
-          f"{L} labels, {state_index.shape[0]} state parameters")
+    objective, theta, y_enc, offsets = training_objective(crf, F, y)
+    print(f"{len(F)} sentences, {objective.n_tokens} tokens, {objective.n_features} "
+          f"attributes, {objective.n_labels} labels, {objective.layout.n_state} state parameters")
+    U, T, s, e = (np.array(a) for a in objective.potentials(theta))
     setups = {}
     for name in args.losses:
-        obj = CRFObjective(Xc, y_enc, offsets, L, get_loss(name), get_prior("l2"), 1.0,
-                           state_index=state_index, n_threads=1)
-        theta = obj.pack(crf.coef_.T, crf.transition_, crf.start_, crf.end_)
-        U, T, s, e = (np.array(a) for a in obj.potentials(theta))
+        loss = get_loss(name)
+
+        def obj(theta, loss=loss):
+            return objective.value_and_grad(theta, loss, get_prior("l2"), 1.0)
+
         setups[name] = (obj, theta, (U, T, s, e), get_loss(name))
     # Repeats outermost, losses innermost: a change of machine load during
     # the run hits every loss alike.
