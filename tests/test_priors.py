@@ -176,8 +176,13 @@ def test_bind_does_not_modify_the_users_prior():
 
 
 def test_bad_prior_parameters():
-    with pytest.raises(ValueError, match="beta must be > 0"):
-        HyperbolicPrior(beta=0.0).value_and_grad(np.zeros(3), 1.0)
+    # Hyperparameters are checked when the prior is resolved (get_prior, CRFTagger.fit).
+    with pytest.raises(ValueError, match="'beta' parameter of HyperbolicPrior"):
+        get_prior(HyperbolicPrior(beta=0.0))
+    with pytest.raises(ValueError, match="'feature_dependent' parameter of LaplacianPrior"):
+        get_prior(LaplacianPrior(feature_dependent="yes"))
+    with pytest.raises(ValueError, match="'mean' parameter of GaussianPrior"):
+        get_prior(GaussianPrior(mean="zero"))
     with pytest.raises(ValueError, match="mean has shape"):
         GaussianPrior(mean=np.zeros(4)).value_and_grad(np.zeros(3), 1.0)
     assert isinstance(get_prior("l1"), LaplacianPrior)
