@@ -403,12 +403,6 @@ class LaplacianPrior(BasePrior):
                                chain, penalty)
 
 
-def _log_cosh(x):
-    """``log cosh(x)`` without overflow: ``|x| + log1p(exp(-2|x|)) - log 2``."""
-    ax = np.abs(x)
-    return ax + np.log1p(np.exp(-2.0 * ax)) - np.log(2.0)
-
-
 class HyperbolicPrior(BasePrior):
     """Hyperbolic-secant prior (``prior='hyperbolic'``): penalty ``sum_k log cosh(b w_k)``.
 
@@ -423,7 +417,8 @@ class HyperbolicPrior(BasePrior):
     ``beta=1`` the prior has the curvature of ``'l2'`` with the same ``C``
     (variance ``C``), and ``C`` stays the strength knob (larger, weaker). With
     ``C = 1``, ``beta`` is exactly the paper's hyperparameter. Computed as
-    ``|x| + log1p(exp(-2|x|)) - log 2``, finite for any ``|b w|``.
+    ``logaddexp(x, -x) - log 2`` (``numpy.logaddexp``), finite for any
+    ``|b w|``.
 
     Parameters
     ----------
@@ -461,7 +456,8 @@ class HyperbolicPrior(BasePrior):
         b = float(self.beta) / np.sqrt(C)
         d = self._weights(theta.shape[0])
         x = b * theta
-        return float(np.sum(d * _log_cosh(x))), d * b * np.tanh(x)
+        log_cosh = np.logaddexp(x, -x) - np.log(2.0)
+        return float(np.sum(d * log_cosh)), d * b * np.tanh(x)
 
 
 class NoPrior(BasePrior):

@@ -134,6 +134,16 @@ def test_log_cosh_is_stable_for_large_arguments():
     assert_allclose(grad, [1.0, -1.0, 1.0, 0.0])
 
 
+def test_hyperbolic_penalty_is_log_cosh():
+    # Where cosh does not overflow, the penalty is sum_k log cosh(b theta_k).
+    theta = np.random.default_rng(0).normal(scale=20.0, size=200)
+    for beta, C in [(1.0, 1.0), (0.3, 4.0)]:
+        b = beta / np.sqrt(C)
+        value, grad = HyperbolicPrior(beta=beta).value_and_grad(theta, C)
+        assert_allclose(value, np.sum(np.log(np.cosh(b * theta))), rtol=1e-13)
+        assert_allclose(grad, b * np.tanh(b * theta), rtol=1e-15)
+
+
 def test_hyperbolic_matches_gaussian_curvature_at_zero():
     theta = np.full(3, 1e-4)
     for C in (0.1, 1.0, 10.0):

@@ -21,6 +21,7 @@ multiplicatively with the per-sequence ``sample_weight``.
 from numbers import Integral, Real
 
 import numpy as np
+from scipy.special import expit
 
 from .._compat import Interval, StrOptions, validate_parameter_constraints
 from ..inference import forward_backward, marginals_vjp
@@ -345,8 +346,8 @@ class LabelwiseAccuracyLoss(BaseLoss):
             others[rows, y] = -np.inf
             rival = np.argmax(others, axis=1)
             margin = gold - others[rows, rival]
-            # Q and Q' of the sigmoid, in a form that does not overflow.
-            q = 0.5 * (1.0 + np.tanh(0.5 * alpha * margin))
+            # Q and Q' of the sigmoid (expit does not overflow).
+            q = expit(alpha * margin)
             dq = alpha * q * (1.0 - q)
             value = float(np.dot(w, 1.0 - q))
             grad_mu[rows, y] = -w * dq
