@@ -12,7 +12,41 @@ from sklearn.base import clone
 
 from ._compat import validate_parameter_constraints
 
-__all__ = ["resolve"]
+__all__ = ["RESOLVER_DOC", "resolve"]
+
+#: The docstring body of a registry's ``get_<what>`` function, to be
+#: completed with ``.format(what=..., registry=..., base=...)`` and put in
+#: place by ``fill_doc``.
+RESOLVER_DOC = """
+A thin call to :func:`sklearn_crfloss._registry.resolve` with
+:data:`{registry}`. :class:`~sklearn_crfloss.CRFTagger` calls it at the
+start of ``fit``; call it too before calling a {what}'s
+``value_and_grad`` yourself, since that method does not check the
+hyperparameters.
+
+Parameters
+----------
+{what} : str or object with ``value_and_grad``
+    A name in :data:`{registry}`, or an instance (e.g. of a subclass of
+    :class:`{base}`).
+
+Returns
+-------
+{base} or object
+    A new instance for a name, else an unfitted copy of ``{what}``
+    (``sklearn.base.clone``: fitted attributes are dropped and the
+    caller's object is never changed by training); its hyperparameters
+    checked against its ``_parameter_constraints``.
+
+Raises
+------
+ValueError
+    If ``{what}`` is an unknown name, or a hyperparameter is out of its
+    range (scikit-learn's ``InvalidParameterError``, which names it).
+TypeError
+    If ``{what}`` is neither a string nor an object with a
+    ``value_and_grad`` method.
+"""
 
 
 def resolve(value, registry, what, method="value_and_grad"):

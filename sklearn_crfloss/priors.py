@@ -43,7 +43,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from ._compat import Interval
-from ._registry import resolve
+from ._docstring import fill_doc
+from ._registry import RESOLVER_DOC, resolve
 
 __all__ = [
     "PRIORS",
@@ -483,34 +484,15 @@ PRIORS = {
 }
 
 
+@fill_doc(resolver=RESOLVER_DOC.format(what="prior", registry="PRIORS", base="BasePrior"))
 def get_prior(prior):
     """Resolve a prior name or object into a validated prior object.
 
-    A thin call to :func:`sklearn_crfloss._registry.resolve` with
-    :data:`PRIORS`. :class:`~sklearn_crfloss.CRFTagger` calls it at the start
-    of ``fit``; call it too before using a prior's ``value_and_grad``
-    directly, since that method does not check the hyperparameters.
+    {resolver}
 
-    Parameters
-    ----------
-    prior : str or object with ``value_and_grad``
-        A name in :data:`PRIORS`, or a prior instance.
-
-    Returns
-    -------
-    BasePrior or object
-        A new instance for a name, else an unfitted copy of ``prior``
-        (``sklearn.base.clone``: bound ``weights_`` are dropped, ``bind``
-        sets them again); its hyperparameters checked against its
-        ``_parameter_constraints``.
-
-    Raises
-    ------
-    ValueError
-        If ``prior`` is an unknown name, or a hyperparameter is out of its
-        range (scikit-learn's ``InvalidParameterError``, which names it).
-    TypeError
-        If ``prior`` is neither a string nor an object with a
-        ``value_and_grad`` method.
+    Notes
+    -----
+    The copy of a prior bound to data (``feature_dependent=True``) has no
+    ``weights_``: :meth:`BasePrior.bind` sets them again.
     """
     return resolve(prior, PRIORS, "prior")

@@ -8,9 +8,17 @@ class flags, add it to :data:`LOSSES`, and the oracle and gradient tests
 (``tests/test_losses.py``) cover it through the registry.
 """
 
-from .._registry import resolve
+from .._docstring import fill_doc
+from .._registry import RESOLVER_DOC, resolve
 from ._base import BaseLoss
-from ._cost import HammingCost, JensenRiskBound, LabelCost, Risk, SoftmaxMargin
+from ._cost import (
+    CostSensitiveLoss,
+    HammingCost,
+    JensenRiskBound,
+    LabelCost,
+    Risk,
+    SoftmaxMargin,
+)
 from ._likelihood import ConditionalLogLikelihood
 from ._margin import MIRA, MaxMargin, StructuredPerceptron
 from ._marginal import LabelwiseAccuracyLoss, MixedLoss, PointwiseLoss
@@ -32,41 +40,17 @@ LOSSES = {
     "mce_f": SegmentFScoreMCE,
 }
 
-__all__ = ["LOSSES", "BaseLoss", "ConditionalLogLikelihood", "HammingCost",
+__all__ = ["LOSSES", "BaseLoss", "ConditionalLogLikelihood", "CostSensitiveLoss", "HammingCost",
            "JensenRiskBound", "LabelCost", "LabelwiseAccuracyLoss", "MIRA", "MaxMargin",
            "MinimumClassificationError", "MixedLoss", "PointwiseLoss", "Risk",
            "SegmentFScoreMCE", "SoftmaxMargin", "StructuredPerceptron", "get_loss"]
 
 
+@fill_doc(resolver=RESOLVER_DOC.format(what="loss", registry="LOSSES", base="BaseLoss"))
 def get_loss(loss):
     """Resolve a loss name or object into a validated loss object.
 
-    A thin call to :func:`sklearn_crfloss._registry.resolve` with
-    :data:`LOSSES`. :class:`~sklearn_crfloss.CRFTagger` calls it at the start
-    of ``fit``; call it too before using a loss's ``value_and_grad``
-    directly, since that method does not check the hyperparameters.
-
-    Parameters
-    ----------
-    loss : str or object with ``value_and_grad``
-        A name in :data:`LOSSES` or a loss instance.
-
-    Returns
-    -------
-    BaseLoss or object
-        A new instance for a name, else an unfitted copy of ``loss``
-        (``sklearn.base.clone``), so that ``set_classes`` never changes the
-        caller's object; its hyperparameters checked against its
-        ``_parameter_constraints``.
-
-    Raises
-    ------
-    ValueError
-        If ``loss`` is an unknown name, or a hyperparameter is out of its
-        range (scikit-learn's ``InvalidParameterError``, which names it).
-    TypeError
-        If ``loss`` is neither a string nor an object with a
-        ``value_and_grad`` method.
+    {resolver}
 
     Examples
     --------
@@ -74,7 +58,7 @@ def get_loss(loss):
     >>> try:
     ...     get_loss(MixedLoss(lam=1.5))
     ... except ValueError as exc:
-    ...     print(exc)
-    The 'lam' parameter of MixedLoss must be a float in the range [0, 1]. Got 1.5 instead.
+    ...     print(exc)  # doctest: +ELLIPSIS
+    The 'lam' parameter of MixedLoss must be a float in the range [0...]. Got 1.5 instead.
     """
     return resolve(loss, LOSSES, "loss")

@@ -180,23 +180,8 @@ class CostSensitiveLoss(BaseLoss):
         self.cost_scale = cost_scale
 
     def set_classes(self, classes):
-        """Set ``classes_`` and the cost matrix ``cost_matrix_`` in their order.
-
-        Parameters
-        ----------
-        classes : array-like of shape (n_labels,)
-            ``classes[k]`` is the name of label index ``k``.
-
-        Returns
-        -------
-        self : CostSensitiveLoss
-
-        Raises
-        ------
-        ValueError
-            If the cost is invalid (see :func:`get_cost` and
-            :meth:`LabelCost.matrix`).
-        """
+        # Docstring inherited; also sets cost_matrix_ in classes_ order (a
+        # ValueError if the cost is invalid: see get_cost, LabelCost.matrix).
         super().set_classes(classes)
         self.cost_matrix_ = get_cost(self.cost, self.cost_scale).matrix(self.classes_)
         return self
@@ -251,8 +236,19 @@ class SoftmaxMargin(CostSensitiveLoss):
             sample_weight=sample_weight, n_threads=n_threads)
 
 
+class _ExpectedCostLoss(CostSensitiveLoss):
+    """What the risk and its Jensen bound share: both are smooth and nonconvex.
+
+    Functions of the expected cost under the model (Eq. 5 and its bound,
+    Eq. 7), they are trained by L-BFGS from a CLL fit.
+    """
+
+    convex = False
+    needs_init = True
+
+
 @fill_doc(cost_sections=COST_LOSS_SECTIONS)
-class JensenRiskBound(CostSensitiveLoss):
+class JensenRiskBound(_ExpectedCostLoss):
     """Jensen risk bound (``loss='jrb'``), Gimpel & Smith (2010), section 3.1.
 
     ``value = sum_i w_i log E_p[exp cost(y_i, .)] = softmax-margin - CLL``
@@ -267,9 +263,6 @@ class JensenRiskBound(CostSensitiveLoss):
     """
 
     name = "jrb"
-    convex = False
-    smooth = True
-    needs_init = True
 
     def value_and_grad(self, unary, transition, start, end, y, offsets,
                        sample_weight=None, n_threads=1):
@@ -290,7 +283,7 @@ class JensenRiskBound(CostSensitiveLoss):
 
 
 @fill_doc(cost_sections=COST_LOSS_SECTIONS)
-class Risk(CostSensitiveLoss):
+class Risk(_ExpectedCostLoss):
     """Expected cost, the risk (``loss='risk'``), Gimpel & Smith (2010), Eq. 5.
 
     ``value = sum_i w_i E_{p(y | x_i)}[cost(y_i, y)]``. For a cost that
@@ -306,9 +299,6 @@ class Risk(CostSensitiveLoss):
     """
 
     name = "risk"
-    convex = False
-    smooth = True
-    needs_init = True
 
     def value_and_grad(self, unary, transition, start, end, y, offsets,
                        sample_weight=None, n_threads=1):

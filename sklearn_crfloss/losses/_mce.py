@@ -23,11 +23,6 @@ from ._base import BaseLoss, gold_counts
 __all__ = ["MinimumClassificationError", "SegmentFScoreMCE"]
 
 
-# Slope and offset of the smoothing function l (Eq. 8), shared by both losses.
-_SMOOTHING_CONSTRAINTS = {
-    "alpha": [Interval(Real, 0, None, closed="neither")],
-    "beta": [Interval(Real, None, None, closed="neither")],
-}
 
 
 def _smooth(d, alpha, beta, smoothing):
@@ -62,7 +57,25 @@ def _add_path_counts(grads, path, offsets, coef, rows):
     d_end += end
 
 
-class MinimumClassificationError(BaseLoss):
+class _SmoothedErrorLoss(BaseLoss):
+    """What both MCE losses share: flags and the smoothing ``l`` of Eq. 8.
+
+    ``l`` has slope ``alpha`` (a finite number > 0) and offset ``beta`` (a
+    finite number); both losses are nonconvex, not differentiable at ties,
+    and start from a CLL fit.
+    """
+
+    convex = False
+    smooth = False
+    needs_init = True
+
+    _parameter_constraints: dict = {
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "beta": [Interval(Real, None, None, closed="neither")],
+    }
+
+
+class MinimumClassificationError(_SmoothedErrorLoss):
     """Minimum classification error loss (``loss='mce'``).
 
     The smoothed number of misclassified training sequences (Suzuki et al.
@@ -132,12 +145,9 @@ class MinimumClassificationError(BaseLoss):
     """
 
     name = "mce"
-    convex = False
-    smooth = False
-    needs_init = True
 
     _parameter_constraints: dict = {
-        **_SMOOTHING_CONSTRAINTS,
+        **_SmoothedErrorLoss._parameter_constraints,
         "psi": [Interval(Real, 0, None, closed="right")],
         "smoothing": [StrOptions({"sigmoid", "logistic"})],
     }
@@ -201,7 +211,7 @@ class MinimumClassificationError(BaseLoss):
         return (value,) + grads
 
 
-class SegmentFScoreMCE(BaseLoss):
+class SegmentFScoreMCE(_SmoothedErrorLoss):
     """Segment F-score MCE loss, MCE-F (``loss='mce_f'``).
 
     The smoothed F-score loss of Suzuki et al. (2006), section 4, Eq. 16,
@@ -310,12 +320,9 @@ class SegmentFScoreMCE(BaseLoss):
     """
 
     name = "mce_f"
-    convex = False
-    smooth = False
-    needs_init = True
 
     _parameter_constraints: dict = {
-        **_SMOOTHING_CONSTRAINTS,
+        **_SmoothedErrorLoss._parameter_constraints,
         "gamma": [Interval(Real, 0, None, closed="left")],
         "scheme": [str],
         "false_positives": [StrOptions({"max_incorrect", "viterbi"})],
