@@ -4,9 +4,22 @@ scikit-learn's parameter-validation helpers are private; if a release moves
 them, this is the only file to change.
 """
 
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import (
+    HasMethods,
+    Interval,
+    StrOptions,
+    validate_parameter_constraints,
+)
+from sklearn.utils._param_validation import validate_params as validate_function_params
 
-__all__ = ["HasMethods", "Interval", "StrOptions", "validate_params"]
+__all__ = [
+    "HasMethods",
+    "Interval",
+    "StrOptions",
+    "validate_function_params",
+    "validate_parameter_constraints",
+    "validate_params",
+]
 
 
 def validate_params(estimator):

@@ -364,6 +364,8 @@ class CRFTagger(BaseEstimator):
         """The resolved loss, prior and solver (ValueError on a bad combination)."""
         loss = get_loss(self.loss)
         prior = get_prior(self.prior)
+        if hasattr(loss, "stages"):
+            loss.stages()  # a schedule's values are checked here, before any training
         default = getattr(loss, "default_solver", "lbfgs")
         name = self.solver or default
         if default in ("perceptron", "mira") and name != default:

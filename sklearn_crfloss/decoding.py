@@ -21,6 +21,7 @@ returning the allowed transitions and first labels, registered in
 
 import numpy as np
 
+from ._registry import resolve
 from .inference import forward_backward, viterbi
 from .segments import split_label
 
@@ -135,10 +136,12 @@ def decode(decoder, constraints, classes, unary, transition, start, end, offsets
 
     Parameters
     ----------
-    decoder : str
-        A key of :data:`DECODERS`.
-    constraints : str or None
-        A key of :data:`CONSTRAINTS`, or None.
+    decoder : str or callable
+        A key of :data:`DECODERS` (or a function with the signature of
+        :func:`viterbi_decode`).
+    constraints : str, callable or None
+        A key of :data:`CONSTRAINTS` (or a function with the signature of
+        :func:`iob2_allowed`), or None.
     classes : array-like of shape (n_labels,)
         Label names (read by the constraints).
     unary, transition, start, end, offsets, n_threads
@@ -154,9 +157,7 @@ def decode(decoder, constraints, classes, unary, transition, start, end, offsets
     ValueError
         On an unknown name, or labels a constraint does not understand.
     """
-    for name, registry, what in ((decoder, DECODERS, "decoder"),
-                                 (constraints, CONSTRAINTS, "constraints")):
-        if name is not None and name not in registry:
-            raise ValueError(f"Unknown {what} {name!r}; choose one of {sorted(registry)}.")
-    allowed = None if constraints is None else CONSTRAINTS[constraints](classes)
-    return DECODERS[decoder](unary, transition, start, end, offsets, allowed, n_threads)
+    decode_paths = resolve(decoder, DECODERS, "decoder", method="__call__")
+    allowed = (None if constraints is None
+               else resolve(constraints, CONSTRAINTS, "constraints", method="__call__")(classes))
+    return decode_paths(unary, transition, start, end, offsets, allowed, n_threads)

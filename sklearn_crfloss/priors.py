@@ -37,9 +37,14 @@ is used as before):
 """
 
 import copy
+from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
+
+from ._compat import Interval
+from ._docstring import fill_doc
+from ._registry import RESOLVER_DOC, resolve
 
 __all__ = [
     "PRIORS",
@@ -55,7 +60,21 @@ __all__ = [
 
 
 class BasePrior(BaseEstimator):
-    """Base class of priors; see the module docstring for the contract."""
+    """Base class of priors; see the module docstring for the contract.
+
+    Hyperparameters are ``__init__`` arguments stored unchanged
+    (``prior__<name>`` in ``GridSearchCV``). Their ranges are declared in
+    the class attribute ``_parameter_constraints`` (scikit-learn's
+    constraints) and checked once, when the prior is resolved for training:
+    :func:`get_prior` (which :meth:`CRFTagger.fit
+    <sklearn_crfloss.CRFTagger.fit>` calls) returns a validated copy and
+    raises a ValueError naming the parameter otherwise.
+    :meth:`value_and_grad` does not check them again: call it on the result
+    of ``get_prior(prior)``. Checks that need the data (the length of
+    ``theta``) stay in :meth:`value_and_grad`.
+    """
+
+    _parameter_constraints: dict = {}
 
     name = None
 
@@ -87,8 +106,11 @@ class BasePrior(BaseEstimator):
         Parameters
         ----------
         X : scipy.sparse.csr_matrix of shape (n_tokens, n_features)
+            The vectorised training tokens, all sequences stacked.
         y : ndarray of intp of shape (n_tokens,)
+            Gold label index of every token.
         offsets : ndarray of intp of shape (n_sequences + 1,)
+            Sequence boundaries in ``X`` and ``y``.
         layout : sklearn_crfloss._params.ParameterLayout
             Which parameters are trained (``n_labels``, ``state_index`` and
             the free transitions, start and end potentials).
@@ -105,11 +127,17 @@ class BasePrior(BaseEstimator):
         return bound
 
     def parametrisation(self, n_params):
-        """Change of variables for the optimiser; None (the identity) by default.
+        """Change of variables for the optimiser, or None (the identity).
+
+        The base class returns None: the optimiser works on ``theta``
+        itself. A prior that is not differentiable everywhere may return a
+        :class:`Parametrisation` in which it is (see
+        :class:`LaplacianPrior`).
 
         Parameters
         ----------
         n_params : int
+            Length of the flat parameter vector ``theta``.
 
         Returns
         -------
@@ -291,6 +319,11 @@ class GaussianPrior(BasePrior):
 
     name = "l2"
 
+    _parameter_constraints: dict = {
+        "mean": [Real, "array-like"],
+        "feature_dependent": ["boolean"],
+    }
+
     def __init__(self, mean=0.0, feature_dependent=False):
         self.mean = mean
         self.feature_dependent = feature_dependent
@@ -339,6 +372,8 @@ class LaplacianPrior(BasePrior):
 
     name = "l1"
 
+    _parameter_constraints: dict = {"feature_dependent": ["boolean"]}
+
     def __init__(self, feature_dependent=False):
         self.feature_dependent = feature_dependent
 
@@ -348,17 +383,8 @@ class LaplacianPrior(BasePrior):
         return float(np.sum(d * np.abs(theta))) / C, d * np.sign(theta) / C
 
     def parametrisation(self, n_params):
-        """The split ``theta = z[:n] - z[n:]`` with ``z >= 0``.
-
-        Parameters
-        ----------
-        n_params : int
-
-        Returns
-        -------
-        Parametrisation
-            ``n_free = 2 * n_params``, bounds ``(0, None)``.
-        """
+        # Docstring inherited: the split theta = z[:n] - z[n:] with z >= 0 of
+        # the class docstring, n_free = 2 * n_params, bounds (0, None).
         n = n_params
 
         def to_theta(z):
@@ -379,12 +405,6 @@ class LaplacianPrior(BasePrior):
                                chain, penalty)
 
 
-def _log_cosh(x):
-    """``log cosh(x)`` without overflow: ``|x| + log1p(exp(-2|x|)) - log 2``."""
-    ax = np.abs(x)
-    return ax + np.log1p(np.exp(-2.0 * ax)) - np.log(2.0)
-
-
 class HyperbolicPrior(BasePrior):
     """Hyperbolic-secant prior (``prior='hyperbolic'``): penalty ``sum_k log cosh(b w_k)``.
 
@@ -399,7 +419,8 @@ class HyperbolicPrior(BasePrior):
     ``beta=1`` the prior has the curvature of ``'l2'`` with the same ``C``
     (variance ``C``), and ``C`` stays the strength knob (larger, weaker). With
     ``C = 1``, ``beta`` is exactly the paper's hyperparameter. Computed as
-    ``|x| + log1p(exp(-2|x|)) - log 2``, finite for any ``|b w|``.
+    ``logaddexp(x, -x) - log 2`` (``numpy.logaddexp``), finite for any
+    ``|b w|``.
 
     Parameters
     ----------
@@ -412,7 +433,8 @@ class HyperbolicPrior(BasePrior):
     Raises
     ------
     ValueError
-        From :meth:`value_and_grad` if ``beta <= 0``.
+        From :func:`get_prior` (and so from ``CRFTagger.fit``) if ``beta``
+        is not a finite number > 0.
 
     References
     ----------
@@ -422,18 +444,22 @@ class HyperbolicPrior(BasePrior):
 
     name = "hyperbolic"
 
+    _parameter_constraints: dict = {
+        "beta": [Interval(Real, 0, None, closed="neither")],
+        "feature_dependent": ["boolean"],
+    }
+
     def __init__(self, beta=1.0, feature_dependent=False):
         self.beta = beta
         self.feature_dependent = feature_dependent
 
     def value_and_grad(self, theta, C):
         # Docstring inherited.
-        if not self.beta > 0:
-            raise ValueError(f"HyperbolicPrior beta must be > 0, got {self.beta!r}")
         b = float(self.beta) / np.sqrt(C)
         d = self._weights(theta.shape[0])
         x = b * theta
-        return float(np.sum(d * _log_cosh(x))), d * b * np.tanh(x)
+        log_cosh = np.logaddexp(x, -x) - np.log(2.0)
+        return float(np.sum(d * log_cosh)), d * b * np.tanh(x)
 
 
 class NoPrior(BasePrior):
@@ -459,33 +485,15 @@ PRIORS = {
 }
 
 
+@fill_doc(resolver=RESOLVER_DOC.format(what="prior", registry="PRIORS", base="BasePrior"))
 def get_prior(prior):
-    """Resolve a prior name or object into a prior object.
+    """Resolve a prior name or object into a validated prior object.
 
-    Parameters
-    ----------
-    prior : str or object with ``value_and_grad``
-        A name in :data:`PRIORS`, or a prior instance (returned as is).
+    {resolver}
 
-    Returns
-    -------
-    BasePrior or object
-
-    Raises
-    ------
-    ValueError
-        If ``prior`` is an unknown name.
-    TypeError
-        If ``prior`` is neither a string nor has a ``value_and_grad`` method.
+    Notes
+    -----
+    The copy of a prior bound to data (``feature_dependent=True``) has no
+    ``weights_``: :meth:`BasePrior.bind` sets them again.
     """
-    if isinstance(prior, str):
-        try:
-            return PRIORS[prior]()
-        except KeyError:
-            raise ValueError(
-                f"Unknown prior {prior!r}; choose one of {sorted(PRIORS)} or pass an object "
-                "with a value_and_grad method."
-            ) from None
-    if not hasattr(prior, "value_and_grad"):
-        raise TypeError(f"prior must be a string or have a value_and_grad method, got {prior!r}")
-    return prior
+    return resolve(prior, PRIORS, "prior")

@@ -174,7 +174,7 @@ def loss_by_enumeration(loss, unary, transition, start, end, y, offsets, sample_
 
 def path_cost(loss, gold, path, n_labels):
     """cost(gold, path) of a cost-sensitive loss, summed over positions."""
-    M = getattr(loss, "_cost_matrix", None)
+    M = getattr(loss, "cost_matrix_", None)
     if M is None:  # Hamming with multiplier cost_scale, labels are indices
         assert loss.cost == "hamming"
         return loss.cost_scale * float(np.sum(np.asarray(gold) != np.asarray(path)))

@@ -6,11 +6,15 @@ from numpy.testing import assert_allclose
 
 from sklearn_crfloss import CRFTagger
 from sklearn_crfloss.losses import (
+    MIRA,
     ConditionalLogLikelihood,
     HammingCost,
     JensenRiskBound,
     LabelCost,
+    MaxMargin,
+    Risk,
     SoftmaxMargin,
+    get_loss,
 )
 
 from _oracle import loss_by_enumeration, random_problem
@@ -26,6 +30,37 @@ def test_cost_matrices():
         LabelCost({("O", "O"): 1.0}).matrix(classes)
     with pytest.raises(ValueError, match="negative"):
         LabelCost({("O", "B-PER"): -1.0}).matrix(classes)
+
+
+@pytest.mark.parametrize("cls", [SoftmaxMargin, JensenRiskBound, Risk, MaxMargin, MIRA])
+def test_cost_matrix_is_public_after_set_classes(cls):
+    classes = np.array(["B-PER", "I-PER", "O"])
+    loss = get_loss(cls(cost={("B-PER", "O"): 4.0}, cost_scale=2.0)).set_classes(classes)
+    assert_allclose(loss.cost_matrix_, 2.0 * np.array([[0, 1, 4], [1, 0, 1], [1, 1, 0]]))
+    assert not hasattr(get_loss(cls()), "cost_matrix_")  # only set_classes sets it
+    # The augmented potentials add the gold label's row of that matrix.
+    U = np.zeros((2, 3))
+    assert_allclose(loss._augmented(U, np.array([0, 2])), loss.cost_matrix_[[0, 2]])
+
+
+@pytest.mark.parametrize("loss, match", [
+    (SoftmaxMargin(cost="manhattan"), "'cost' parameter of SoftmaxMargin"),
+    (Risk(cost=3.0), "'cost' parameter of Risk"),
+    (MIRA(cost_scale=-1.0), "'cost_scale' parameter of MIRA"),
+])
+def test_invalid_cost_parameters_are_refused_by_get_loss(loss, match):
+    with pytest.raises(ValueError, match=match):
+        get_loss(loss)
+
+
+def test_invalid_cost_object_is_refused_by_set_classes():
+    # A cost object's own parameters are checked when the loss builds its matrix.
+    classes = np.array(["B-PER", "O"])
+    for cost, match in [(LabelCost({}, default=-1.0), "'default' parameter of LabelCost"),
+                        (HammingCost(cost_scale=-2.0), "'cost_scale' parameter of HammingCost")]:
+        loss = get_loss(SoftmaxMargin(cost=cost))
+        with pytest.raises(ValueError, match=match):
+            loss.set_classes(classes)
 
 
 @pytest.mark.parametrize("cost_scale", [0.5, 5.0])
@@ -81,7 +116,7 @@ def test_estimator_with_costs_by_label_name():
     costs = {("B-NP", "O"): 5.0, ("I-NP", "O"): 5.0}
     loss = SoftmaxMargin(cost=costs, cost_scale=1.0)
     crf = CRFTagger(loss=loss).fit(X, y)
-    assert not hasattr(loss, "_cost_matrix")  # the parameter object is left untouched
+    assert not hasattr(loss, "cost_matrix_")  # the parameter object is left untouched
     assert crf.score(X, y) > 0.8
     jrb = CRFTagger(loss="jrb", init="cll").fit(X, y)
     assert jrb.init_n_iter_ > 0

@@ -2,14 +2,19 @@
 
 The real corpora are read from the folder named by the environment variable
 SKLEARN_CRFLOSS_DATA (CI: ../shared/data).  Downloads are tested without
-network access, from file:// URLs serving archives built from the real files.
+network access: sklearn.datasets.fetch_file fetches archives built from the
+real files from an HTTP server on 127.0.0.1, and any other host is refused.
 """
 
+import functools
 import gzip
 import hashlib
+import http.server
 import io
 import os
 import shutil
+import socket
+import threading
 import zipfile
 from collections import Counter
 from urllib.error import URLError
@@ -45,17 +50,41 @@ def _sha256(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
+_LOOPBACK = ("127.0.0.1", "localhost")
+
+
 @pytest.fixture(autouse=True)
 def no_network(monkeypatch):
-    """Fail any test that tries to open a non-file URL."""
-    real_urlopen = _conll.urlopen
+    """Fail any test that tries to reach a host other than 127.0.0.1; no retries."""
+    real_getaddrinfo = socket.getaddrinfo
 
-    def guarded(url, *args, **kwargs):
-        if not str(url).startswith("file:"):
-            raise AssertionError(f"test tried to reach the network: {url}")
-        return real_urlopen(url, *args, **kwargs)
+    def guarded(host, *args, **kwargs):
+        if host not in _LOOPBACK:
+            raise AssertionError(f"test tried to reach the network: {host}")
+        return real_getaddrinfo(host, *args, **kwargs)
 
-    monkeypatch.setattr(_conll, "urlopen", guarded)
+    monkeypatch.setattr(socket, "getaddrinfo", guarded)
+    monkeypatch.setenv("no_proxy", "*")  # urllib must not send 127.0.0.1 to a proxy
+    monkeypatch.setattr(_conll, "_N_RETRIES", 0)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def remote(tmp_path):
+    """An HTTP server on 127.0.0.1 of a fresh folder: yields (folder, base URL)."""
+    folder = tmp_path / "remote"
+    folder.mkdir()
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        yield folder, f"http://127.0.0.1:{server.server_address[1]}/"
+        server.shutdown()
+        thread.join()
 
 
 # --------------------------------------------------------------------------
@@ -332,12 +361,16 @@ def test_official_urls():
 
 
 def test_invalid_arguments(tmp_path):
-    with pytest.raises(ValueError, match="subset must be 'train' or 'test'"):
+    with pytest.raises(ValueError, match="'subset' parameter of load_conll2000") as excinfo:
         load_conll2000("dev", data_home=tmp_path)
-    with pytest.raises(ValueError, match="subset must be 'train', 'testa' or 'testb'"):
+    assert "'train'" in str(excinfo.value) and "'test'" in str(excinfo.value)
+    with pytest.raises(ValueError, match="'subset' parameter of load_conll2002") as excinfo:
         load_conll2002("esp", "test", data_home=tmp_path)
-    with pytest.raises(ValueError, match="'ned'"):
+    assert all(f"'{s}'" in str(excinfo.value) for s in ("train", "testa", "testb"))
+    with pytest.raises(ValueError, match="'ned'.*not supported"):
         load_conll2002("ned", "train", data_home=tmp_path)
+    with pytest.raises(ValueError, match="'download_if_missing' parameter"):
+        load_conll2000("test", data_home=tmp_path, download_if_missing="no")
     assert os.listdir(tmp_path) == []
 
 
@@ -346,12 +379,13 @@ def test_invalid_arguments(tmp_path):
 # --------------------------------------------------------------------------
 
 
-def _serve(monkeypatch, urls):
-    """Point the remote table at local files: {relpath: local path}."""
+def _serve(monkeypatch, remote, names):
+    """Point the remote table at the server: {relpath: file name in its folder}."""
+    _, base_url = remote
     table = dict(_conll._REMOTE_FILES)
-    for relpath, local in urls.items():
+    for relpath, name in names.items():
         _, kind, member, checksum = table[relpath]
-        table[relpath] = (local.as_uri(), kind, member, checksum)
+        table[relpath] = (base_url + name, kind, member, checksum)
     monkeypatch.setattr(_conll, "_REMOTE_FILES", table)
 
 
@@ -384,51 +418,50 @@ def _files_under(folder):
     )
 
 
-def test_download_conll2000_gzip(tmp_path, monkeypatch):
+def test_download_conll2000_gzip(tmp_path, monkeypatch, remote):
     real = os.path.join(_data_home(), "conll2000", "test.txt")
-    remote = tmp_path / "remote"
-    remote.mkdir()
-    _serve(monkeypatch, {"conll2000/test.txt": _gzip_of(real, remote / "test.txt.gz")})
+    _gzip_of(real, remote[0] / "test.txt.gz")
+    _serve(monkeypatch, remote, {"conll2000/test.txt": "test.txt.gz"})
     home = tmp_path / "home"
     X, y = load_conll2000("test", data_home=home)
     assert len(X) == 2012 and sum(map(len, X)) == 47377
     # The decompressed file is in place, verified, and nothing else is left.
     assert _files_under(home) == [os.path.join("conll2000", "test.txt")]
+    assert os.listdir(home / "conll2000") == ["test.txt"]  # no temporary folder
     assert _sha256(home / "conll2000" / "test.txt") == _sha256(real)
     # The second call reads the local file (the remote one is gone).
-    os.remove(remote / "test.txt.gz")
+    os.remove(remote[0] / "test.txt.gz")
     assert load_conll2000("test", data_home=home) == (X, y)
 
 
-def test_download_conll2000_checksum_mismatch(tmp_path, monkeypatch):
+def test_download_conll2000_checksum_mismatch(tmp_path, monkeypatch, remote):
     real = os.path.join(_data_home(), "conll2000", "test.txt")
-    remote = tmp_path / "remote"
-    remote.mkdir()
-    gz = _gzip_of(real, remote / "test.txt.gz", corrupt=True)
-    _serve(monkeypatch, {"conll2000/test.txt": gz})
+    _gzip_of(real, remote[0] / "test.txt.gz", corrupt=True)
+    _serve(monkeypatch, remote, {"conll2000/test.txt": "test.txt.gz"})
     home = tmp_path / "home"
-    with pytest.raises(OSError, match="sha256") as excinfo:
+    with pytest.raises(OSError, match="'conll2000/test.txt' has sha256") as excinfo:
         load_conll2000("test", data_home=home)
     assert "was deleted" in str(excinfo.value)
+    assert repr(str(home / "conll2000" / "test.txt")) in str(excinfo.value)
     assert _files_under(home) == []  # no final file, no temporary file
 
 
-def test_download_not_a_gzip(tmp_path, monkeypatch):
-    remote = tmp_path / "test.txt.gz"
-    remote.write_text("this is not gzip data\n", encoding="utf-8")
-    _serve(monkeypatch, {"conll2000/test.txt": remote})
+def test_download_not_a_gzip(tmp_path, monkeypatch, remote):
+    (remote[0] / "test.txt.gz").write_text("this is not gzip data\n", encoding="utf-8")
+    _serve(monkeypatch, remote, {"conll2000/test.txt": "test.txt.gz"})
     home = tmp_path / "home"
-    with pytest.raises(OSError, match="not a valid gzip"):
+    with pytest.raises(OSError, match="not a valid gzip archive"):
         load_conll2000("test", data_home=home)
     assert _files_under(home) == []
 
 
-def test_download_conll2002_zip(tmp_path, monkeypatch):
+def test_download_conll2002_zip(tmp_path, monkeypatch, remote):
     data_home = _data_home()
-    archive = _zip_of(data_home, tmp_path / "conll2002.zip")
+    _zip_of(data_home, remote[0] / "conll2002.zip")
     _serve(
         monkeypatch,
-        {f"conll2002/esp.{s}": archive for s in ("train", "testa", "testb")},
+        remote,
+        {f"conll2002/esp.{s}": "conll2002.zip" for s in ("train", "testa", "testb")},
     )
     home = tmp_path / "home"
     X, y = load_conll2002("esp", "testa", data_home=home)
@@ -444,18 +477,46 @@ def test_download_conll2002_zip(tmp_path, monkeypatch):
         )
 
 
-def test_download_conll2002_checksum_mismatch(tmp_path, monkeypatch):
-    archive = _zip_of(_data_home(), tmp_path / "conll2002.zip", corrupt="esp.testb")
+def test_download_conll2002_only_missing_files(tmp_path, monkeypatch, remote):
+    # A file already in place is neither downloaded again nor replaced.
+    _zip_of(_data_home(), remote[0] / "conll2002.zip")
     _serve(
         monkeypatch,
-        {f"conll2002/esp.{s}": archive for s in ("train", "testa", "testb")},
+        remote,
+        {f"conll2002/esp.{s}": "conll2002.zip" for s in ("train", "testa", "testb")},
+    )
+    home = tmp_path / "home"
+    (home / "conll2002").mkdir(parents=True)
+    (home / "conll2002" / "esp.train").write_text("mine O\n", encoding="utf-8")
+    X, _ = load_conll2002("esp", "testb", data_home=home)
+    assert len(X) == 1517
+    assert (home / "conll2002" / "esp.train").read_text(encoding="utf-8") == "mine O\n"
+    assert (home / "conll2002" / "esp.testa").is_file()
+
+
+def test_download_conll2002_checksum_mismatch(tmp_path, monkeypatch, remote):
+    _zip_of(_data_home(), remote[0] / "conll2002.zip", corrupt="esp.testb")
+    _serve(
+        monkeypatch,
+        remote,
+        {f"conll2002/esp.{s}": "conll2002.zip" for s in ("train", "testa", "testb")},
     )
     home = tmp_path / "home"
     with pytest.raises(OSError, match="'conll2002/esp.testb' has sha256"):
         load_conll2002("esp", "testb", data_home=home)
     files = _files_under(home)
     assert os.path.join("conll2002", "esp.testb") not in files
-    assert not [f for f in files if f.endswith(".part")]
+    assert all(f.startswith(os.path.join("conll2002", "esp.")) for f in files)
+
+
+def test_download_zip_without_the_member(tmp_path, monkeypatch, remote):
+    with zipfile.ZipFile(remote[0] / "conll2002.zip", "w") as zf:
+        zf.writestr("conll2002/ned.train", "Dat O\n")
+    _serve(monkeypatch, remote, {"conll2002/esp.testa": "conll2002.zip"})
+    home = tmp_path / "home"
+    with pytest.raises(OSError, match="not a valid zip archive holding the expected files"):
+        load_conll2002("esp", "testa", data_home=home)
+    assert _files_under(home) == []
 
 
 def test_missing_file_without_download(tmp_path, monkeypatch):
@@ -475,10 +536,11 @@ def test_missing_file_without_download(tmp_path, monkeypatch):
 
 
 def test_download_failure_offline(tmp_path, monkeypatch):
-    def offline(url, *args, **kwargs):
-        raise URLError("[Errno -3] Temporary failure in name resolution")
+    # The official URLs, with name resolution failing as it does offline.
+    def offline(host, *args, **kwargs):
+        raise socket.gaierror(-3, "Temporary failure in name resolution")
 
-    monkeypatch.setattr(_conll, "urlopen", offline)
+    monkeypatch.setattr(socket, "getaddrinfo", offline)
     home = tmp_path / "home"
     with pytest.raises(OSError) as excinfo:
         load_conll2000("train", data_home=home)
@@ -496,21 +558,43 @@ def test_download_failure_offline(tmp_path, monkeypatch):
     assert _files_under(home) == []
 
 
-def test_download_failure_missing_remote_file(tmp_path, monkeypatch):
-    _serve(monkeypatch, {"conll2000/test.txt": tmp_path / "nowhere" / "test.txt.gz"})
+def test_download_failure_missing_remote_file(tmp_path, monkeypatch, remote):
+    _serve(monkeypatch, remote, {"conll2000/test.txt": "test.txt.gz"})
     home = tmp_path / "home"
-    with pytest.raises(OSError, match="Downloading file:") as excinfo:
+    with pytest.raises(OSError, match=r"Downloading http://127\.0\.0\.1:\d+/test\.txt\.gz "
+                                      r"failed \(HTTP Error 404") as excinfo:
         load_conll2000("test", data_home=home)
     assert ENV in str(excinfo.value)
     assert _files_under(home) == []
 
 
+def test_download_is_retried(tmp_path, monkeypatch, remote):
+    # fetch_file tries again after a network error (here a 503), _N_RETRIES times.
+    _gzip_of(os.path.join(_data_home(), "conll2000", "test.txt"), remote[0] / "test.txt.gz")
+    _serve(monkeypatch, remote, {"conll2000/test.txt": "test.txt.gz"})
+    monkeypatch.setattr(_conll, "_N_RETRIES", 1)
+    monkeypatch.setattr(_conll, "_RETRY_DELAY", 0)
+    requests = []
+
+    def fail_first(handler):
+        requests.append(handler.path)
+        if len(requests) == 1:
+            handler.send_error(503)
+            return None
+        return http.server.SimpleHTTPRequestHandler.do_GET(handler)
+
+    monkeypatch.setattr(_QuietHandler, "do_GET", fail_first)
+    with pytest.warns(UserWarning, match="Retry downloading"):
+        X, _ = load_conll2000("test", data_home=tmp_path / "home")
+    assert len(X) == 2012 and requests == ["/test.txt.gz"] * 2
+
+
 def test_existing_file_is_used_without_download(tmp_path, monkeypatch):
     # A file put in place by hand is read as is (no download, no checksum).
-    def offline(url, *args, **kwargs):
+    def no_download(*args, **kwargs):
         raise AssertionError("no download expected")
 
-    monkeypatch.setattr(_conll, "urlopen", offline)
+    monkeypatch.setattr(_conll, "fetch_file", no_download)
     home = tmp_path / "home"
     (home / "conll2000").mkdir(parents=True)
     shutil.copy(os.path.join(_data_home(), "conll2000", "test.txt"), home / "conll2000")

@@ -9,10 +9,19 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose
 
+from sklearn_crfloss import CRFTagger
 from sklearn_crfloss._objective import CRFObjective
 from sklearn_crfloss._params import ParameterLayout
-from sklearn_crfloss.losses import LOSSES, BaseLoss, ConditionalLogLikelihood, get_loss
-from sklearn_crfloss.priors import PRIORS, GaussianPrior, get_prior
+from sklearn_crfloss._registry import resolve
+from sklearn_crfloss.losses import (
+    LOSSES,
+    BaseLoss,
+    ConditionalLogLikelihood,
+    MixedLoss,
+    SoftmaxMargin,
+    get_loss,
+)
+from sklearn_crfloss.priors import PRIORS, GaussianPrior, HyperbolicPrior, get_prior
 
 from _oracle import loss_by_enumeration, random_problem
 
@@ -175,6 +184,46 @@ def test_registries_resolve_names_and_objects():
         assert cls.name == name
     for name, cls in PRIORS.items():
         assert cls.name == name
+
+
+def test_resolve_returns_fresh_validated_objects():
+    # A registered function (a decoder, a solver rule) is returned as it is.
+    def rule():
+        return None
+
+    assert resolve("rule", {"rule": rule}, "solver", method="__call__") is rule
+    with pytest.raises(ValueError, match=r"Unknown solver 'other'; choose one of \['rule'\]"):
+        resolve("other", {"rule": rule}, "solver", method="__call__")
+    with pytest.raises(TypeError, match="not a class"):
+        get_loss(MixedLoss)
+    # An object is copied without its fitted state; the caller's stays as it was.
+    loss = SoftmaxMargin(cost_scale=2.0).set_classes(np.array(["a", "b"]))
+    copy = get_loss(loss)
+    assert copy.cost_scale == 2.0 and not hasattr(copy, "classes_")
+    assert loss.cost_matrix_.shape == (2, 2)
+    prior = GaussianPrior(mean=0.5)
+    assert get_prior(prior) is not prior and get_prior(prior).mean == 0.5
+
+
+@pytest.mark.parametrize("registry", [LOSSES, PRIORS], ids=["losses", "priors"])
+def test_every_registered_class_constrains_every_hyperparameter(registry):
+    for name, cls in registry.items():
+        params = cls().get_params(deep=False)
+        assert set(cls._parameter_constraints) == set(params), name
+        assert resolve(name, registry, "x").get_params() == params  # defaults are valid
+
+
+@pytest.mark.parametrize("crf, match", [
+    (CRFTagger(loss=MixedLoss(lam=2.0)), "'lam' parameter of MixedLoss"),
+    (CRFTagger(loss=MixedLoss()).set_params(loss__lam=-0.5), "'lam' parameter of MixedLoss"),
+    (CRFTagger(prior=HyperbolicPrior(beta=-1.0)), "'beta' parameter of HyperbolicPrior"),
+])
+def test_fit_refuses_invalid_loss_and_prior_hyperparameters(crf, match):
+    X = [np.eye(3)[[0, 1, 2]], np.eye(3)[[2, 1]]]
+    y = [["a", "b", "a"], ["a", "b"]]
+    with pytest.raises(ValueError, match=match):
+        crf.fit(X, y)
+    assert not hasattr(crf, "coef_")
 
 
 def _along_line_violations(loss, rng, n_lines=30):

@@ -9,6 +9,7 @@ from sklearn_crfloss.losses import (
     LabelwiseAccuracyLoss,
     MixedLoss,
     PointwiseLoss,
+    get_loss,
 )
 
 from _oracle import loss_by_enumeration, markov_loss_by_enumeration, random_problem
@@ -108,15 +109,32 @@ def test_stages_follow_the_alpha_schedule():
 
 
 @pytest.mark.parametrize("loss, match", [
-    (MixedLoss(lam=1.5), "lam must be"),
-    (MixedLoss(markov_order=-1), "markov_order must be"),
-    (LabelwiseAccuracyLoss(alpha=0.0), "alpha must be"),
-    (LabelwiseAccuracyLoss(alpha=[]), "alpha must be"),
-    (LabelwiseAccuracyLoss(q="cubic"), "q must be"),
+    (MixedLoss(lam=1.5), "'lam' parameter of MixedLoss"),
+    (MixedLoss(markov_order=-1), "'markov_order' parameter of MixedLoss"),
+    (MixedLoss(markov_order=1.5), "'markov_order' parameter of MixedLoss"),
+    (LabelwiseAccuracyLoss(alpha=0.0), "'alpha' parameter of LabelwiseAccuracyLoss"),
+    (LabelwiseAccuracyLoss(q="cubic"), "'q' parameter of LabelwiseAccuracyLoss"),
 ])
 def test_invalid_hyperparameters(loss, match):
+    # Checked once, when the loss is resolved for training (get_loss, CRFTagger.fit).
+    with pytest.raises(ValueError, match=match):
+        get_loss(loss)
+
+
+@pytest.mark.parametrize("alpha, match", [
+    ([], "non-empty sequence"),
+    ([[1.0, 5.0]], "non-empty sequence"),
+    ([1.0, 0.0], "'alpha' parameter of LabelwiseAccuracyLoss schedule"),
+    ([5.0, np.inf], "'alpha' parameter of LabelwiseAccuracyLoss schedule"),
+])
+def test_invalid_alpha_schedule(alpha, match):
+    # A sequence passes the constraints; its values are checked by stages(),
+    # which CRFTagger.fit and value_and_grad call.
+    loss = get_loss(LabelwiseAccuracyLoss(alpha=alpha))
     rng = np.random.default_rng(0)
     U, T, s, e, y, off = random_problem(rng, 3, lengths=(2,))
+    with pytest.raises(ValueError, match=match):
+        loss.stages()
     with pytest.raises(ValueError, match=match):
         loss.value_and_grad(U, T, s, e, y, off)
 

@@ -344,14 +344,18 @@ def test_mce_f_needs_class_names_and_valid_params():
         SegmentFScoreMCE().value_and_grad(*args)
     with pytest.raises(ValueError, match="2 names for 3 labels"):
         SegmentFScoreMCE().set_classes(["B-NP", "O"]).value_and_grad(*args)
-    with pytest.raises(ValueError, match="gamma"):
-        SegmentFScoreMCE(gamma=-1.0).set_classes(CLASSES).value_and_grad(*args)
-    with pytest.raises(ValueError, match="alpha"):
-        MinimumClassificationError(alpha=0.0).value_and_grad(*args)
-    with pytest.raises(ValueError, match="psi"):
-        MinimumClassificationError(psi=-1.0).value_and_grad(*args)
-    with pytest.raises(ValueError, match="smoothing"):
-        MinimumClassificationError(smoothing="hinge").value_and_grad(*args)
+    # Hyperparameters are checked when the loss is resolved (get_loss, CRFTagger.fit).
+    for loss, name in [(SegmentFScoreMCE(gamma=-1.0), "gamma"),
+                       (SegmentFScoreMCE(gamma=np.inf), "gamma"),
+                       (SegmentFScoreMCE(beta=np.nan), "beta"),
+                       (SegmentFScoreMCE(false_positives="all"), "false_positives"),
+                       (MinimumClassificationError(alpha=0.0), "alpha"),
+                       (MinimumClassificationError(alpha=np.inf), "alpha"),
+                       (MinimumClassificationError(psi=-1.0), "psi"),
+                       (MinimumClassificationError(smoothing="hinge"), "smoothing")]:
+        with pytest.raises(ValueError, match=f"'{name}' parameter of {type(loss).__name__}"):
+            get_loss(loss)
+    assert get_loss(MinimumClassificationError(psi=np.inf)).psi == np.inf
 
 
 def test_registry_names():

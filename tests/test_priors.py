@@ -153,6 +153,16 @@ def test_log_cosh_is_stable_for_large_arguments():
     assert_allclose(grad, [1.0, -1.0, 1.0, 0.0])
 
 
+def test_hyperbolic_penalty_is_log_cosh():
+    # Where cosh does not overflow, the penalty is sum_k log cosh(b theta_k).
+    theta = np.random.default_rng(0).normal(scale=20.0, size=200)
+    for beta, C in [(1.0, 1.0), (0.3, 4.0)]:
+        b = beta / np.sqrt(C)
+        value, grad = HyperbolicPrior(beta=beta).value_and_grad(theta, C)
+        assert_allclose(value, np.sum(np.log(np.cosh(b * theta))), rtol=1e-13)
+        assert_allclose(grad, b * np.tanh(b * theta), rtol=1e-15)
+
+
 def test_hyperbolic_matches_gaussian_curvature_at_zero():
     theta = np.full(3, 1e-4)
     for C in (0.1, 1.0, 10.0):
@@ -196,8 +206,13 @@ def test_bind_does_not_modify_the_users_prior():
 
 
 def test_bad_prior_parameters():
-    with pytest.raises(ValueError, match="beta must be > 0"):
-        HyperbolicPrior(beta=0.0).value_and_grad(np.zeros(3), 1.0)
+    # Hyperparameters are checked when the prior is resolved (get_prior, CRFTagger.fit).
+    with pytest.raises(ValueError, match="'beta' parameter of HyperbolicPrior"):
+        get_prior(HyperbolicPrior(beta=0.0))
+    with pytest.raises(ValueError, match="'feature_dependent' parameter of LaplacianPrior"):
+        get_prior(LaplacianPrior(feature_dependent="yes"))
+    with pytest.raises(ValueError, match="'mean' parameter of GaussianPrior"):
+        get_prior(GaussianPrior(mean="zero"))
     with pytest.raises(ValueError, match="mean has shape"):
         GaussianPrior(mean=np.zeros(4)).value_and_grad(np.zeros(3), 1.0)
     assert isinstance(get_prior("l1"), LaplacianPrior)

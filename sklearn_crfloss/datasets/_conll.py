@@ -2,15 +2,18 @@
 
 import gzip
 import hashlib
+import http.client
 import logging
 import os
 import re
-import shutil
 import tempfile
 import zipfile
 import zlib
-from urllib.error import URLError
-from urllib.request import urlopen
+
+from sklearn.datasets import fetch_file
+
+from .._compat import StrOptions, validate_function_params
+from .._docstring import fill_doc
 
 logger = logging.getLogger(__name__)
 
@@ -20,7 +23,10 @@ _DOCSTART = "-DOCSTART-"
 _ASCII_WS = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
 _ASCII_WS_RE = re.compile("[" + re.escape(_ASCII_WS) + "]+")
 _CHUNK = 1 << 20
-_TIMEOUT = 60
+# Passed to sklearn.datasets.fetch_file: attempts after a network error, and
+# the seconds between them.
+_N_RETRIES = 3
+_RETRY_DELAY = 1
 
 _CONLL2000_URL = "https://www.clips.uantwerpen.be/conll2000/chunking/"
 _NLTK_CONLL2002_URL = (
@@ -146,6 +152,7 @@ def read_conll(
     See Also
     --------
     write_conll : The inverse operation.
+    load_conll2000, load_conll2002 : Read the CoNLL data sets with it.
 
     Examples
     --------
@@ -374,14 +381,6 @@ def get_data_home(data_home=None):
     return os.path.expanduser(os.fspath(data_home))
 
 
-def _sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(_CHUNK), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _missing_message(relpath, path, what):
     return (
         f"{what} file {relpath!r} was not found at {path!r}. Put the file at "
@@ -390,97 +389,67 @@ def _missing_message(relpath, path, what):
     )
 
 
-def _remove(path):
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        pass
+def _install(src, relpath, path, tmp):
+    """Copy binary stream ``src`` to ``path`` through folder ``tmp``, verifying sha256.
 
-
-def _download(url, folder):
-    """Download ``url`` to a temporary file in ``folder``; return its path."""
-    fd, tmp = tempfile.mkstemp(prefix=".download-", suffix=".part", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as out, urlopen(url, timeout=_TIMEOUT) as resp:
-            shutil.copyfileobj(resp, out, _CHUNK)
-    except BaseException:
-        _remove(tmp)
-        raise
-    return tmp
-
-
-def _install(src, relpath, path, checksum):
-    """Copy binary stream ``src`` to ``path`` atomically, verifying sha256."""
-    folder = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(
-        prefix="." + os.path.basename(path) + "-", suffix=".part", dir=folder
-    )
+    ``tmp`` is a temporary folder next to ``path`` (same file system, so the
+    final rename is atomic) that the caller removes, with the copy if it
+    does not match.
+    """
+    checksum = _REMOTE_FILES[relpath][3]
+    part = os.path.join(tmp, os.path.basename(path))
     h = hashlib.sha256()
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for block in iter(lambda: src.read(_CHUNK), b""):
-                h.update(block)
-                out.write(block)
-    except BaseException:
-        _remove(tmp)
-        raise
+    with open(part, "wb") as out:
+        for block in iter(lambda: src.read(_CHUNK), b""):
+            h.update(block)
+            out.write(block)
     digest = h.hexdigest()
     if digest != checksum:
-        _remove(tmp)
         raise OSError(
             f"The downloaded file {relpath!r} has sha256 {digest}, but "
             f"{checksum} was expected; the file was deleted. The download "
             "may be corrupted or the remote file may have changed. You can put "
             f"a correct copy at {path!r} by hand."
         )
-    os.replace(tmp, path)
+    os.replace(part, path)
 
 
 def _fetch(requested, relpaths, data_home, what):
-    """Download the files ``relpaths`` (sharing one source) into data_home.
+    """Download the archive of the files ``relpaths`` and extract them into data_home.
 
-    ``requested`` is the file the caller asked for (used in messages).
+    ``requested`` is the file the caller asked for (used in messages). The
+    archive is fetched by :func:`sklearn.datasets.fetch_file` into a
+    temporary folder, removed with whatever it holds on the way out.
     """
-    url, kind, _, _ = _REMOTE_FILES[requested]
+    url, kind = _REMOTE_FILES[requested][:2]
     folder = os.path.join(data_home, os.path.dirname(relpaths[0]))
     os.makedirs(folder, exist_ok=True)
-    logger.info("Downloading %s to %s", url, folder)
-    try:
-        archive = _download(url, folder)
-    except (URLError, OSError, ValueError) as exc:
-        path = os.path.join(data_home, requested)
-        raise OSError(
-            f"Downloading {url} failed ({exc}). "
-            + _missing_message(requested, path, what)
-            + f", or retry when {url} can be reached."
-        ) from exc
-    try:
-        if kind == "gzip":
-            (relpath,) = relpaths
-            path = os.path.join(data_home, relpath)
-            try:
+    with tempfile.TemporaryDirectory(prefix=".download-", dir=folder) as tmp:
+        logger.info("Downloading %s to %s", url, folder)
+        try:
+            archive = fetch_file(url, folder=tmp, n_retries=_N_RETRIES, delay=_RETRY_DELAY)
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            path = os.path.join(data_home, requested)
+            raise OSError(
+                f"Downloading {url} failed ({exc}). "
+                + _missing_message(requested, path, what)
+                + f", or retry when {url} can be reached."
+            ) from exc
+        try:
+            if kind == "gzip":
+                (relpath,) = relpaths
                 with gzip.open(archive, "rb") as src:
-                    _install(src, relpath, path, _REMOTE_FILES[relpath][3])
-            except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-                raise OSError(
-                    f"The file downloaded from {url} is not a valid gzip "
-                    f"file ({exc})."
-                ) from exc
-        else:
-            try:
+                    _install(src, relpath, os.path.join(data_home, relpath), tmp)
+            else:
                 with zipfile.ZipFile(archive) as zf:
                     for relpath in relpaths:
-                        member = _REMOTE_FILES[relpath][2]
-                        path = os.path.join(data_home, relpath)
-                        with zf.open(member) as src:
-                            _install(src, relpath, path, _REMOTE_FILES[relpath][3])
-            except (zipfile.BadZipFile, KeyError, zlib.error) as exc:
-                raise OSError(
-                    f"The file downloaded from {url} is not a zip archive "
-                    f"containing the expected members ({exc})."
-                ) from exc
-    finally:
-        _remove(archive)
+                        with zf.open(_REMOTE_FILES[relpath][2]) as src:
+                            _install(src, relpath, os.path.join(data_home, relpath), tmp)
+        except (EOFError, gzip.BadGzipFile, zipfile.BadZipFile, KeyError, zlib.error) as exc:
+            raise OSError(
+                f"The file downloaded from {url} is not a valid {kind} archive "
+                f"holding the expected files ({exc})."
+            ) from exc
 
 
 def _ensure_files(relpath, data_home, download_if_missing, what):
@@ -505,6 +474,47 @@ def _ensure_files(relpath, data_home, download_if_missing, what):
     return path
 
 
+# Docstring sections shared by the loaders (filled in by fill_doc).
+_LOADER_DOC = dict(
+    download_parameters_and_returns="""
+data_home : str, os.PathLike or None, default=None
+    The data folder; see :func:`get_data_home` (by default
+    ``SKLEARN_CRFLOSS_DATA`` or ``~/sklearn_crfloss_data``).
+download_if_missing : bool, default=True
+    Whether to download a missing file.  If False, a missing file raises
+    :class:`FileNotFoundError`.
+
+Returns
+-------
+X : list of list of tuple of str
+    The n_sentences sentences, each a list of n_tokens tuples
+    ``(word, POS)``.
+y : list of list of str
+    The n_sentences label sequences, each of length n_tokens.
+""",
+    download_errors="""
+FileNotFoundError
+    If the file is missing and ``download_if_missing`` is False; the
+    message gives the exact path where the file is expected.
+OSError
+    If the download fails (e.g. no internet access; the message gives
+    the expected path so that the file can be put there by hand), if the
+    archive is damaged, or if a downloaded file does not have the
+    expected sha256 (the file is then deleted).
+""",
+)
+
+_LOADER_CONSTRAINTS = {
+    "data_home": [str, os.PathLike, None],
+    "download_if_missing": ["boolean"],
+}
+
+
+@validate_function_params(
+    {"subset": [StrOptions({"train", "test"})], **_LOADER_CONSTRAINTS},
+    prefer_skip_nested_validation=True,
+)
+@fill_doc(**_LOADER_DOC)
 def load_conll2000(subset="train", *, data_home=None, download_if_missing=True):
     """Load the CoNLL-2000 text chunking data set.
 
@@ -521,41 +531,23 @@ def load_conll2000(subset="train", *, data_home=None, download_if_missing=True):
 
     The files are read from ``<data_home>/conll2000/train.txt`` and
     ``<data_home>/conll2000/test.txt``.  A missing file is downloaded (if
-    ``download_if_missing``) from the official site (gzip), decompressed
-    into a temporary file next to the final one, checked against its known
-    sha256 and renamed into place.  Existing files are not re-checked.
+    ``download_if_missing``) from the official site (gzip) with
+    :func:`sklearn.datasets.fetch_file`, decompressed into a temporary file
+    next to the final one, checked against its known sha256 and renamed
+    into place.  Existing files are not re-checked.
 
     Parameters
     ----------
     subset : {"train", "test"}, default="train"
         The part of the data set to load.
-    data_home : str, os.PathLike or None, default=None
-        The data folder; see :func:`get_data_home` (by default
-        ``SKLEARN_CRFLOSS_DATA`` or ``~/sklearn_crfloss_data``).
-    download_if_missing : bool, default=True
-        Whether to download a missing file.  If False, a missing file raises
-        :class:`FileNotFoundError`.
-
-    Returns
-    -------
-    X : list of list of tuple of str
-        The n_sentences sentences, each a list of n_tokens tuples
-        ``(word, POS)``.
-    y : list of list of str
-        The n_sentences chunk label sequences, each of length n_tokens.
+    {download_parameters_and_returns}
 
     Raises
     ------
     ValueError
-        If ``subset`` is not "train" or "test".
-    FileNotFoundError
-        If the file is missing and ``download_if_missing`` is False; the
-        message gives the exact path where the file is expected.
-    OSError
-        If the download fails (e.g. no internet access; the message gives
-        the expected path so that the file can be put there by hand) or the
-        downloaded file does not have the expected sha256 (the file is then
-        deleted).
+        If ``subset`` is not "train" or "test" (or another parameter has the
+        wrong type).
+    {download_errors}
 
     References
     ----------
@@ -570,13 +562,17 @@ def load_conll2000(subset="train", *, data_home=None, download_if_missing=True):
     >>> X[0][:2], y[0][:2]  # doctest: +SKIP
     ([('Rockwell', 'NNP'), ('International', 'NNP')], ['B-NP', 'I-NP'])
     """
-    if subset not in ("train", "test"):
-        raise ValueError(f"subset must be 'train' or 'test', got {subset!r}.")
     relpath = f"conll2000/{subset}.txt"
     path = _ensure_files(relpath, data_home, download_if_missing, "CoNLL-2000")
     return read_conll(path)
 
 
+@validate_function_params(
+    {"lang": [str], "subset": [StrOptions({"train", "testa", "testb"})],
+     **_LOADER_CONSTRAINTS},
+    prefer_skip_nested_validation=True,
+)
+@fill_doc(**_LOADER_DOC)
 def load_conll2002(
     lang="esp", subset="train", *, data_home=None, download_if_missing=True
 ):
@@ -597,9 +593,10 @@ def load_conll2002(
 
     The files are read from ``<data_home>/conll2002/esp.train``,
     ``esp.testa`` and ``esp.testb``.  Missing files are downloaded (if
-    ``download_if_missing``) from NLTK's ``conll2002.zip``, checked against
-    their known sha256 and renamed into place.  Existing files are not
-    re-checked.
+    ``download_if_missing``) from NLTK's ``conll2002.zip`` with
+    :func:`sklearn.datasets.fetch_file`, extracted, checked against their
+    known sha256 and renamed into place; all the missing files of the
+    archive at once.  Existing files are not re-checked.
 
     Parameters
     ----------
@@ -610,32 +607,14 @@ def load_conll2002(
     subset : {"train", "testa", "testb"}, default="train"
         The part of the data set to load: training, development (testa) or
         test (testb) data.
-    data_home : str, os.PathLike or None, default=None
-        The data folder; see :func:`get_data_home` (by default
-        ``SKLEARN_CRFLOSS_DATA`` or ``~/sklearn_crfloss_data``).
-    download_if_missing : bool, default=True
-        Whether to download missing files.  If False, a missing file raises
-        :class:`FileNotFoundError`.
-
-    Returns
-    -------
-    X : list of list of tuple of str
-        The n_sentences sentences, each a list of n_tokens tuples
-        ``(word, POS)``.
-    y : list of list of str
-        The n_sentences entity label sequences, each of length n_tokens.
+    {download_parameters_and_returns}
 
     Raises
     ------
     ValueError
         If ``lang`` is not "esp" or ``subset`` is not one of "train",
-        "testa", "testb".
-    FileNotFoundError
-        If the file is missing and ``download_if_missing`` is False; the
-        message gives the exact path where the file is expected.
-    OSError
-        If the download fails (the message gives the expected path) or a
-        downloaded file does not have the expected sha256 (it is deleted).
+        "testa", "testb" (or another parameter has the wrong type).
+    {download_errors}
 
     References
     ----------
@@ -655,10 +634,6 @@ def load_conll2002(
             f"lang must be 'esp' (Spanish), got {lang!r}. The Dutch part "
             "('ned') is not supported by this loader; read NLTK's "
             "conll2002/ned.* files with read_conll instead."
-        )
-    if subset not in ("train", "testa", "testb"):
-        raise ValueError(
-            f"subset must be 'train', 'testa' or 'testb', got {subset!r}."
         )
     relpath = f"conll2002/{lang}.{subset}"
     path = _ensure_files(relpath, data_home, download_if_missing, "CoNLL-2002")

@@ -21,6 +21,16 @@ class BaseLoss(BaseEstimator):
     ``get_params``/``set_params`` work and ``GridSearchCV`` reaches them as
     ``loss__<name>`` through :class:`~sklearn_crfloss.CRFTagger`.
 
+    Their ranges are declared in the class attribute
+    ``_parameter_constraints`` (scikit-learn's constraints: ``Interval``,
+    ``StrOptions``, ...) and checked once, when the loss is resolved for
+    training: :func:`~sklearn_crfloss.losses.get_loss` (which
+    :meth:`CRFTagger.fit <sklearn_crfloss.CRFTagger.fit>` calls) returns a
+    validated copy and raises a ValueError naming the parameter otherwise.
+    :meth:`value_and_grad` does not check them again: call it on the result
+    of ``get_loss(loss)``. Checks that need the data (shapes, label names)
+    stay in :meth:`value_and_grad`.
+
     Attributes
     ----------
     name : str
@@ -60,6 +70,8 @@ class BaseLoss(BaseEstimator):
     by the user, which stays unchanged), and ``y[t] == k`` means label
     ``classes_[k]``.
     """
+
+    _parameter_constraints: dict = {}
 
     name = None
     convex = True

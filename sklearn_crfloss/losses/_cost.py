@@ -8,14 +8,50 @@ potentials are ``U'[t, j] = U[t, j] + c(y*_t, j)``, and every existing kernel
 ``c(y, y) = 0``, the gold path's score is the same under ``U`` and ``U'``.
 """
 
+from numbers import Real
+
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from .._compat import HasMethods, Interval, StrOptions
+from .._docstring import fill_doc
+from .._registry import resolve
 from ..inference import forward_backward, marginals_vjp
 from ._base import BaseLoss
 from ._likelihood import ConditionalLogLikelihood
 
-__all__ = ["HammingCost", "LabelCost", "SoftmaxMargin", "JensenRiskBound", "Risk", "get_cost"]
+__all__ = ["COST_LOSS_SECTIONS", "CostSensitiveLoss", "HammingCost", "JensenRiskBound",
+           "LabelCost", "Risk", "SoftmaxMargin", "get_cost"]
+
+#: The Parameters, Attributes and first References entry of every
+#: cost-sensitive loss's docstring (``{cost_sections}``, see ``fill_doc``).
+COST_LOSS_SECTIONS = """
+Parameters
+----------
+cost : {'hamming'} or dict or cost object, default='hamming'
+    ``'hamming'`` (:class:`HammingCost`), a dict of (gold, predicted)
+    label-pair costs (:class:`LabelCost`), or an object with
+    ``matrix(classes)``.
+cost_scale : float, default=1.0
+    Multiplier ``m`` of the cost (the paper tries 1, 5, 10, 20), ``>= 0``.
+    Ignored when ``cost`` is an object, which carries its own.
+
+Attributes
+----------
+classes_ : ndarray of shape (n_labels,)
+    Label names of the label indices, set by :meth:`set_classes`.
+cost_matrix_ : ndarray of float64 of shape (n_labels, n_labels)
+    ``cost_matrix_[a, b] = c(a, b)``, the cost of predicting label index
+    ``b`` where the gold label index is ``a``, set by :meth:`set_classes`
+    (the cost-augmented inference of the online MIRA rule reads it).
+
+References
+----------
+K. Gimpel, N. A. Smith (2010). Softmax-margin CRFs: training log-linear
+models with cost functions. NAACL-HLT.
+"""
+
+_NON_NEGATIVE = Interval(Real, 0, None, closed="left")
 
 
 class HammingCost(BaseEstimator):
@@ -29,6 +65,8 @@ class HammingCost(BaseEstimator):
     cost_scale : float, default=1.0
         The multiplier ``m`` (the paper tries 1, 5, 10, 20); ``>= 0``.
     """
+
+    _parameter_constraints: dict = {"cost_scale": [_NON_NEGATIVE]}
 
     def __init__(self, cost_scale=1.0):
         self.cost_scale = cost_scale
@@ -53,16 +91,24 @@ class LabelCost(BaseEstimator):
     costs : dict of (label, label) -> float
         Costs of (gold, predicted) label pairs, non-negative.
     default : float, default=1.0
-        Cost of a mislabelled pair not in ``costs``.
+        Cost of a mislabelled pair not in ``costs``, ``>= 0``.
     cost_scale : float, default=1.0
-        Multiplier of every cost.
+        Multiplier of every cost, ``>= 0``.
 
     Raises
     ------
     ValueError
-        From :meth:`matrix`, if a cost is negative or a diagonal pair has a
-        non-zero cost. Labels not among the training labels are ignored.
+        From :meth:`matrix`, if a cost in ``costs`` is negative or a
+        diagonal pair has a non-zero cost. Labels not among the training
+        labels are ignored. The ranges of ``default`` and ``cost_scale``
+        are checked by :func:`get_cost`.
     """
+
+    _parameter_constraints: dict = {
+        "costs": [dict],
+        "default": [_NON_NEGATIVE],
+        "cost_scale": [_NON_NEGATIVE],
+    }
 
     def __init__(self, costs, default=1.0, cost_scale=1.0):
         self.costs = costs
@@ -81,36 +127,63 @@ class LabelCost(BaseEstimator):
                 raise ValueError(f"cost of ({a!r}, {a!r}) must be 0, got {value}")
             if a in index and b in index:
                 M[index[a], index[b]] = value
-        if self.default < 0:
-            raise ValueError(f"default cost must be >= 0, got {self.default}")
         return float(self.cost_scale) * M
 
 
 def get_cost(cost, cost_scale):
-    """Resolve ``cost`` ('hamming', a dict of label-pair costs, or a cost object)."""
-    if isinstance(cost, str):
-        if cost != "hamming":
-            raise ValueError(f"Unknown cost {cost!r}; use 'hamming', a dict of "
-                             "(gold, predicted) label-pair costs, or a cost object.")
-        return HammingCost(cost_scale=cost_scale)
+    """Resolve the ``cost`` of a cost-sensitive loss into a validated cost object.
+
+    Parameters
+    ----------
+    cost : {'hamming'} or dict or object with ``matrix(classes)``
+        ``'hamming'``, a dict of (gold, predicted) label-pair costs, or a
+        cost object (cloned).
+    cost_scale : float
+        Multiplier of the cost, for ``'hamming'`` and a dict.
+
+    Returns
+    -------
+    HammingCost or LabelCost or object
+        Its parameters checked against its ``_parameter_constraints``.
+
+    Raises
+    ------
+    ValueError
+        If ``cost`` is an unknown name or a parameter is out of range.
+    TypeError
+        If ``cost`` is neither a string, a dict nor has a ``matrix`` method.
+    """
     if isinstance(cost, dict):
-        return LabelCost(cost, cost_scale=cost_scale)
-    if not hasattr(cost, "matrix"):
-        raise TypeError(f"cost must be 'hamming', a dict or have a matrix(classes) method, got {cost!r}")
-    return cost
+        cost = LabelCost(cost, cost_scale=cost_scale)
+    elif isinstance(cost, str) and cost == "hamming":
+        cost = HammingCost(cost_scale=cost_scale)
+    return resolve(cost, {"hamming": HammingCost}, "cost", method="matrix")
 
 
-class _CostSensitiveLoss(BaseLoss):
-    """Shared parts of the losses that take a cost: the cost matrix and U + cost."""
+@fill_doc(cost_sections=COST_LOSS_SECTIONS)
+class CostSensitiveLoss(BaseLoss):
+    """Base class of the losses that take a cost: the cost matrix and ``U + cost``.
+
+    Not registered itself; :class:`SoftmaxMargin`, :class:`JensenRiskBound`,
+    :class:`Risk`, :class:`MaxMargin` and :class:`MIRA` derive from it.
+
+    {cost_sections}
+    """
+
+    _parameter_constraints: dict = {
+        "cost": [StrOptions({"hamming"}), dict, HasMethods(["matrix"])],
+        "cost_scale": [_NON_NEGATIVE],
+    }
 
     def __init__(self, cost="hamming", cost_scale=1.0):
         self.cost = cost
         self.cost_scale = cost_scale
 
     def set_classes(self, classes):
-        # Docstring inherited; also resolves the cost matrix in classes_ order.
+        # Docstring inherited; also sets cost_matrix_ in classes_ order (a
+        # ValueError if the cost is invalid: see get_cost, LabelCost.matrix).
         super().set_classes(classes)
-        self._cost_matrix = get_cost(self.cost, self.cost_scale).matrix(self.classes_)
+        self.cost_matrix_ = get_cost(self.cost, self.cost_scale).matrix(self.classes_)
         return self
 
     def _augmented(self, unary, y):
@@ -119,7 +192,7 @@ class _CostSensitiveLoss(BaseLoss):
 
     def _cost_rows(self, y, n_labels):
         """``c(y*_t, .)`` for every token: shape (n_tokens, n_labels)."""
-        M = getattr(self, "_cost_matrix", None)
+        M = getattr(self, "cost_matrix_", None)
         if M is None:  # not prepared: labels are their indices
             if isinstance(self.cost, dict):
                 raise ValueError("a cost given by label names needs set_classes(classes) first "
@@ -130,7 +203,8 @@ class _CostSensitiveLoss(BaseLoss):
         return M[y]
 
 
-class SoftmaxMargin(_CostSensitiveLoss):
+@fill_doc(cost_sections=COST_LOSS_SECTIONS)
+class SoftmaxMargin(CostSensitiveLoss):
     """Softmax-margin (``loss='softmax_margin'``), Gimpel & Smith (2010), Eq. 6.
 
     ``value = sum_i w_i (log sum_y exp(score(y) + cost(y_i, y)) - score(y_i))``:
@@ -140,18 +214,7 @@ class SoftmaxMargin(_CostSensitiveLoss):
     an upper bound on CLL (Eq. 3), on the risk (Eq. 5, through Eq. 7) and a
     differentiable upper bound on max-margin (Eq. 4).
 
-    Parameters
-    ----------
-    cost : {'hamming'} or dict or cost object, default='hamming'
-        ``'hamming'``, a dict of (gold, predicted) label-pair costs
-        (:class:`LabelCost`), or an object with ``matrix(classes)``.
-    cost_scale : float, default=1.0
-        Multiplier ``m`` of the cost (the paper tries 1, 5, 10, 20).
-
-    References
-    ----------
-    K. Gimpel, N. A. Smith (2010). Softmax-margin CRFs: training log-linear
-    models with cost functions. NAACL-HLT, Eq. 6.
+    {cost_sections}
     """
 
     name = "softmax_margin"
@@ -167,7 +230,19 @@ class SoftmaxMargin(_CostSensitiveLoss):
             sample_weight=sample_weight, n_threads=n_threads)
 
 
-class JensenRiskBound(_CostSensitiveLoss):
+class _ExpectedCostLoss(CostSensitiveLoss):
+    """What the risk and its Jensen bound share: both are smooth and nonconvex.
+
+    Functions of the expected cost under the model (Eq. 5 and its bound,
+    Eq. 7), they are trained by L-BFGS from a CLL fit.
+    """
+
+    convex = False
+    needs_init = True
+
+
+@fill_doc(cost_sections=COST_LOSS_SECTIONS)
+class JensenRiskBound(_ExpectedCostLoss):
     """Jensen risk bound (``loss='jrb'``), Gimpel & Smith (2010), section 3.1.
 
     ``value = sum_i w_i log E_p[exp cost(y_i, .)] = softmax-margin - CLL``
@@ -178,21 +253,10 @@ class JensenRiskBound(_CostSensitiveLoss):
     backpropagation through the marginals (cheaper than the risk). Smooth,
     nonconvex: start from a CLL fit (``init='cll'``).
 
-    Parameters
-    ----------
-    cost : {'hamming'} or dict or cost object, default='hamming'
-    cost_scale : float, default=1.0
-
-    References
-    ----------
-    K. Gimpel, N. A. Smith (2010). Softmax-margin CRFs: training log-linear
-    models with cost functions. NAACL-HLT, section 3.1, Eq. 7.
+    {cost_sections}
     """
 
     name = "jrb"
-    convex = False
-    smooth = True
-    needs_init = True
 
     def value_and_grad(self, unary, transition, start, end, y, offsets,
                        sample_weight=None, n_threads=1):
@@ -212,7 +276,8 @@ class JensenRiskBound(_CostSensitiveLoss):
                 aug.start_counts - plain.start_counts, aug.end_counts - plain.end_counts)
 
 
-class Risk(_CostSensitiveLoss):
+@fill_doc(cost_sections=COST_LOSS_SECTIONS)
+class Risk(_ExpectedCostLoss):
     """Expected cost, the risk (``loss='risk'``), Gimpel & Smith (2010), Eq. 5.
 
     ``value = sum_i w_i E_{p(y | x_i)}[cost(y_i, y)]``. For a cost that
@@ -224,21 +289,10 @@ class Risk(_CostSensitiveLoss):
     per evaluation, against two for :class:`JensenRiskBound`. Smooth and
     nonconvex: start from a CLL fit (``init='cll'``).
 
-    Parameters
-    ----------
-    cost : {'hamming'} or dict or cost object, default='hamming'
-    cost_scale : float, default=1.0
-
-    References
-    ----------
-    K. Gimpel, N. A. Smith (2010). Softmax-margin CRFs: training log-linear
-    models with cost functions. NAACL-HLT, Eq. 5.
+    {cost_sections}
     """
 
     name = "risk"
-    convex = False
-    smooth = True
-    needs_init = True
 
     def value_and_grad(self, unary, transition, start, end, y, offsets,
                        sample_weight=None, n_threads=1):

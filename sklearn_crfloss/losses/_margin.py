@@ -9,7 +9,8 @@ import numpy as np
 
 from ..inference import sequence_scores, viterbi
 from ._base import BaseLoss, gold_counts
-from ._cost import _CostSensitiveLoss
+from .._docstring import fill_doc
+from ._cost import COST_LOSS_SECTIONS, CostSensitiveLoss
 
 __all__ = ["MaxMargin", "MIRA", "StructuredPerceptron"]
 
@@ -31,7 +32,8 @@ def _hinge(unary, augmented, transition, start, end, y, offsets, sample_weight):
     return value, d_unary, p_trans - g_trans, p_start - g_start, p_end - g_end
 
 
-class MaxMargin(_CostSensitiveLoss):
+@fill_doc(cost_sections=COST_LOSS_SECTIONS)
+class MaxMargin(CostSensitiveLoss):
     """Structured hinge loss with margin rescaling (``loss='max_margin'``).
 
     Gimpel & Smith (2010), Eq. 4 (Taskar et al. 2003):
@@ -43,15 +45,8 @@ class MaxMargin(_CostSensitiveLoss):
     the L2 prior, never with L-BFGS, returning the average of the iterates
     when ``average=True`` (the default).
 
-    Parameters
-    ----------
-    cost : {'hamming'} or dict or cost object, default='hamming'
-    cost_scale : float, default=1.0
-
-    References
-    ----------
+    {cost_sections}
     B. Taskar, C. Guestrin, D. Koller (2003). Max-margin Markov networks. NIPS.
-    K. Gimpel, N. A. Smith (2010). Softmax-margin CRFs. NAACL-HLT, Eq. 4.
     N. Ratliff, J. A. Bagnell, M. Zinkevich (2006). Subgradient methods for
     maximum margin structured learning.
     """
@@ -97,6 +92,7 @@ class StructuredPerceptron(BaseLoss):
         return _hinge(unary, unary, transition, start, end, y, offsets, sample_weight)
 
 
+@fill_doc(cost_sections=COST_LOSS_SECTIONS)
 class MIRA(MaxMargin):
     """1-best MIRA with cost-augmented inference (``loss='mira'``).
 
@@ -110,13 +106,7 @@ class MIRA(MaxMargin):
     ``value_and_grad`` is :class:`MaxMargin`'s structured hinge, which the
     update decreases.
 
-    Parameters
-    ----------
-    cost : {'hamming'} or dict or cost object, default='hamming'
-    cost_scale : float, default=1.0
-
-    References
-    ----------
+    {cost_sections}
     K. Crammer, O. Dekel, J. Keshet, S. Shalev-Shwartz, Y. Singer (2006).
     Online passive-aggressive algorithms. JMLR 7.
     """

@@ -21,11 +21,16 @@ multiplicatively with the per-sequence ``sample_weight``.
 from numbers import Integral, Real
 
 import numpy as np
+from scipy.special import expit
 
+from .._compat import Interval, StrOptions, validate_parameter_constraints
 from ..inference import forward_backward, marginals_vjp
 from ._base import BaseLoss, gold_counts
 
 __all__ = ["LabelwiseAccuracyLoss", "MixedLoss", "PointwiseLoss"]
+
+# alpha of the sigmoid: a finite number > 0.
+_POSITIVE = Interval(Real, 0, None, closed="neither")
 
 # Floor of a gold marginal inside a logarithm (an underflowed marginal would
 # give an infinite loss and gradient).
@@ -142,8 +147,9 @@ class MixedLoss(BaseLoss):
     Raises
     ------
     ValueError
-        From ``value_and_grad``, if ``lam`` is outside [0, 1] or
-        ``markov_order`` is negative.
+        From :func:`~sklearn_crfloss.losses.get_loss` (and so from
+        ``CRFTagger.fit``), if ``lam`` is outside [0, 1] or ``markov_order``
+        is not a non-negative integer.
 
     References
     ----------
@@ -157,6 +163,11 @@ class MixedLoss(BaseLoss):
     needs_init = True
     supports_token_weight = True
 
+    _parameter_constraints: dict = {
+        "lam": [Interval(Real, 0, 1, closed="both")],
+        "markov_order": [Interval(Integral, 0, None, closed="left"), None],
+    }
+
     def __init__(self, lam=0.5, markov_order=None):
         self.lam = lam
         self.markov_order = markov_order
@@ -164,13 +175,7 @@ class MixedLoss(BaseLoss):
     def _lambda(self):
         """The ``λ`` in use: from ``markov_order`` if set, else ``lam``."""
         if self.markov_order is not None:
-            if not isinstance(self.markov_order, Integral) or self.markov_order < 0:
-                raise ValueError(
-                    f"markov_order must be a non-negative integer, got {self.markov_order!r}"
-                )
             return self.markov_order / (self.markov_order + 1.0)
-        if not isinstance(self.lam, Real) or not 0.0 <= self.lam <= 1.0:
-            raise ValueError(f"lam must be a number in [0, 1], got {self.lam!r}")
         return float(self.lam)
 
     def value_and_grad(self, unary, transition, start, end, y, offsets,
@@ -255,7 +260,10 @@ class LabelwiseAccuracyLoss(BaseLoss):
     Raises
     ------
     ValueError
-        From ``value_and_grad``/``stages``, on an invalid ``alpha`` or ``q``.
+        From :func:`~sklearn_crfloss.losses.get_loss` (and so from
+        ``CRFTagger.fit``), on an invalid ``q`` or a scalar ``alpha`` that is
+        not a finite number > 0; from :meth:`stages` (and so from
+        ``value_and_grad``) on an invalid schedule.
 
     References
     ----------
@@ -269,21 +277,14 @@ class LabelwiseAccuracyLoss(BaseLoss):
     needs_init = True
     supports_token_weight = True
 
+    _parameter_constraints: dict = {
+        "alpha": [_POSITIVE, "array-like"],
+        "q": [StrOptions({"sigmoid", "identity", "log"})],
+    }
+
     def __init__(self, alpha=15.0, q="sigmoid"):
         self.alpha = alpha
         self.q = q
-
-    def _alphas(self):
-        alphas = np.atleast_1d(np.asarray(self.alpha, dtype=np.float64))
-        if alphas.ndim != 1 or alphas.shape[0] == 0 or not np.all(np.isfinite(alphas)) \
-                or np.any(alphas <= 0):
-            raise ValueError(
-                f"alpha must be a positive number or a non-empty sequence of them, "
-                f"got {self.alpha!r}"
-            )
-        if self.q not in ("sigmoid", "identity", "log"):
-            raise ValueError(f"q must be 'sigmoid', 'identity' or 'log', got {self.q!r}")
-        return alphas
 
     def stages(self):
         """The annealing schedule as a list of losses, one per ``alpha`` value.
@@ -292,11 +293,28 @@ class LabelwiseAccuracyLoss(BaseLoss):
         -------
         list of LabelwiseAccuracyLoss
             ``[self]`` when ``alpha`` is a single number.
+
+        Raises
+        ------
+        ValueError
+            If ``alpha`` is a sequence that is empty, not flat, or holds a
+            value that is not a finite number > 0 (scalar parameters are
+            checked by :func:`~sklearn_crfloss.losses.get_loss`; the
+            constraints cannot see inside a sequence).
         """
-        alphas = self._alphas()
         if np.ndim(self.alpha) == 0:
             return [self]
-        return [LabelwiseAccuracyLoss(alpha=float(a), q=self.q) for a in alphas]
+        alphas = np.asarray(self.alpha, dtype=np.float64)
+        if alphas.ndim != 1 or alphas.shape[0] == 0:
+            raise ValueError(
+                f"alpha must be a positive number or a non-empty sequence of them, "
+                f"got {self.alpha!r}"
+            )
+        stages = [LabelwiseAccuracyLoss(alpha=float(a), q=self.q) for a in alphas]
+        for stage in stages:
+            validate_parameter_constraints({"alpha": [_POSITIVE]}, {"alpha": stage.alpha},
+                                           caller_name="LabelwiseAccuracyLoss schedule")
+        return stages
 
     def value_and_grad(self, unary, transition, start, end, y, offsets,
                        sample_weight=None, n_threads=1, token_weight=None):
@@ -308,7 +326,7 @@ class LabelwiseAccuracyLoss(BaseLoss):
             Per-token weights of each token's term. Other parameters as in
             :meth:`BaseLoss.value_and_grad`.
         """
-        alpha = float(self._alphas()[-1])
+        alpha = float(self.stages()[-1].alpha)
         w = _token_weights(y, offsets, sample_weight, token_weight)
         if self.q == "log":
             value, grad_mu = _pointwise(unary, transition, start, end, y, offsets, w,
@@ -328,8 +346,8 @@ class LabelwiseAccuracyLoss(BaseLoss):
             others[rows, y] = -np.inf
             rival = np.argmax(others, axis=1)
             margin = gold - others[rows, rival]
-            # Q and Q' of the sigmoid, in a form that does not overflow.
-            q = 0.5 * (1.0 + np.tanh(0.5 * alpha * margin))
+            # Q and Q' of the sigmoid (expit does not overflow).
+            q = expit(alpha * margin)
             dq = alpha * q * (1.0 - q)
             value = float(np.dot(w, 1.0 - q))
             grad_mu[rows, y] = -w * dq

@@ -9,6 +9,7 @@ from numbers import Real
 import numpy as np
 from scipy.special import expit, log_expit
 
+from .._compat import Interval, StrOptions
 from ..inference import (
     forward_backward,
     viterbi,
@@ -22,11 +23,6 @@ from ._base import BaseLoss, gold_counts
 __all__ = ["MinimumClassificationError", "SegmentFScoreMCE"]
 
 
-def _check_alpha_beta(loss):
-    if not isinstance(loss.alpha, Real) or not np.isfinite(loss.alpha) or loss.alpha <= 0:
-        raise ValueError(f"alpha must be a finite number > 0, got {loss.alpha!r}")
-    if not isinstance(loss.beta, Real) or not np.isfinite(loss.beta):
-        raise ValueError(f"beta must be a finite number, got {loss.beta!r}")
 
 
 def _smooth(d, alpha, beta, smoothing):
@@ -61,7 +57,25 @@ def _add_path_counts(grads, path, offsets, coef, rows):
     d_end += end
 
 
-class MinimumClassificationError(BaseLoss):
+class _SmoothedErrorLoss(BaseLoss):
+    """What both MCE losses share: flags and the smoothing ``l`` of Eq. 8.
+
+    ``l`` has slope ``alpha`` (a finite number > 0) and offset ``beta`` (a
+    finite number); both losses are nonconvex, not differentiable at ties,
+    and start from a CLL fit.
+    """
+
+    convex = False
+    smooth = False
+    needs_init = True
+
+    _parameter_constraints: dict = {
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "beta": [Interval(Real, None, None, closed="neither")],
+    }
+
+
+class MinimumClassificationError(_SmoothedErrorLoss):
     """Minimum classification error loss (``loss='mce'``).
 
     The smoothed number of misclassified training sequences (Suzuki et al.
@@ -121,7 +135,8 @@ class MinimumClassificationError(BaseLoss):
     Raises
     ------
     ValueError
-        From ``value_and_grad``, on a parameter out of range.
+        From :func:`~sklearn_crfloss.losses.get_loss` (and so from
+        ``CRFTagger.fit``), on a parameter out of range.
 
     References
     ----------
@@ -130,9 +145,12 @@ class MinimumClassificationError(BaseLoss):
     """
 
     name = "mce"
-    convex = False
-    smooth = False
-    needs_init = True
+
+    _parameter_constraints: dict = {
+        **_SmoothedErrorLoss._parameter_constraints,
+        "psi": [Interval(Real, 0, None, closed="right")],
+        "smoothing": [StrOptions({"sigmoid", "logistic"})],
+    }
 
     def __init__(self, alpha=1.0, beta=0.0, psi=np.inf, smoothing="sigmoid"):
         self.alpha = alpha
@@ -140,19 +158,9 @@ class MinimumClassificationError(BaseLoss):
         self.psi = psi
         self.smoothing = smoothing
 
-    def _check_params(self):
-        _check_alpha_beta(self)
-        if not isinstance(self.psi, Real) or not self.psi > 0:
-            raise ValueError(f"psi must be > 0 (or inf), got {self.psi!r}")
-        if self.smoothing not in ("sigmoid", "logistic"):
-            raise ValueError(
-                f"smoothing must be 'sigmoid' or 'logistic', got {self.smoothing!r}"
-            )
-
     def value_and_grad(self, unary, transition, start, end, y, offsets,
                        sample_weight=None, n_threads=1):
         # Docstring inherited from BaseLoss.
-        self._check_params()
         n_tokens, n_labels = unary.shape
         n_seq = offsets.shape[0] - 1
         lengths = np.diff(offsets)
@@ -203,7 +211,7 @@ class MinimumClassificationError(BaseLoss):
         return (value,) + grads
 
 
-class SegmentFScoreMCE(BaseLoss):
+class SegmentFScoreMCE(_SmoothedErrorLoss):
     """Segment F-score MCE loss, MCE-F (``loss='mce_f'``).
 
     The smoothed F-score loss of Suzuki et al. (2006), section 4, Eq. 16,
@@ -300,8 +308,10 @@ class SegmentFScoreMCE(BaseLoss):
     Raises
     ------
     ValueError
-        From ``value_and_grad``: before :meth:`set_classes`, on a parameter
-        out of range, or when the batch has no gold segment (F undefined).
+        From :func:`~sklearn_crfloss.losses.get_loss` (and so from
+        ``CRFTagger.fit``), on a parameter out of range; from
+        ``value_and_grad``, before :meth:`set_classes` or when the batch has
+        no gold segment (F undefined).
 
     References
     ----------
@@ -310,9 +320,13 @@ class SegmentFScoreMCE(BaseLoss):
     """
 
     name = "mce_f"
-    convex = False
-    smooth = False
-    needs_init = True
+
+    _parameter_constraints: dict = {
+        **_SmoothedErrorLoss._parameter_constraints,
+        "gamma": [Interval(Real, 0, None, closed="left")],
+        "scheme": [str],
+        "false_positives": [StrOptions({"max_incorrect", "viterbi"})],
+    }
 
     def __init__(self, gamma=1.0, alpha=1.0, beta=0.0, scheme="conlleval",
                  false_positives="max_incorrect"):
@@ -350,14 +364,6 @@ class SegmentFScoreMCE(BaseLoss):
     def value_and_grad(self, unary, transition, start, end, y, offsets,
                        sample_weight=None, n_threads=1):
         # Docstring inherited from BaseLoss.
-        _check_alpha_beta(self)
-        if not isinstance(self.gamma, Real) or not self.gamma >= 0 or np.isinf(self.gamma):
-            raise ValueError(f"gamma must be a finite number >= 0, got {self.gamma!r}")
-        if self.false_positives not in ("max_incorrect", "viterbi"):
-            raise ValueError(
-                "false_positives must be 'max_incorrect' or 'viterbi', got "
-                f"{self.false_positives!r}"
-            )
         if getattr(self, "classes_", None) is None:
             raise ValueError(
                 "loss='mce_f' decodes segments from label names: call "

@@ -11,6 +11,7 @@ To add a solver: subclass :class:`BaseSolver`, implement ``solve`` (and
 ``check`` for the losses and priors it cannot train), register it here.
 """
 
+from .._registry import resolve
 from ._base import BaseSolver
 from ._lbfgs import LBFGS, minimize_lbfgs
 from ._monitor import ConvergenceMonitor
@@ -49,9 +50,6 @@ def make_solver(name, **params):
     ValueError
         If ``name`` is not registered.
     """
-    try:
-        cls = SOLVERS[name]
-    except KeyError:
-        raise ValueError(f"Unknown solver {name!r}; choose one of {sorted(SOLVERS)}.") from None
-    names = cls._get_param_names()
-    return cls(**{k: v for k, v in params.items() if k in names})
+    solver = resolve(name, SOLVERS, "solver", method="solve")
+    return solver.set_params(**{k: v for k, v in params.items()
+                                if k in solver._get_param_names()})
