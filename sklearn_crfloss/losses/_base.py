@@ -43,7 +43,7 @@ class BaseLoss(BaseEstimator):
     -----
     Labels reach a loss as integer indices. A loss that needs the label
     names (e.g. to decode segments with
-    :func:`sklearn_crfloss.metrics.get_segments`) reads them from
+    :func:`sklearn_crfloss.segments.get_segments`) reads them from
     ``classes_``: :class:`~sklearn_crfloss.CRFTagger` calls
     :meth:`set_classes` with its sorted ``classes_`` before training (on a
     clone of a loss object passed by the user, which stays unchanged), and
