@@ -28,22 +28,16 @@ _PL_START_PAIRS = [
 ]
 
 
-def _pl_end_of_chunk(prev_tag, tag, prev_type, type_):
+def _pl_chunk_events(prev_tag, tag, prev_type, type_):
+    """(endOfChunk, startOfChunk) of the script for one step of the stream."""
     chunk_end = (prev_tag, tag) in _PL_END_PAIRS
-    if prev_tag != "O" and prev_tag != "." and prev_type != type_:
-        chunk_end = True
-    if prev_tag == "]" or prev_tag == "[":
-        chunk_end = True
-    return chunk_end
-
-
-def _pl_start_of_chunk(prev_tag, tag, prev_type, type_):
     chunk_start = (prev_tag, tag) in _PL_START_PAIRS
-    if tag != "O" and tag != "." and prev_type != type_:
-        chunk_start = True
-    if tag == "[" or tag == "]":
-        chunk_start = True
-    return chunk_start
+    if prev_type != type_:
+        chunk_end = chunk_end or (prev_tag != "O" and prev_tag != ".")
+        chunk_start = chunk_start or (tag != "O" and tag != ".")
+    chunk_end = chunk_end or prev_tag in ("[", "]")
+    chunk_start = chunk_start or tag in ("[", "]")
+    return chunk_end, chunk_start
 
 
 def _pl_split(label):
@@ -91,8 +85,10 @@ def conlleval_oracle(y_true, y_pred, raw=False):
         if first_item == _BOUNDARY:
             guessed = "O"
 
-        end_c = _pl_end_of_chunk(last_correct, correct, last_correct_type, correct_type)
-        end_g = _pl_end_of_chunk(last_guessed, guessed, last_guessed_type, guessed_type)
+        end_c, start_c = _pl_chunk_events(
+            last_correct, correct, last_correct_type, correct_type)
+        end_g, start_g = _pl_chunk_events(
+            last_guessed, guessed, last_guessed_type, guessed_type)
         if in_correct:
             if end_c and end_g and last_guessed_type == last_correct_type:
                 in_correct = False
@@ -101,12 +97,6 @@ def conlleval_oracle(y_true, y_pred, raw=False):
             elif end_c != end_g or guessed_type != correct_type:
                 in_correct = False
 
-        start_c = _pl_start_of_chunk(
-            last_correct, correct, last_correct_type, correct_type
-        )
-        start_g = _pl_start_of_chunk(
-            last_guessed, guessed, last_guessed_type, guessed_type
-        )
         if start_c and start_g and guessed_type == correct_type:
             in_correct = True
         if start_c:
@@ -142,45 +132,32 @@ def conlleval_oracle(y_true, y_pred, raw=False):
 TYPES = ["PER", "LOC", "ARGM-TMP"]
 
 
-def _gen_iob1(rng, n):
-    out, prev_type = [], None
-    while len(out) < n:
-        if rng.random() < 0.4:
-            out.append("O")
-            prev_type = None
-            continue
-        t = rng.choice(TYPES)
-        first = "B" if prev_type == t else "I"
-        length = rng.randint(1, 3)
-        out += [f"{first}-{t}"] + [f"I-{t}"] * (length - 1)
-        prev_type = t
-    return out[:n]
-
-
-def _gen_iob2(rng, n):
+def _gen_chunks(rng, n, chunk):
+    """``n`` labels: ``O`` (probability 0.4) or ``chunk(rng, type, labels so far)``."""
     out = []
     while len(out) < n:
         if rng.random() < 0.4:
             out.append("O")
             continue
-        t = rng.choice(TYPES)
-        out += [f"B-{t}"] + [f"I-{t}"] * rng.randint(0, 2)
+        out += chunk(rng, rng.choice(TYPES), out)
     return out[:n]
 
 
-def _gen_iobes(rng, n):
-    out = []
-    while len(out) < n:
-        if rng.random() < 0.4:
-            out.append("O")
-            continue
-        t = rng.choice(TYPES)
-        length = rng.randint(1, 4)
-        if length == 1:
-            out.append(f"S-{t}")
-        else:
-            out += [f"B-{t}"] + [f"I-{t}"] * (length - 2) + [f"E-{t}"]
-    return out[:n]
+def _iob1_chunk(rng, t, out):
+    # B-X only right after a chunk of the same type
+    first = "B" if out and out[-1] != "O" and out[-1].split("-", 1)[1] == t else "I"
+    return [f"{first}-{t}"] + [f"I-{t}"] * (rng.randint(1, 3) - 1)
+
+
+def _iob2_chunk(rng, t, out):
+    return [f"B-{t}"] + [f"I-{t}"] * rng.randint(0, 2)
+
+
+def _iobes_chunk(rng, t, out):
+    length = rng.randint(1, 4)
+    if length == 1:
+        return [f"S-{t}"]
+    return [f"B-{t}"] + [f"I-{t}"] * (length - 2) + [f"E-{t}"]
 
 
 NOISE = [
@@ -200,9 +177,9 @@ def corrupt(rng, seq, p, vocab):
 
 
 GENERATORS = {
-    "iob1": _gen_iob1,
-    "iob2": _gen_iob2,
-    "iobes": _gen_iobes,
+    "iob1": lambda rng, n: _gen_chunks(rng, n, _iob1_chunk),
+    "iob2": lambda rng, n: _gen_chunks(rng, n, _iob2_chunk),
+    "iobes": lambda rng, n: _gen_chunks(rng, n, _iobes_chunk),
     "noisy": _gen_noisy,
 }
 CLEAN_VOCAB = ["O"] + [f"{p}-{t}" for p in "BIES" for t in TYPES]

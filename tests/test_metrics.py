@@ -429,14 +429,9 @@ Y_TRUE = [
     ["B-LOC", "I-LOC"],
     ["O", "O"],
 ]
-Y_PRED = [
-    ["B-PER", "I-PER", "O"],
-    ["O", "B-ORG"],
-    ["B-ORG", "O", "O", "O"],
-    ["O"],
-    ["B-LOC", "I-LOC"],
-    ["O", "B-PER"],
-]
+# Y_TRUE with three labels changed: sequences 0, 3 and 4 stay right
+Y_PRED = [list(seq) for seq in Y_TRUE]
+Y_PRED[1][1], Y_PRED[2][3], Y_PRED[5][1] = "B-ORG", "O", "B-PER"
 
 
 @pytest.mark.parametrize("dtype", [object, str])
