@@ -10,16 +10,23 @@ from sklearn.utils._param_validation import (
     StrOptions,
     validate_parameter_constraints,
 )
-from sklearn.utils._param_validation import validate_params as validate_function_params
+from sklearn.utils._param_validation import validate_params as validate_call
 
 __all__ = [
     "HasMethods",
     "Interval",
     "StrOptions",
-    "validate_function_params",
+    "validate_call",
     "validate_parameter_constraints",
     "validate_params",
 ]
+
+# ``validate_call(constraints, prefer_skip_nested_validation=True)`` is
+# scikit-learn's ``validate_params`` decorator for public functions: it checks
+# the arguments against ``constraints`` (the same constraint language as
+# ``_parameter_constraints``) and raises ``InvalidParameterError`` naming the
+# function and the parameter. Renamed here because ``validate_params`` below
+# checks an estimator.
 
 
 def validate_params(estimator):

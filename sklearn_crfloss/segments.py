@@ -1,11 +1,722 @@
-"""TEMPORARY stub on branch i10-core; replaced by part A's segments.py at merge."""
+"""Chunks (segments) of label sequences: tagging schemes, label parser, decoder.
+
+A *chunk* (segment) is a maximal run of tokens that a tagging scheme reads as
+one entity, given as ``(start, end, type)`` with ``end`` exclusive. This
+module holds the package's only label parser, :func:`split_label`, and its
+only chunk decoder, behind three entry points: :func:`get_segments` (one
+sequence), :func:`get_segments_batch` (a list of sequences) and
+:func:`segments_from_codes` (integer-coded sequences, for the training losses
+that decode segments at every objective evaluation, ``loss='mce_f'``). The
+segment metrics of :mod:`sklearn_crfloss.metrics` count the chunks it finds.
+
+Schemes
+-------
+``scheme="conlleval"`` (default)
+    Exactly the chunk logic of ``conlleval.pl`` [1]_ (CoNLL-2000, version
+    2004-01-26). A label is split at its **first** hyphen into a prefix and a
+    type (``B-ARGM-LOC`` -> ``B``, ``ARGM-LOC``); a label with no hyphen has an
+    empty type and the whole label as prefix; only the literal ``"O"`` is
+    outside (lowercase ``o`` is an ordinary tag with an empty type). A chunk
+    starts at ``B`` after ``B``/``I``/``O``, at ``I`` after ``O`` or ``E``, at
+    ``E`` after ``E`` or ``O``, at ``[`` and ``]``, and at any tag other than
+    ``O`` and ``.`` whose type differs from the previous tag's type. A chunk
+    ends before ``B`` or ``O`` after ``B``/``I``, before ``E``/``I``/``O``
+    after ``E``, after ``[`` and ``]``, and before any type change unless the
+    previous tag is ``O`` or ``.``. Consequences: ``PER PER O LOC`` has no
+    chunk, ``I-X`` after ``O`` starts a chunk (IOB1 leniency, so IOB2 output is
+    not penalised for ill-formed ``I-X``), ``S-PER S-PER`` and ``E-X B-X`` do
+    **not** split. As in Perl, a type spelled ``"0"`` is read as the empty type.
+    No label is ever rejected. There is no strict mode.
+``scheme="iob1"``, ``"iob2"`` (prefixes ``B``, ``I``)
+    ``mode="lenient"``: the conlleval rules (identical for IOB1 and IOB2).
+    ``mode="strict"``: IOB2 chunks must start with ``B-X`` and continue with
+    ``I-X``; a chunk starting with ``I-X`` is not counted. IOB1 chunks start
+    with ``I-X`` after ``O`` or another type, or with ``B-X`` directly after a
+    token of type ``X``; a chunk starting with any other ``B-X`` is not counted.
+``scheme="ioe1"``, ``"ioe2"`` (prefixes ``I``, ``E``)
+    ``mode="lenient"``: the conlleval rules (``E`` closes a chunk).
+    ``mode="strict"``: IOE2 chunks must end with ``E-X``; IOE1 chunks ending
+    with ``E-X`` are counted only if the next token has type ``X``.
+``scheme="iobes"`` (``B``, ``I``, ``E``, ``S``) and ``"bilou"`` (``B``, ``I``, ``L``, ``U``)
+    BILOU is IOBES with ``L`` for ``E`` and ``U`` for ``S``. ``mode="lenient"``:
+    ``S`` is a one-token chunk, ``E`` closes a chunk and ``B``/``S`` always
+    start one (so ``S-PER S-PER`` is two chunks and ``B E B E`` two), but
+    ``I``/``E`` without a preceding ``B`` still start a chunk, and a ``B``/``I``
+    run without ``E`` is still a chunk. ``mode="strict"``: only ``S-X`` and
+    ``B-X I-X* E-X`` are chunks; anything else is ignored.
+``scheme="raw"``
+    ``conlleval.pl -r``: every token other than ``"O"`` is a one-token chunk
+    whose type is the label itself (labels may be any hashable; unlike Perl, a
+    label ``"0"`` keeps its name). ``mode`` has no effect; conlleval's ``-o``
+    (another outside tag) is not offered.
+
+Strict IOB2 and strict IOBES differ from conlleval in exactly three of its
+rules: where chunks start, where they end, and whether ill-formed chunks
+count. Every scheme other than ``"conlleval"`` and ``"raw"`` raises a
+``ValueError`` naming the label (and the sequence, in batch functions) for a
+label that is not ``"O"`` or ``<prefix>-<non-empty type>`` with a prefix of
+the scheme; nothing is silently re-interpreted.
+
+Sequences are decoded as ``conlleval.pl`` reads a file: one token stream in
+which every sequence is followed by a blank line, read as an ``O`` token. So
+no chunk crosses a sequence boundary whenever labels have a prefix and a
+non-empty type; a chunk opened by a degenerate conlleval label (``o``,
+``PER``) that is still open at a sequence end is clipped there.
+
+References
+----------
+.. [1] E. F. Tjong Kim Sang and S. Buchholz, "Introduction to the CoNLL-2000
+   Shared Task: Chunking", CoNLL 2000; evaluation script ``conlleval.pl``
+   (version 2004-01-26), https://www.clips.uantwerpen.be/conll2000/chunking/
+"""
+
+# Design notes
+# ------------
+# Every scheme is a "pair rule": whether a chunk ends before / starts at token
+# k depends only on the prefixes of tokens k-1 and k and on whether their
+# types differ. The prefixes fall in nine categories (O, B, I, E, S, '.', '[',
+# ']', any other), so each rule is a constant table _EVENTS[rule][prev, cur,
+# types_differ] built once at import from the readable rule functions below.
+# Decoding is then numpy only: a chunk starts at every start event and ends at
+# the first end event after its start, which is also what conlleval.pl does
+# when chunks nest (degenerate labels: every open chunk is closed at the next
+# end event). Strict modes keep the lenient chunks that are well formed.
+# There is no cache: the labels of a call are coded once (a dict), parsed once
+# per distinct label, and the stream is decoded with a few array operations.
+
+from itertools import chain
+
+import numpy as np
+
+from ._compat import StrOptions, validate_call
+
+__all__ = [
+    "SCHEMES",
+    "MODES",
+    "split_label",
+    "encode_labels",
+    "get_segments",
+    "get_segments_batch",
+    "segments_from_codes",
+]
+
+#: Tagging schemes understood by the decoder (see the module docstring).
+SCHEMES = ("conlleval", "iob1", "iob2", "ioe1", "ioe2", "iobes", "bilou", "raw")
+#: Decoding modes: ``"strict"`` drops the chunks that are ill formed in the scheme.
+MODES = ("lenient", "strict")
+
+_PREFIXES = {
+    "iob1": ("B", "I"),
+    "iob2": ("B", "I"),
+    "ioe1": ("I", "E"),
+    "ioe2": ("I", "E"),
+    "iobes": ("B", "I", "E", "S"),
+    "bilou": ("B", "I", "L", "U"),
+}
+_BILOU_AS_IOBES = {"L": "E", "U": "S"}
+
+_SCHEME_CONSTRAINTS = {
+    "scheme": [StrOptions(set(SCHEMES))],
+    "mode": [StrOptions(set(MODES))],
+}
 
 
-def split_label(label):
-    text = label if isinstance(label, str) else str(label)
-    if text == "O":
-        return "O", ""
-    prefix, sep, typ = text.partition("-")
-    if not sep:
-        return "", ""
-    return prefix, typ
+class _LabelError(ValueError):
+    """A label that is invalid in the scheme; ``label`` is the label."""
+
+    def __init__(self, message, label):
+        super().__init__(message)
+        self.label = label
+
+
+# ---------------------------------------------------------------------------
+# The label parser
+# ---------------------------------------------------------------------------
+
+
+def _is_outside(label):
+    return isinstance(label, str) and label == "O"
+
+
+def _split(label, scheme):
+    """:func:`split_label` without parameter validation."""
+    if scheme == "raw":
+        return ("O", "") if _is_outside(label) else ("B", label)
+    if scheme == "conlleval":
+        text = label if isinstance(label, str) else str(label)
+        prefix, _, typ = text.partition("-")
+        return (prefix, "" if typ == "0" else typ)  # Perl: "0" is false
+    if _is_outside(label):
+        return ("O", "")
+    allowed = _PREFIXES[scheme]
+    if isinstance(label, str):
+        prefix, sep, typ = label.partition("-")
+        if sep and typ and prefix in allowed:
+            return (prefix, typ)
+    raise _LabelError(
+        f"Label {label!r} is not valid in scheme={scheme!r}: expected 'O' "
+        f"or '<prefix>-<type>' with prefix in {list(allowed)} and a "
+        "non-empty type. Use scheme='conlleval' to score any labels as "
+        "conlleval.pl does, or scheme='raw' to make every non-'O' label "
+        "a one-token chunk.",
+        label,
+    )
+
+
+@validate_call(
+    {"label": "no_validation", "scheme": [StrOptions(set(SCHEMES))]},
+    prefer_skip_nested_validation=True,
+)
+def split_label(label, scheme="conlleval"):
+    """Split a label into its prefix and its chunk type, as the decoder reads it.
+
+    This is the package's only label parser: the chunk decoder, the segment
+    metrics, the IOB2 decoding constraints and the label experts of
+    :class:`~sklearn_crfloss.LOPTagger` all read labels with it.
+
+    Parameters
+    ----------
+    label : hashable
+        One label, usually a ``str``. For ``scheme="conlleval"`` any other
+        object is read as ``str(label)``.
+    scheme : {"conlleval", "iob1", "iob2", "ioe1", "ioe2", "iobes", "bilou", \
+"raw"}, default="conlleval"
+        Tagging scheme (see :mod:`sklearn_crfloss.segments`).
+
+    Returns
+    -------
+    prefix : str
+        For ``"conlleval"``: the text before the first hyphen, or the whole
+        label when it has no hyphen. For the prefix schemes: ``"O"`` for the
+        outside label, else the prefix as written (``"L"``/``"U"`` stay
+        ``"L"``/``"U"`` in BILOU). For ``"raw"``: ``"O"`` for ``"O"``, else
+        ``"B"`` (``conlleval.pl -r`` prefixes every other label with ``B-``).
+    type : str or object
+        The text after the first hyphen (``""`` when there is none); for
+        ``"conlleval"`` a type spelled ``"0"`` is read as ``""`` (Perl's
+        truthiness). For ``"raw"``: ``""`` for ``"O"``, else the label itself.
+
+    Raises
+    ------
+    ValueError
+        If ``scheme`` is unknown, or, for a scheme other than ``"conlleval"``
+        and ``"raw"``, if the label is neither the string ``"O"`` nor
+        ``<prefix>-<non-empty type>`` with a prefix of the scheme; the
+        message names the label.
+
+    Notes
+    -----
+    Only the literal string ``"O"`` is outside; a chunk type is never
+    ``None``. Whether a label starts or ends a chunk depends on its
+    neighbours and is the decoder's business (:func:`get_segments`).
+
+    Examples
+    --------
+    >>> from sklearn_crfloss.segments import split_label
+    >>> split_label("B-ARGM-LOC")
+    ('B', 'ARGM-LOC')
+    >>> split_label("O"), split_label("PER"), split_label("o")
+    (('O', ''), ('PER', ''), ('o', ''))
+    >>> split_label("B-0"), split_label("B-0", scheme="iob2")
+    (('B', ''), ('B', '0'))
+    >>> split_label("U-PER", scheme="bilou")
+    ('U', 'PER')
+    >>> split_label("PER", scheme="iob2")
+    Traceback (most recent call last):
+    ...
+    ValueError: Label 'PER' is not valid in scheme='iob2': ...
+    """
+    try:
+        return _split(label, scheme)
+    except _LabelError as exc:
+        raise ValueError(str(exc)) from None
+
+
+# ---------------------------------------------------------------------------
+# Pair rules, as tables over prefix categories
+# ---------------------------------------------------------------------------
+
+_END, _START = 1, 2
+# Prefix categories; _OTHER is any prefix the rules do not name.
+_CATEGORIES = ("O", "B", "I", "E", "S", ".", "[", "]", None)
+_CATEGORY = {p: k for k, p in enumerate(_CATEGORIES) if p is not None}
+_O, _B, _I, _E, _S = (_CATEGORY[p] for p in "OBIES")
+_OTHER = len(_CATEGORIES) - 1
+
+
+def _conlleval_rule(prev, cur, new_type):
+    """endOfChunk and startOfChunk of conlleval.pl (prefixes, type change)."""
+    end = (
+        (prev in ("B", "I") and cur in ("B", "O"))
+        or (prev == "E" and cur in ("E", "I", "O"))
+        or (prev not in ("O", ".") and new_type)
+        or prev in ("[", "]")
+    )
+    start = (
+        (cur == "B" and prev in ("B", "I", "O"))
+        or (cur == "I" and prev in ("O", "E"))
+        or (cur == "E" and prev in ("E", "O"))
+        or (cur not in ("O", ".") and new_type)
+        or cur in ("[", "]")
+    )
+    return end, start
+
+
+def _iobes_rule(prev, cur, new_type):
+    """Lenient IOBES (BILOU prefixes are read as IOBES ones)."""
+    end = prev != "O" and (prev in ("E", "S") or cur in ("O", "B", "S") or new_type)
+    start = cur != "O" and (cur in ("B", "S") or prev in ("O", "E", "S") or new_type)
+    return end, start
+
+
+def _event_table(rule):
+    """uint8 table [prev category, cur category, types differ] of end/start bits."""
+    n = len(_CATEGORIES)
+    table = np.zeros((n, n, 2), dtype=np.uint8)
+    for p, prev in enumerate(_CATEGORIES):
+        for c, cur in enumerate(_CATEGORIES):
+            for d in (0, 1):
+                end, start = rule(prev, cur, bool(d))
+                table[p, c, d] = (_END if end else 0) | (_START if start else 0)
+    return table
+
+
+_EVENTS = {"conlleval": _event_table(_conlleval_rule), "iobes": _event_table(_iobes_rule)}
+
+
+# ---------------------------------------------------------------------------
+# The decoder
+# ---------------------------------------------------------------------------
+
+
+def _label_table(classes, scheme):
+    """Prefix category and type code of the blank line (index 0) and of every class.
+
+    Returns ``(category, type_code, type_names)``: ``category`` and
+    ``type_code`` are intp arrays of shape (n_classes + 1,), entry ``k + 1``
+    for ``classes[k]``; the blank line is ``O`` with the empty type, code 0.
+    Raises :class:`_LabelError` for an invalid label.
+    """
+    types = {"": 0}
+    category = [_O]
+    type_code = [0]
+    rename = _BILOU_AS_IOBES if scheme == "bilou" else {}
+    for label in classes:
+        prefix, typ = _split(label, scheme)
+        category.append(_CATEGORY.get(rename.get(prefix, prefix), _OTHER))
+        type_code.append(types.setdefault(typ, len(types)))
+    return (np.array(category, dtype=np.intp), np.array(type_code, dtype=np.intp),
+            list(types))
+
+
+def _decode(stream, category, type_code, scheme, mode):
+    """Chunks of a coded token stream: ``(starts, ends, types)`` intp arrays.
+
+    ``stream`` holds indices into ``category``/``type_code`` (see
+    :func:`_label_table`); the token before the first is a blank line. A
+    chunk is ``stream[start:end]``; ``types`` is the type code of its first
+    token. Chunks are sorted by start.
+    """
+    cur = category[stream]
+    typ = type_code[stream]
+    prev = np.concatenate(([_O], cur[:-1]))
+    prev_typ = np.concatenate(([0], typ[:-1]))
+    rule = "iobes" if scheme in ("iobes", "bilou") else "conlleval"
+    events = _EVENTS[rule][prev, cur, (prev_typ != typ).view(np.uint8)]
+    starts = np.flatnonzero(events & _START)
+    end_events = np.append(np.flatnonzero(events & _END), stream.shape[0])
+    ends = end_events[np.searchsorted(end_events, starts, side="right")]
+    if mode == "strict" and scheme != "raw":
+        keep = _well_formed(scheme, cur, typ, prev, prev_typ, starts, ends)
+        starts, ends = starts[keep], ends[keep]
+    return starts, ends, typ[starts]
+
+
+def _well_formed(scheme, cur, typ, prev, prev_typ, starts, ends):
+    """Which lenient chunks ``stream[s:e]`` are well formed in ``scheme``."""
+    first, last = cur[starts], cur[ends - 1]
+    if scheme == "iob2":
+        return first == _B
+    if scheme == "ioe2":
+        return last == _E
+    if scheme in ("iobes", "bilou"):
+        return ((first == _S) & (ends - starts == 1)) | ((first == _B) & (last == _E))
+    same_type = typ[starts]
+    if scheme == "iob1":  # B-X only right after a token of type X
+        return (first == _I) | ((prev[starts] != _O) & (prev_typ[starts] == same_type))
+    # ioe1: E-X only right before a token of type X (a blank line after the stream)
+    after = np.append(cur, _O)[ends]
+    after_typ = np.append(typ, 0)[ends]
+    return (last == _I) | ((after != _O) & (after_typ == same_type))
+
+
+def _check_scheme_mode(scheme, mode):
+    if scheme == "conlleval" and mode == "strict":
+        raise ValueError(
+            "scheme='conlleval' reproduces conlleval.pl, which has no strict "
+            "mode; use e.g. scheme='iob2' or scheme='iobes' with mode='strict'."
+        )
+
+
+def _check_codes(codes, offsets, n_classes):
+    codes = np.asarray(codes)
+    offsets = np.asarray(offsets)
+    if codes.ndim != 1 or offsets.ndim != 1 or offsets.shape[0] == 0:
+        raise ValueError(
+            f"codes and offsets must be 1-D and offsets non-empty, got shapes "
+            f"{codes.shape} and {offsets.shape}."
+        )
+    if codes.size and (
+        codes.dtype.kind not in "iu" or codes.min() < 0 or codes.max() >= n_classes
+    ):
+        raise ValueError(f"codes must be integers in [0, {n_classes}) (indices into classes).")
+    if offsets[0] != 0 or offsets[-1] != codes.shape[0] or np.any(np.diff(offsets) < 0):
+        raise ValueError(
+            "offsets must be non-decreasing, start at 0 and end at len(codes) "
+            f"= {codes.shape[0]}."
+        )
+    return codes.astype(np.intp, copy=False), offsets.astype(np.intp, copy=False)
+
+
+def _segments_of_codes(codes, offsets, classes, scheme, mode):
+    """:func:`segments_from_codes` on checked arrays; raises :class:`_LabelError`."""
+    category, type_code, type_names = _label_table(classes, scheme)
+    n_seq = offsets.shape[0] - 1
+    lengths = np.diff(offsets)
+    # conlleval's file: a blank line (code 0) after every sequence
+    stream_offsets = offsets + np.arange(n_seq + 1, dtype=np.intp)
+    stream = np.zeros(codes.shape[0] + n_seq, dtype=np.intp)
+    stream[np.arange(codes.shape[0]) + np.repeat(np.arange(n_seq), lengths)] = codes + 1
+    starts, ends, types = _decode(stream, category, type_code, scheme, mode)
+    seq = np.searchsorted(stream_offsets, starts, side="right") - 1
+    base = stream_offsets[seq]
+    # a chunk still open at a sequence end (degenerate labels) is clipped there
+    return seq, starts - base, np.minimum(ends - base, lengths[seq]), types, type_names
+
+
+@validate_call(
+    {"codes": ["array-like"], "offsets": ["array-like"], "classes": ["array-like"],
+     **_SCHEME_CONSTRAINTS},
+    prefer_skip_nested_validation=True,
+)
+def segments_from_codes(codes, offsets, classes, *, scheme="conlleval", mode="lenient"):
+    """Chunks of integer-coded label sequences, as flat arrays.
+
+    The decoder of :func:`get_segments_batch` run on label indices: the
+    losses that decode segments at every objective evaluation
+    (``loss='mce_f'``) use it. The chunks are those of
+    ``get_segments_batch`` on ``classes[codes]`` split at ``offsets``.
+
+    Parameters
+    ----------
+    codes : array-like of int of shape (n_tokens,)
+        Label index of every token, into ``classes``.
+    offsets : array-like of int of shape (n_sequences + 1,)
+        Sequence ``i`` is ``codes[offsets[i]:offsets[i + 1]]``; non-decreasing,
+        from 0 to ``n_tokens``.
+    classes : array-like of shape (n_classes,)
+        Label names.
+    scheme : {"conlleval", "iob1", "iob2", "ioe1", "ioe2", "iobes", "bilou", \
+"raw"}, default="conlleval"
+        Tagging scheme of the label names (see the module docstring).
+    mode : {"lenient", "strict"}, default="lenient"
+        Whether ill-formed chunks are kept, as in :func:`get_segments`.
+
+    Returns
+    -------
+    seq : ndarray of intp of shape (n_segments,)
+        Sequence of every chunk, non-decreasing.
+    begin, stop : ndarray of intp of shape (n_segments,)
+        Positions inside the sequence, ``stop`` exclusive.
+    type_code : ndarray of intp of shape (n_segments,)
+        Index of the chunk type into ``type_names``.
+    type_names : list of length n_types
+        The distinct types of ``classes`` (as :func:`split_label` gives
+        them), the empty type ``""`` first; it depends on ``classes`` and
+        ``scheme`` only.
+
+    Raises
+    ------
+    ValueError
+        If ``scheme`` or ``mode`` is unknown or they do not go together, if a
+        code is not an index into ``classes``, if ``offsets`` does not split
+        ``codes``, or if a label of ``classes`` is invalid for ``scheme`` (the
+        message names the label).
+
+    Examples
+    --------
+    >>> from sklearn_crfloss.segments import segments_from_codes
+    >>> classes = ["B-NP", "I-NP", "O"]
+    >>> seq, begin, stop, type_code, type_names = segments_from_codes(
+    ...     [0, 1, 2, 1, 0], [0, 3, 5], classes)
+    >>> seq.tolist(), begin.tolist(), stop.tolist()
+    ([0, 1, 1], [0, 0, 1], [2, 1, 2])
+    >>> [type_names[t] for t in type_code]
+    ['NP', 'NP', 'NP']
+    """
+    _check_scheme_mode(scheme, mode)
+    classes = classes.tolist() if isinstance(classes, np.ndarray) else list(classes)
+    codes, offsets = _check_codes(codes, offsets, len(classes))
+    try:
+        return _segments_of_codes(codes, offsets, classes, scheme, mode)
+    except _LabelError as exc:
+        raise ValueError(str(exc)) from None
+
+
+# ---------------------------------------------------------------------------
+# Label sequences -> codes
+# ---------------------------------------------------------------------------
+
+
+def _check_sequence(seq, where, name):
+    """Sequence ``where`` (e.g. ``y[3]``) of the input ``name``, checked."""
+    if isinstance(seq, (str, bytes)):
+        raise ValueError(
+            f"{where} is a string ({seq!r:.60}); expected a sequence of labels. "
+            f"{name} must be a list of label sequences, e.g. "
+            "[['B-PER', 'I-PER', 'O'], ['O']]."
+        )
+    if isinstance(seq, np.ndarray):
+        if seq.ndim != 1:
+            raise ValueError(
+                f"{where} must be a 1-D sequence of labels, got an array of "
+                f"shape {seq.shape}."
+            )
+        return seq
+    if not hasattr(seq, "__len__"):
+        if hasattr(seq, "__iter__"):
+            return list(seq)
+        raise ValueError(
+            f"{where} must be a sequence of labels, got {type(seq).__name__} "
+            f"{seq!r:.60}. {name} must be a list of label sequences (one list "
+            "or 1-D array of labels per sequence), not a flat list of labels."
+        )
+    return seq
+
+
+def _check_y(y, name):
+    ndarray = np.ndarray
+    return [
+        seq
+        if type(seq) is list or (type(seq) is ndarray and seq.ndim == 1)
+        else _check_sequence(seq, f"{name}[{i}]", name)
+        for i, seq in enumerate(y)
+    ]
+
+
+class _Codes(dict):
+    """label -> code, new labels appended to ``labels`` in order of first sight."""
+
+    __slots__ = ("labels",)
+
+    def __init__(self, labels):
+        super().__init__((label, k) for k, label in enumerate(labels))
+        if len(self) != len(labels):
+            raise ValueError("classes must not repeat a label.")
+        self.labels = list(labels)
+
+    def __missing__(self, label):
+        value = self[label] = len(self.labels)
+        self.labels.append(label)
+        return value
+
+
+def _encode(y, classes):
+    """:func:`encode_labels` of checked sequences."""
+    table = _Codes(classes)
+    lengths = list(map(len, y))
+    offsets = np.zeros(len(y) + 1, dtype=np.intp)
+    np.cumsum(lengths, out=offsets[1:])
+    if y and all(isinstance(s, np.ndarray) and s.dtype.kind == "U" for s in y):
+        tokens = np.concatenate(y).tolist()  # one C-level conversion
+    else:
+        tokens = chain.from_iterable(y)
+    codes = np.fromiter(map(table.__getitem__, tokens), dtype=np.intp, count=offsets[-1])
+    return codes, offsets, table.labels
+
+
+@validate_call(
+    {"y": ["array-like"], "classes": ["array-like", None], "input_name": [str]},
+    prefer_skip_nested_validation=True,
+)
+def encode_labels(y, *, classes=None, input_name="y"):
+    """Check label sequences and code them as integers.
+
+    Parameters
+    ----------
+    y : list of (list or ndarray of shape (n_tokens_i,))
+        Label sequences (hashable labels); the first axis is the sequence.
+    classes : array-like of shape (n_known,), default=None
+        Distinct labels that keep codes ``0 .. n_known - 1``, e.g. the
+        ``classes`` returned for another list of sequences, so that two lists
+        share one coding.
+    input_name : str, default="y"
+        Name of ``y`` in error messages.
+
+    Returns
+    -------
+    codes : ndarray of intp of shape (n_tokens,)
+        Index into ``classes`` of every token, sequences concatenated.
+    offsets : ndarray of intp of shape (n_sequences + 1,)
+        Sequence ``i`` is ``codes[offsets[i]:offsets[i + 1]]``.
+    classes : list of length n_classes
+        The given ``classes`` followed by the new labels in order of first
+        occurrence.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` or one of its sequences is a string, not a sequence or not
+        1-D (the message names the sequence index), or if ``classes``
+        repeats a label.
+    TypeError
+        If a label is not hashable.
+
+    Examples
+    --------
+    >>> from sklearn_crfloss.segments import encode_labels
+    >>> codes, offsets, classes = encode_labels([["B-NP", "O"], ["O", "B-VP"]])
+    >>> codes.tolist(), offsets.tolist(), classes
+    ([0, 1, 1, 2], [0, 2, 4], ['B-NP', 'O', 'B-VP'])
+    """
+    known = [] if classes is None else list(classes)
+    return _encode(_check_y(y, input_name), known)
+
+
+# ---------------------------------------------------------------------------
+# Segments of label sequences
+# ---------------------------------------------------------------------------
+
+
+def _segments_per_sequence(y, scheme, mode):
+    """``(start, end, type)`` lists of checked sequences; raises :class:`_LabelError`."""
+    codes, offsets, classes = _encode(y, [])
+    seq, begin, stop, types, type_names = _segments_of_codes(
+        codes, offsets, classes, scheme, mode)
+    chunks = list(zip(begin.tolist(), stop.tolist(), map(type_names.__getitem__, types.tolist())))
+    bounds = np.searchsorted(seq, np.arange(len(y) + 1)).tolist()
+    return [chunks[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+@validate_call(
+    {"labels": ["array-like"], **_SCHEME_CONSTRAINTS}, prefer_skip_nested_validation=True
+)
+def get_segments(labels, *, scheme="conlleval", mode="lenient"):
+    """Decode the chunks (segments) of one label sequence.
+
+    This is the package's chunk decoder: the segment metrics and the
+    segment-based training losses all use it (through
+    :func:`get_segments_batch` and :func:`segments_from_codes`, which give the
+    same chunks). Its signature is stable.
+
+    Parameters
+    ----------
+    labels : list or ndarray of shape (n_tokens,)
+        Labels of one sequence (hashable; strings except for
+        ``scheme="raw"``). An empty sequence gives no segment.
+    scheme : {"conlleval", "iob1", "iob2", "ioe1", "ioe2", "iobes", "bilou", \
+"raw"}, default="conlleval"
+        Tagging scheme, see :mod:`sklearn_crfloss.segments`. ``"conlleval"``
+        follows ``conlleval.pl`` exactly and accepts any label.
+    mode : {"lenient", "strict"}, default="lenient"
+        ``"strict"`` drops ill-formed chunks; not available for
+        ``scheme="conlleval"``; no effect for ``scheme="raw"``.
+
+    Returns
+    -------
+    segments : list of tuple (int, int, object)
+        One ``(start, end, type)`` tuple per chunk, ``end`` exclusive, so the
+        chunk is ``labels[start:end]``, sorted by ``start``. ``type`` is the
+        label's text after the first hyphen (a ``str``; ``""`` for typeless
+        tags such as ``o`` in the conlleval scheme), or the label itself for
+        ``scheme="raw"``. Chunks do not overlap, except with degenerate labels
+        in the conlleval scheme: a chunk opened by a typeless tag (``o``,
+        ``PER``) stays open across ``O`` tokens until conlleval's endOfChunk
+        fires, so a chunk starting inside it shares its end.
+
+    Raises
+    ------
+    ValueError
+        If ``scheme`` or ``mode`` is unknown, if ``mode="strict"`` is combined
+        with ``scheme="conlleval"``, if ``labels`` is a string or not 1-D, or
+        if a label has no valid prefix for ``scheme`` (not for ``"conlleval"``
+        and ``"raw"``); the message names the label.
+
+    See Also
+    --------
+    get_segments_batch : The same for a list of sequences.
+    sklearn_crfloss.metrics.segment_counts : Found / gold / correct counts, as
+        conlleval.pl.
+
+    Notes
+    -----
+    For labels that have a prefix and a non-empty type (all well-formed
+    data), ``len(set(get_segments(t)) & set(get_segments(p)))`` is exactly
+    conlleval's number of correct chunks of a sentence pair. For
+    degenerate conlleval labels use
+    :func:`~sklearn_crfloss.metrics.segment_counts`, which reproduces
+    conlleval exactly.
+
+    References
+    ----------
+    .. [1] conlleval.pl, CoNLL-2000 shared task evaluation script (version
+       2004-01-26), https://www.clips.uantwerpen.be/conll2000/chunking/
+
+    Examples
+    --------
+    >>> from sklearn_crfloss.segments import get_segments
+    >>> get_segments(["B-PER", "I-PER", "O", "I-LOC", "B-ARGM-TMP"])
+    [(0, 2, 'PER'), (3, 4, 'LOC'), (4, 5, 'ARGM-TMP')]
+    >>> get_segments(["S-PER", "S-PER"])  # conlleval merges them
+    [(0, 2, 'PER')]
+    >>> get_segments(["S-PER", "S-PER"], scheme="iobes")
+    [(0, 1, 'PER'), (1, 2, 'PER')]
+    >>> get_segments(["O", "I-PER", "I-PER"], scheme="iob2", mode="strict")
+    []
+    """
+    _check_scheme_mode(scheme, mode)
+    seq = _check_sequence(labels, "labels", "labels")
+    try:
+        return _segments_per_sequence([seq], scheme, mode)[0]
+    except _LabelError as exc:
+        raise ValueError(str(exc)) from None
+
+
+@validate_call({"y": ["array-like"], **_SCHEME_CONSTRAINTS}, prefer_skip_nested_validation=True)
+def get_segments_batch(y, *, scheme="conlleval", mode="lenient"):
+    """Decode the chunks of every sequence of ``y``.
+
+    Parameters
+    ----------
+    y : list of (list or ndarray of shape (n_tokens_i,))
+        Label sequences; the first axis is the sequence.
+    scheme : {"conlleval", "iob1", "iob2", "ioe1", "ioe2", "iobes", "bilou", \
+"raw"}, default="conlleval"
+        Tagging scheme, see :func:`get_segments`.
+    mode : {"lenient", "strict"}, default="lenient"
+        See :func:`get_segments`.
+
+    Returns
+    -------
+    segments : list of list of tuple (int, int, object)
+        ``segments[i]`` is ``get_segments(y[i], scheme=scheme, mode=mode)``:
+        ``(start, end, type)`` tuples with positions inside sequence ``i``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`get_segments`; the message names the sequence index.
+
+    Examples
+    --------
+    >>> from sklearn_crfloss.segments import get_segments_batch
+    >>> get_segments_batch([["I-PER"], ["I-PER", "O", "B-LOC"]])
+    [[(0, 1, 'PER')], [(0, 1, 'PER'), (2, 3, 'LOC')]]
+    """
+    _check_scheme_mode(scheme, mode)
+    y = _check_y(y, "y")
+    try:
+        return _segments_per_sequence(y, scheme, mode)
+    except _LabelError as exc:
+        i = next(i for i, seq in enumerate(y) if any(lab == exc.label for lab in seq))
+        raise ValueError(f"Sequence {i}: {exc}") from None

@@ -231,7 +231,7 @@ def _mce_sequence(loss, unary, transition, start, end, gold):
 
 def _mce_f_value(loss, unary, transition, start, end, y, offsets, w):
     """Eq. 16 (times the weighted number of gold segments) by enumeration."""
-    from sklearn_crfloss.metrics import get_segments
+    from sklearn_crfloss.segments import get_segments
 
     classes = np.asarray(loss.classes_)
     tp = fn = fp = n_gold = 0.0

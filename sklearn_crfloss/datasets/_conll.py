@@ -12,7 +12,7 @@ import zlib
 
 from sklearn.datasets import fetch_file
 
-from .._compat import StrOptions, validate_function_params
+from .._compat import StrOptions, validate_call
 from .._docstring import fill_doc
 
 logger = logging.getLogger(__name__)
@@ -510,7 +510,7 @@ _LOADER_CONSTRAINTS = {
 }
 
 
-@validate_function_params(
+@validate_call(
     {"subset": [StrOptions({"train", "test"})], **_LOADER_CONSTRAINTS},
     prefer_skip_nested_validation=True,
 )
@@ -567,7 +567,7 @@ def load_conll2000(subset="train", *, data_home=None, download_if_missing=True):
     return read_conll(path)
 
 
-@validate_function_params(
+@validate_call(
     {"lang": [str], "subset": [StrOptions({"train", "testa", "testb"})],
      **_LOADER_CONSTRAINTS},
     prefer_skip_nested_validation=True,

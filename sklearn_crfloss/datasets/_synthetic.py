@@ -5,7 +5,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._compat import Interval, validate_function_params
+from .._compat import Interval, validate_call
 
 __all__ = ["HMM_EMISSION", "HMM_START", "HMM_TRANSITION", "make_hmm_sequences"]
 
@@ -23,7 +23,7 @@ HMM_EMISSION = np.array([[0.15, 0.35, 0.35, 0.15],
                          [0.30, 0.20, 0.20, 0.30]])
 
 
-@validate_function_params(
+@validate_call(
     {
         "n_sequences": [Interval(Integral, 1, None, closed="left")],
         "length": [Interval(Integral, 1, None, closed="left")],

@@ -64,11 +64,12 @@ class BaseLoss(BaseEstimator):
     Notes
     -----
     Labels reach a loss as integer indices. A loss that needs the label
-    names (e.g. to decode segments) reads them from ``classes_``:
-    :class:`~sklearn_crfloss.CRFTagger` calls :meth:`set_classes` with its
-    sorted ``classes_`` before training (on a clone of a loss object passed
-    by the user, which stays unchanged), and ``y[t] == k`` means label
-    ``classes_[k]``.
+    names (e.g. to decode segments with
+    :func:`sklearn_crfloss.segments.get_segments`) reads them from
+    ``classes_``: :class:`~sklearn_crfloss.CRFTagger` calls
+    :meth:`set_classes` with its sorted ``classes_`` before training (on a
+    clone of a loss object passed by the user, which stays unchanged), and
+    ``y[t] == k`` means label ``classes_[k]``.
     """
 
     _parameter_constraints: dict = {}

@@ -228,7 +228,7 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
     ``'cll'`` and ``'mce'`` (equivalently: Eq. 16 with ``C`` times ``S``).
 
     Segments are decoded from label names by
-    :func:`sklearn_crfloss.metrics.get_segments` with ``scheme`` (the
+    :func:`sklearn_crfloss.segments.get_segments` with ``scheme`` (the
     decoder of the segment metrics); the estimator passes the names with
     :meth:`set_classes` before training. Every segment it returns is a
     target segment (``delta(s) = 1``; ``O`` tokens form no segment).
@@ -293,7 +293,7 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
     beta : float, default=0.0
         Offset of the sigmoid.
     scheme : str, default='conlleval'
-        Tagging scheme of :func:`sklearn_crfloss.metrics.get_segments`
+        Tagging scheme of :func:`sklearn_crfloss.segments.get_segments`
         (``'conlleval'``: the CoNLL evaluation's semantics).
     false_positives : {'max_incorrect', 'viterbi'}, default='max_incorrect'
         Which false positive segments ``FP_l`` counts: those of the maximum
@@ -342,9 +342,9 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         ``key`` identifies a segment (absolute position, length and type) so
         that gold and predicted segments compare as integers.
         """
-        from ..metrics import _segments_from_codes
+        from ..segments import segments_from_codes
 
-        seq, begin, stop, tcode, type_names = _segments_from_codes(
+        seq, begin, stop, tcode, type_names = segments_from_codes(
             labels, offsets, self.classes_, scheme=self.scheme)
         n_tokens = np.int64(labels.shape[0] + 1)
         key = ((begin + offsets[seq]).astype(np.int64) * n_tokens
