@@ -21,13 +21,8 @@ from scipy.special import logsumexp
 
 from ._forward_backward import forward_backward_batch
 from ._marginal_vjp import marginals_vjp_batch
-from ._segments import (
-    max_incorrect_batch,
-    max_marginals_batch,
-    segment_margins_batch,
-    two_best_batch,
-)
-from ._viterbi import viterbi_batch
+from ._max_marginals import max_marginals_batch, segment_margins_batch
+from ._viterbi import max_incorrect_batch, two_best_batch, viterbi_batch
 
 __all__ = [
     "ForwardBackwardResult",
