@@ -12,7 +12,7 @@ outside the trained (attribute, label) pairs stay 0: contiguous rows of
 import numpy as np
 import scipy.sparse as sp
 
-from ._features import dense_gradient, dense_potentials
+from ._potentials import dense_gradient, dense_potentials
 
 __all__ = ["CRFObjective", "FreeParameterObjective"]
 
