@@ -10,6 +10,9 @@
 #   so log Z = sum_t log c_t plus the shifts below. The exponentials are taken
 #   once: exp(T - max T), exp(start - max), exp(end - max) once per call (by
 #   the Python wrapper), and exp(U[t] - max_j U[t, j]) once per token.
+#   The forward pass (scaled_forward), the row products and the underflow
+#   threshold MIN_SCALE are the inline helpers of _chain.pxd, shared with
+#   the marginals' VJP (_marginal_vjp.pyx).
 # * With these normalisations the node marginal is alpha_hat[t] * beta_hat[t]
 #   and the pair marginal of edge (t-1, t) is
 #   alpha_hat[t-1, i] * expT[i, j] * psi[t, j] * beta_hat[t, j] / c_t.
@@ -25,32 +28,16 @@
 #   rows and its accumulators (no atomics); the wrapper sums them.
 
 from cython.parallel cimport prange, threadid
-from libc.math cimport exp, log, isfinite, INFINITY
+from libc.math cimport exp
 
-cdef double _MIN_SCALE = 1e-250
-
-
-cdef inline double _logsumexp_row(const double* x, Py_ssize_t n) noexcept nogil:
-    cdef double m = -INFINITY, s = 0.0
-    cdef Py_ssize_t k
-    for k in range(n):
-        if x[k] > m:
-            m = x[k]
-    if m == -INFINITY:
-        return m
-    for k in range(n):
-        s += exp(x[k] - m)
-    return m + log(s)
+from _chain cimport logsumexp_row, scaled_forward, vec_mat
 
 
 cdef int _scaled_sequence(
-    const double[:, ::1] unary, const double[:, ::1] exp_trans,
-    const double[:, ::1] exp_trans_t,
-    const double[::1] exp_start, const double[::1] exp_end,
-    Py_ssize_t s, Py_ssize_t e, double weight,
-    double[:, ::1] marginals, double* psi,
-    double* scratch, double* pair_acc, double* start_acc, double* end_acc,
-    double* log_z_out,
+    const double[:, ::1] unary, const double[:, ::1] exp_trans, const double[:, ::1] exp_trans_t,
+    const double[::1] exp_start, const double[::1] exp_end, Py_ssize_t s, Py_ssize_t e,
+    double weight, double[:, ::1] marginals, double* psi, double* scratch,
+    double* pair_acc, double* start_acc, double* end_acc, double* log_z_out,
 ) noexcept nogil:
     """Scaled forward-backward for rows s:e. Returns 0, or 1 on underflow.
 
@@ -63,66 +50,22 @@ cdef int _scaled_sequence(
     """
     cdef Py_ssize_t L = unary.shape[1]
     cdef Py_ssize_t t, i, j
-    cdef double m, c, a, log_z = 0.0
+    cdef double c, a
     cdef double* v = scratch
     cdef double* b_next = scratch + L
     cdef double* b_cur = scratch + 2 * L
     cdef double* tmp
 
-    # psi[t] = exp(U[t] - max U[t]); log_z collects the maxima.
-    for t in range(s, e):
-        m = unary[t, 0]
-        for j in range(1, L):
-            if unary[t, j] > m:
-                m = unary[t, j]
-        log_z += m
-        for j in range(L):
-            psi[(t - s) * L + j] = exp(unary[t, j] - m)
-
-    # Forward: normalised alpha rows are stored in `marginals`.
-    c = 0.0
-    for j in range(L):
-        a = exp_start[j] * psi[j]
-        marginals[s, j] = a
-        c += a
-    if not (c > _MIN_SCALE and isfinite(c)):
+    # Forward (shared with the VJP): normalised alpha rows in `marginals`,
+    # psi[t] = exp(U[t] - max U[t]) / c_t, the factor the backward pass needs.
+    c = scaled_forward(&unary[s, 0], e - s, L, &exp_trans[0, 0], &exp_start[0],
+                       &exp_end[0], psi, &marginals[s, 0], v, log_z_out, NULL, NULL, NULL)
+    if c == 0.0:
         return 1
-    log_z += log(c)
-    c = 1.0 / c
-    for j in range(L):
-        marginals[s, j] *= c
-    for t in range(s + 1, e):
-        for j in range(L):
-            v[j] = 0.0
-        for i in range(L):
-            a = marginals[t - 1, i]
-            for j in range(L):
-                v[j] += a * exp_trans[i, j]
-        c = 0.0
-        for j in range(L):
-            a = v[j] * psi[(t - s) * L + j]
-            marginals[t, j] = a
-            c += a
-        if not (c > _MIN_SCALE and isfinite(c)):
-            return 1
-        log_z += log(c)
-        # psi[t] becomes psi[t] / c_t, the factor the backward pass needs,
-        # so the scales need no array of their own.
-        c = 1.0 / c
-        for j in range(L):
-            marginals[t, j] *= c
-            psi[(t - s) * L + j] *= c
-    c = 0.0
-    for j in range(L):
-        c += marginals[e - 1, j] * exp_end[j]
-    if not (c > _MIN_SCALE and isfinite(c)):
-        return 1
-    log_z += log(c)
-    log_z_out[0] = log_z
 
     # Backward: beta_hat[T-1] = exp_end / c_T; for t < T-1
     # beta_hat[t, i] = sum_j expT[i, j] * psi[t+1, j] / c_{t+1} * beta_hat[t+1, j]
-    # (psi already divided by c_{t+1} above).
+    # (psi already divided by c_{t+1}).
     c = 1.0 / c
     for j in range(L):
         b_next[j] = exp_end[j] * c
@@ -131,14 +74,7 @@ cdef int _scaled_sequence(
     for t in range(e - 1, s, -1):
         for j in range(L):
             v[j] = psi[(t - s) * L + j] * b_next[j]
-        # b_cur = expT @ v as a sum of rows of expT.T (axpy, vectorises;
-        # a dot product per row would need horizontal additions).
-        for i in range(L):
-            b_cur[i] = 0.0
-        for j in range(L):
-            a = v[j]
-            for i in range(L):
-                b_cur[i] += a * exp_trans_t[j, i]
+        vec_mat(v, &exp_trans_t[0, 0], b_cur, L)  # b_cur = expT @ v
         # pair accumulator for edge (t-1, t) and node marginal of t
         for i in range(L):
             a = weight * marginals[t - 1, i]
@@ -157,11 +93,9 @@ cdef int _scaled_sequence(
 
 cdef void _log_sequence(
     const double[:, ::1] unary, const double[:, ::1] transition,
-    const double[::1] start, const double[::1] end,
-    Py_ssize_t s, Py_ssize_t e, double weight,
-    double[:, ::1] marginals, double* work,
-    double* scratch, double* direct_acc, double* start_acc, double* end_acc,
-    double* log_z_out,
+    const double[::1] start, const double[::1] end, Py_ssize_t s, Py_ssize_t e,
+    double weight, double[:, ::1] marginals, double* work, double* scratch,
+    double* direct_acc, double* start_acc, double* end_acc, double* log_z_out,
 ) noexcept nogil:
     """Log-space forward-backward for rows s:e (the underflow fallback).
 
@@ -178,17 +112,17 @@ cdef void _log_sequence(
         for j in range(L):
             for i in range(L):
                 scratch[i] = marginals[t - 1, i] + transition[i, j]
-            marginals[t, j] = _logsumexp_row(scratch, L) + unary[t, j]
+            marginals[t, j] = logsumexp_row(scratch, L) + unary[t, j]
     for j in range(L):
         work[(e - 1 - s) * L + j] = end[j]
         scratch[j] = marginals[e - 1, j] + end[j]
-    log_z = _logsumexp_row(scratch, L)
+    log_z = logsumexp_row(scratch, L)
     log_z_out[0] = log_z
     for t in range(e - 2, s - 1, -1):
         for i in range(L):
             for j in range(L):
                 scratch[j] = transition[i, j] + unary[t + 1, j] + work[(t + 1 - s) * L + j]
-            work[(t - s) * L + i] = _logsumexp_row(scratch, L)
+            work[(t - s) * L + i] = logsumexp_row(scratch, L)
     for t in range(s + 1, e):
         for i in range(L):
             for j in range(L):

@@ -27,6 +27,9 @@
 #   kernel, the common factor expT is applied once by the wrapper.
 # * Cost: one forward and one backward pass, each with two L x L products per
 #   position (alpha and A; beta and B): about twice the forward-backward.
+# * The scaled forward pass is the forward-backward kernel's own
+#   (_chain.pxd: scaled_forward), run with its expectation-semiring part on,
+#   which carries A along with alpha_hat (one pass over exp_trans for both).
 # * A sequence whose scaled pass underflows (only the forward pass can) is
 #   flagged in `failed`; it has added nothing to the accumulators and its rows
 #   of d_unary hold partial values, which the Python wrapper overwrites with
@@ -35,9 +38,8 @@
 #   scratch and its accumulators.
 
 from cython.parallel cimport prange, threadid
-from libc.math cimport exp, isfinite
 
-cdef double _MIN_SCALE = 1e-250
+from _chain cimport scaled_forward, vec_mat2
 
 
 cdef int _vjp_sequence(
@@ -52,7 +54,7 @@ cdef int _vjp_sequence(
     cdef Py_ssize_t L = unary.shape[1]
     cdef Py_ssize_t n = e - s
     cdef Py_ssize_t t, i, j
-    cdef double m, c, a, b, gbar, c_end
+    cdef double a, b, gbar, c_end
     cdef double* psi = buf
     cdef double* alpha = buf + n * L
     cdef double* v = buf + 2 * n * L
@@ -62,55 +64,17 @@ cdef int _vjp_sequence(
     cdef double* B_next = b_cur + L
     cdef double* B_cur
     cdef double* tmp
-    for t in range(n):
-        m = unary[s + t, 0]
-        for j in range(1, L):
-            if unary[s + t, j] > m:
-                m = unary[s + t, j]
-        for j in range(L):
-            psi[t * L + j] = exp(unary[s + t, j] - m)
 
-    # Forward: alpha_hat in `alpha`, A (same scaling) in d_unary[s:e].
-    c = 0.0
-    for j in range(L):
-        a = exp_start[j] * psi[j]
-        alpha[j] = a
-        c += a
-    if not (c > _MIN_SCALE and isfinite(c)):
+    # Forward: alpha_hat in `alpha` and psi divided by the scales, as in the
+    # forward-backward kernel (log Z is not needed), and A (same scaling as
+    # alpha_hat) in d_unary[s:e].
+    c_end = scaled_forward(&unary[s, 0], n, L, &exp_trans[0, 0], &exp_start[0],
+                           &exp_end[0], psi, alpha, v, NULL, &grad[s, 0], &d_unary[s, 0], w)
+    if c_end == 0.0:
         return 1
-    c = 1.0 / c
-    for j in range(L):
-        alpha[j] *= c
-        d_unary[s, j] = alpha[j] * grad[s, j]
-    for t in range(1, n):
-        for j in range(L):
-            v[j] = 0.0
-            w[j] = 0.0
-        for i in range(L):
-            a = alpha[(t - 1) * L + i]
-            b = d_unary[s + t - 1, i]
-            for j in range(L):
-                v[j] += a * exp_trans[i, j]
-                w[j] += b * exp_trans[i, j]
-        c = 0.0
-        for j in range(L):
-            a = v[j] * psi[t * L + j]
-            alpha[t * L + j] = a
-            c += a
-        if not (c > _MIN_SCALE and isfinite(c)):
-            return 1
-        c = 1.0 / c
-        for j in range(L):
-            psi[t * L + j] *= c
-            alpha[t * L + j] *= c
-            d_unary[s + t, j] = w[j] * psi[t * L + j] + alpha[t * L + j] * grad[s + t, j]
-    c_end = 0.0
     gbar = 0.0
     for j in range(L):
-        c_end += alpha[(n - 1) * L + j] * exp_end[j]
         gbar += d_unary[e - 1, j] * exp_end[j]
-    if not (c_end > _MIN_SCALE and isfinite(c_end)):
-        return 1
     gbar /= c_end
 
     # Backward: beta_hat in b_next/b_cur, B in B_next/B_cur (B[T-1] = 0).
@@ -139,16 +103,8 @@ cdef int _vjp_sequence(
             b = alpha[(t - 1) * L + i]
             for j in range(L):
                 pair_acc[i * L + j] += a * psi[t * L + j] + b * B_next[j]
-        # beta_hat[t-1] = expT @ v_t ; B[t-1] = expT @ w_t (axpy over rows of expT.T)
-        for i in range(L):
-            b_cur[i] = 0.0
-            B_cur[i] = 0.0
-        for j in range(L):
-            a = psi[t * L + j]
-            b = B_next[j]
-            for i in range(L):
-                b_cur[i] += a * exp_trans_t[j, i]
-                B_cur[i] += b * exp_trans_t[j, i]
+        # beta_hat[t-1] = expT @ v_t ; B[t-1] = expT @ w_t
+        vec_mat2(&psi[t * L], B_next, &exp_trans_t[0, 0], b_cur, B_cur, L)
         tmp = b_next
         b_next = b_cur
         b_cur = tmp

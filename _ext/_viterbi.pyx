@@ -1,12 +1,25 @@
-# Max-product (Viterbi) decoding for a batch of linear-chain CRF sequences.
+# Max-product decoding for a batch of linear-chain CRF sequences: the
+# Viterbi path, the exact 2-best list (a list Viterbi) and the best path
+# different from a reference (the maximum incorrect output of Suzuki et al.
+# 2006, Eq. 5).
 #
-# Max-product needs no exponentials: it runs in the log (score) domain with
-# additions and comparisons only, so it is stable for any finite potentials.
-# Ties are broken towards the smallest label index, so results are
-# deterministic. -inf transitions (decode-time constraints) are allowed.
+# Design notes
+# ------------
+# * Max-product needs no exponentials: it runs in the log (score) domain
+#   with additions and comparisons only, so it is stable for any finite
+#   potentials. -inf transitions (decode-time constraints) are allowed.
+# * Ties are broken towards the smallest label (resp. (label, rank)) index,
+#   so results are deterministic.
+# * The max-plus step, the backtrace and the Viterbi over (label, deviated)
+#   states are the inline helpers of _chain.pxd, shared with the
+#   max-marginal kernels (_max_marginals.pyx).
+# * Sequences run in parallel (prange, static schedule); each thread owns
+#   its scratch rows; backpointers are per token, so no sharing.
 
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
+
+from _chain cimport argmax_sum, backtrace, deviated_backtrace, deviated_viterbi, max_plus_step
 
 
 cdef void _viterbi_sequence(
@@ -17,53 +30,29 @@ cdef void _viterbi_sequence(
     double* score_out,
 ) noexcept nogil:
     cdef Py_ssize_t L = unary.shape[1]
-    cdef Py_ssize_t t, i, j, best_j
-    cdef double cand, best
+    cdef Py_ssize_t t, j, best_j
     cdef double* prev = scratch
     cdef double* cur = scratch + L
     cdef double* tmp
     for j in range(L):
         prev[j] = start[j] + unary[s, j]
     for t in range(s + 1, e):
-        for j in range(L):
-            cur[j] = -INFINITY
-            backpointers[t, j] = 0
-        for i in range(L):
-            for j in range(L):
-                cand = prev[i] + transition[i, j]
-                if cand > cur[j]:
-                    cur[j] = cand
-                    backpointers[t, j] = <int>i
+        max_plus_step(prev, &transition[0, 0], cur, &backpointers[t, 0], L, 0)
         for j in range(L):
             cur[j] += unary[t, j]
         tmp = prev
         prev = cur
         cur = tmp
-    best = -INFINITY
-    best_j = 0
-    for j in range(L):
-        cand = prev[j] + end[j]
-        if cand > best:
-            best = cand
-            best_j = j
-    score_out[0] = best
-    path[e - 1] = best_j
-    for t in range(e - 1, s, -1):
-        best_j = backpointers[t, best_j]
-        path[t - 1] = best_j
+    best_j = argmax_sum(prev, &end[0], L, score_out)
+    path[e - 1] = best_j if best_j >= 0 else 0
+    backtrace(&backpointers[s, 0], &path[s], e - s, L)
 
 
 def viterbi_batch(
-    const double[:, ::1] unary,
-    const double[:, ::1] transition,
-    const double[::1] start,
-    const double[::1] end,
-    const Py_ssize_t[::1] offsets,
-    Py_ssize_t[::1] path,
-    double[::1] score,
-    int[:, ::1] backpointers,
-    double[:, ::1] scratch,
-    int n_threads,
+    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[::1] start, const double[::1] end, const Py_ssize_t[::1] offsets,
+    Py_ssize_t[::1] path, double[::1] score,
+    int[:, ::1] backpointers, double[:, ::1] scratch, int n_threads,
 ):
     """Viterbi path and score for a batch of sequences (low level).
 
@@ -73,14 +62,154 @@ def viterbi_batch(
     (n_sequences,); backpointers (n_tokens, L) int32; scratch
     (n_threads, 2 * L). Empty sequences are skipped (score left untouched).
     """
-    cdef Py_ssize_t n_seq = offsets.shape[0] - 1
-    cdef Py_ssize_t k, s, e, tid
+    cdef Py_ssize_t k
     with nogil:
-        for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
-            tid = threadid()
-            s = offsets[k]
-            e = offsets[k + 1]
-            if e > s:
-                _viterbi_sequence(unary, transition, start, end, s, e,
-                                  backpointers, path, &scratch[tid, 0],
-                                  &score[k])
+        for k in prange(offsets.shape[0] - 1, num_threads=n_threads, schedule='static',
+                        chunksize=8):
+            if offsets[k + 1] > offsets[k]:
+                _viterbi_sequence(unary, transition, start, end, offsets[k], offsets[k + 1],
+                                  backpointers, path, &scratch[threadid(), 0], &score[k])
+
+
+cdef void _code_backtrace(const int[:, ::1] bp, Py_ssize_t code, Py_ssize_t s,
+                          Py_ssize_t e, Py_ssize_t[::1] path) noexcept nogil:
+    # Follow (label, rank) codes 2 * label + rank back from the last token.
+    cdef Py_ssize_t t
+    path[e - 1] = code // 2
+    for t in range(e - 1, s, -1):
+        code = bp[t, code]
+        path[t - 1] = code // 2
+
+
+cdef inline void _push2(double v, Py_ssize_t code, double* b0, double* b1,
+                        Py_ssize_t* c0, Py_ssize_t* c1) noexcept nogil:
+    # Keep the two best (score, code) of a cell: b0 >= b1; strict '>' keeps
+    # the earlier (smaller) code among ties.
+    if v > b0[0]:
+        b1[0] = b0[0]
+        c1[0] = c0[0]
+        b0[0] = v
+        c0[0] = code
+    elif v > b1[0]:
+        b1[0] = v
+        c1[0] = code
+
+
+cdef void _two_best_sequence(
+    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[::1] start, const double[::1] end,
+    Py_ssize_t s, Py_ssize_t e,
+    int[:, ::1] bp, Py_ssize_t[::1] path1, Py_ssize_t[::1] path2,
+    double* scratch, double* score1, double* score2,
+) noexcept nogil:
+    # List Viterbi with a list of 2: prev[2*i + r] is the score of the r-th
+    # best prefix ending in label i; bp[t, 2*j + r] = 2*i + r' points to the
+    # prefix it extends. Distinct (i, r') candidates give distinct paths, so
+    # the two survivors of every cell are distinct and the result is exact.
+    # An empty list is (-inf, -inf) with the codes (0, 1).
+    cdef Py_ssize_t L = unary.shape[1]
+    cdef Py_ssize_t t, i, j, r, c0, c1
+    cdef double b0, b1
+    cdef double* prev = scratch
+    cdef double* cur = scratch + 2 * L
+    cdef double* tmp
+    for j in range(L):
+        prev[2 * j] = start[j] + unary[s, j]
+        prev[2 * j + 1] = -INFINITY
+    for t in range(s + 1, e):
+        for j in range(L):
+            b0 = -INFINITY
+            b1 = -INFINITY
+            c0 = 0
+            c1 = 1
+            for i in range(L):
+                for r in range(2):
+                    _push2(prev[2 * i + r] + transition[i, j], 2 * i + r, &b0, &b1, &c0, &c1)
+            cur[2 * j] = b0 + unary[t, j]
+            cur[2 * j + 1] = b1 + unary[t, j]
+            bp[t, 2 * j] = <int>c0
+            bp[t, 2 * j + 1] = <int>c1
+        tmp = prev
+        prev = cur
+        cur = tmp
+    b0 = -INFINITY
+    b1 = -INFINITY
+    c0 = 0
+    c1 = 1
+    for j in range(L):
+        for r in range(2):
+            _push2(prev[2 * j + r] + end[j], 2 * j + r, &b0, &b1, &c0, &c1)
+    score1[0] = b0
+    score2[0] = b1
+    _code_backtrace(bp, c0, s, e, path1)
+    _code_backtrace(bp, c1, s, e, path2)
+
+
+def two_best_batch(
+    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[::1] start, const double[::1] end, const Py_ssize_t[::1] offsets,
+    Py_ssize_t[::1] path1, Py_ssize_t[::1] path2, double[::1] score1, double[::1] score2,
+    int[:, ::1] bp, double[:, ::1] scratch, int n_threads,
+):
+    """Best and second-best label sequences of a batch (low level).
+
+    Use :func:`sklearn_crfloss.inference.viterbi_2best`. Shapes: unary
+    (n_tokens, L); offsets (n_sequences + 1,) intp; path1, path2 (n_tokens,)
+    intp; score1, score2 (n_sequences,); bp (n_tokens, 2 * L) int32; scratch
+    (n_threads, 4 * L). Empty sequences are skipped.
+    """
+    cdef Py_ssize_t k
+    with nogil:
+        for k in prange(offsets.shape[0] - 1, num_threads=n_threads, schedule='static',
+                        chunksize=8):
+            if offsets[k + 1] > offsets[k]:
+                _two_best_sequence(unary, transition, start, end, offsets[k], offsets[k + 1],
+                                   bp, path1, path2, &scratch[threadid(), 0],
+                                   &score1[k], &score2[k])
+
+
+cdef void _max_incorrect_sequence(
+    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[::1] start, const double[::1] end, const Py_ssize_t[::1] ref,
+    Py_ssize_t s, Py_ssize_t e, int[:, ::1] bp, Py_ssize_t[::1] path,
+    double* work, double* score_out,
+) noexcept nogil:
+    # Viterbi over (label, deviated-from-ref-yet) states from the start
+    # potentials to the end potentials; bp[t, j] as in deviated_viterbi.
+    cdef Py_ssize_t L = unary.shape[1]
+    cdef Py_ssize_t t, j, jb
+    cdef double d0
+    cdef double* last = work + L
+    for j in range(L):
+        last[j] = start[j] + unary[s, j]
+    last = deviated_viterbi(&unary[s, 0], &transition[0, 0], &ref[s], e - s, L,
+                            last, work, &bp[s, 0], &d0)
+    jb = argmax_sum(last, &end[0], L, score_out)
+    if jb < 0:  # a single possible labelling: no incorrect output
+        for t in range(s, e):
+            path[t] = ref[t]
+        return
+    path[e - 1] = jb
+    deviated_backtrace(&bp[s, 0], &ref[s], &path[s], e - s, L)
+
+
+def max_incorrect_batch(
+    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[::1] start, const double[::1] end, const Py_ssize_t[::1] offsets,
+    const Py_ssize_t[::1] ref, Py_ssize_t[::1] path, double[::1] score,
+    int[:, ::1] bp, double[:, ::1] work, int n_threads,
+):
+    """Best label sequence different from ``ref`` for a batch (low level).
+
+    Use :func:`sklearn_crfloss.inference.viterbi_excluding`. Shapes: ref,
+    path (n_tokens,) intp; score (n_sequences,); bp (n_tokens, L) int32;
+    work (n_threads, 2 * L). Empty sequences are skipped.
+    """
+    cdef Py_ssize_t k
+    with nogil:
+        for k in prange(offsets.shape[0] - 1, num_threads=n_threads, schedule='static',
+                        chunksize=8):
+            if offsets[k + 1] > offsets[k]:
+                _max_incorrect_sequence(unary, transition, start, end, ref, offsets[k],
+                                        offsets[k + 1], bp, path, &work[threadid(), 0],
+                                        &score[k])

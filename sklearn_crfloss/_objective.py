@@ -21,7 +21,7 @@ loss's annealing ``stages``) evaluate the same bound data with another loss.
 import numpy as np
 import scipy.sparse as sp
 
-from ._features import dense_gradient, dense_potentials
+from ._potentials import dense_gradient, dense_potentials
 
 __all__ = ["CRFObjective"]
 

@@ -8,12 +8,17 @@ end to end (the layout of a CSR matrix): sequence ``i`` occupies rows
     score(y) = start[y_0] + sum_t U[t, y_t] + sum_{t>0} transition[y_{t-1}, y_t] + end[y_{T-1}]
 
 and ``p(y | x) = exp(score(y)) / Z``. The heavy lifting is done by the
-compiled kernels ``sklearn_crfloss._forward_backward`` and
-``sklearn_crfloss._viterbi``; these wrappers check shapes and dtypes,
-allocate outputs and per-thread buffers, and add back the constant shifts.
+compiled kernels (``_ext/``: ``_forward_backward`` for sum-product,
+``_marginal_vjp`` for the marginals' vector-Jacobian product, ``_viterbi``
+for max-product decoding, ``_max_marginals`` for the max-marginal tables and
+segment margins); these wrappers check shapes and dtypes, allocate outputs
+and per-thread buffers, and add back the constant shifts.
 """
 
+import re
+import textwrap
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -21,13 +26,8 @@ from scipy.special import logsumexp
 
 from ._forward_backward import forward_backward_batch
 from ._marginal_vjp import marginals_vjp_batch
-from ._segments import (
-    max_incorrect_batch,
-    max_marginals_batch,
-    segment_margins_batch,
-    two_best_batch,
-)
-from ._viterbi import viterbi_batch
+from ._max_marginals import max_marginals_batch, segment_margins_batch
+from ._viterbi import max_incorrect_batch, two_best_batch, viterbi_batch
 
 __all__ = [
     "ForwardBackwardResult",
@@ -44,25 +44,47 @@ __all__ = [
 ]
 
 
+# The parameters every function here shares, documented once: the
+# decorator below writes them where a docstring says {chain_parameters}.
+_CHAIN_PARAMETERS = """\
+unary : array-like of shape (n_tokens, n_labels)
+    Unary (state) potentials of all tokens, the sequences laid end to end.
+transition : array-like of shape (n_labels, n_labels)
+    ``transition[i, j]`` scores label ``i`` followed by label ``j``.
+start, end : array-like of shape (n_labels,)
+    Potentials of the first and of the last label of a sequence.
+offsets : array-like of int of shape (n_sequences + 1,)
+    Sequence boundaries (CSR ``indptr`` style): non-decreasing,
+    ``offsets[0] == 0`` and ``offsets[-1] == n_tokens``; sequence ``i`` is
+    rows ``offsets[i]:offsets[i + 1]`` (empty sequences are allowed)."""
+
+
+def _chain_doc(func):
+    """Write :data:`_CHAIN_PARAMETERS` where ``func``'s docstring says ``{chain_parameters}``."""
+    if func.__doc__:
+        func.__doc__ = re.sub(
+            r"^([ \t]*)\{chain_parameters\}",
+            lambda m: textwrap.indent(_CHAIN_PARAMETERS, m.group(1)),
+            func.__doc__,
+            flags=re.MULTILINE,
+        )
+    return func
+
+
+@_chain_doc
 def check_potentials(unary, transition, start, end, offsets):
     """Validate and convert CRF potentials to the kernels' layout.
 
     Parameters
     ----------
-    unary : array-like of shape (n_tokens, n_labels)
-        Unary (state) potentials.
-    transition : array-like of shape (n_labels, n_labels)
-        ``transition[i, j]`` scores label ``i`` followed by label ``j``.
-    start, end : array-like of shape (n_labels,)
-        Potentials of the first and of the last label of a sequence.
-    offsets : array-like of int of shape (n_sequences + 1,)
-        Sequence boundaries: non-decreasing, ``offsets[0] == 0`` and
-        ``offsets[-1] == n_tokens``.
+    {chain_parameters}
 
     Returns
     -------
     unary, transition, start, end : ndarray of float64, C-contiguous
+        The potentials, converted (copied only where needed).
     offsets : ndarray of intp
+        The sequence boundaries, converted.
 
     Raises
     ------
@@ -99,6 +121,73 @@ def check_potentials(unary, transition, start, end, offsets):
     return unary, transition, start, end, offsets
 
 
+class _Chain(NamedTuple):
+    """Checked potentials of a batch, with the sizes and buffers the wrappers need."""
+
+    unary: np.ndarray
+    transition: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    offsets: np.ndarray
+    n_threads: int
+
+    @classmethod
+    def checked(cls, unary, transition, start, end, offsets, n_threads):
+        """:func:`check_potentials` and a valid thread count (at least 1)."""
+        return cls(*check_potentials(unary, transition, start, end, offsets),
+                   max(1, int(n_threads)))
+
+    @property
+    def n_tokens(self):
+        return self.unary.shape[0]
+
+    @property
+    def n_labels(self):
+        return self.unary.shape[1]
+
+    @property
+    def n_seq(self):
+        return self.offsets.shape[0] - 1
+
+    def rows(self, width=1, dtype=np.float64):
+        """An uninitialised (n_tokens, width * n_labels) table (e.g. backpointers)."""
+        return np.empty((self.n_tokens, width * self.n_labels), dtype=dtype)
+
+    def scratch(self, width):
+        """Per-thread scratch rows of ``width`` doubles."""
+        return np.empty((self.n_threads, max(1, width)))
+
+    def labels(self, y, name):
+        """``y`` as intp label indices of every token; ValueError otherwise."""
+        y = np.ascontiguousarray(y, dtype=np.intp)
+        if y.shape != (self.n_tokens,) or np.any((y < 0) | (y >= self.n_labels)):
+            raise ValueError(
+                f"{name} must hold {self.n_tokens} label indices in [0, {self.n_labels})"
+            )
+        return y
+
+
+def _exp_potentials(transition, start, end):
+    """Shifted exponentials for the scaled kernels: exp(x - max x) of each potential.
+
+    Returns ``exp_trans``, its contiguous transpose, ``exp_start``, ``exp_end``
+    and the three shifts (transition, start, end).
+    """
+    shifts = transition.max(), start.max(), end.max()
+    exp_trans = np.exp(transition - shifts[0])
+    return (exp_trans, np.ascontiguousarray(exp_trans.T), np.exp(start - shifts[1]),
+            np.exp(end - shifts[2]), shifts)
+
+
+def _nonempty(offsets):
+    """Indices of the non-empty sequences and their offsets alone (the scaled kernels' input)."""
+    nonempty = np.flatnonzero(np.diff(offsets) > 0)
+    if nonempty.shape[0] == offsets.shape[0] - 1:
+        return nonempty, offsets
+    return nonempty, np.ascontiguousarray(np.append(offsets[nonempty], offsets[-1]),
+                                          dtype=np.intp)
+
+
 @dataclass
 class ForwardBackwardResult:
     """Output of :func:`forward_backward`.
@@ -125,6 +214,7 @@ class ForwardBackwardResult:
     n_fallback: int = 0
 
 
+@_chain_doc
 def forward_backward(unary, transition, start, end, offsets, sample_weight=None, n_threads=1):
     """Log partition function, node marginals and expected transition counts.
 
@@ -135,14 +225,7 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
 
     Parameters
     ----------
-    unary : array-like of shape (n_tokens, n_labels)
-        Unary potentials.
-    transition : array-like of shape (n_labels, n_labels)
-        Transition potentials, ``[i, j]`` for label ``i`` then ``j``.
-    start, end : array-like of shape (n_labels,)
-        Start and end potentials.
-    offsets : array-like of int of shape (n_sequences + 1,)
-        Sequence boundaries (CSR ``indptr`` style).
+    {chain_parameters}
     sample_weight : array-like of shape (n_sequences,), default=None
         Per-sequence weights applied to the expected counts (not to the
         marginals). ``None`` means 1 for every sequence.
@@ -152,49 +235,33 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
     Returns
     -------
     ForwardBackwardResult
+        ``log_z``, node marginals, expected transition, start and end counts.
 
     Raises
     ------
     ValueError
         On inconsistent shapes (see :func:`check_potentials`).
     """
-    unary, transition, start, end, offsets = check_potentials(
-        unary, transition, start, end, offsets
-    )
-    n_tokens, n_labels = unary.shape
-    n_seq = offsets.shape[0] - 1
-    if sample_weight is None:
-        weights = np.ones(n_seq)
-    else:
-        weights = np.ascontiguousarray(sample_weight, dtype=np.float64)
-    n_threads = max(1, int(n_threads))
-    nonempty = np.flatnonzero(np.diff(offsets) > 0)
-    log_z = np.zeros(n_seq)
-    marginals = np.empty((n_tokens, n_labels))
-    pair_acc = np.zeros((n_threads, n_labels, n_labels))
-    direct_acc = np.zeros((n_threads, n_labels, n_labels))
-    boundary_acc = np.zeros((n_threads, 2, n_labels))
-    max_length = int(np.diff(offsets).max()) if n_seq else 0
-    scratch = np.empty((n_threads, (max_length + 3) * n_labels))
-    shift_trans = transition.max()
-    shift_start = start.max()
-    shift_end = end.max()
-    exp_trans = np.exp(transition - shift_trans)
-    exp_start = np.exp(start - shift_start)
-    exp_end = np.exp(end - shift_end)
-    if nonempty.shape[0] == n_seq:
-        sub_offsets, sub_weights = offsets, weights
-    else:  # the kernel needs non-empty sequences
-        sub_offsets = np.ascontiguousarray(np.append(offsets[nonempty], n_tokens), dtype=np.intp)
-        sub_weights = np.ascontiguousarray(weights[nonempty])
+    c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
+    L = c.n_labels
+    weights = (np.ones(c.n_seq) if sample_weight is None
+               else np.ascontiguousarray(sample_weight, dtype=np.float64))
+    nonempty, sub_offsets = _nonempty(c.offsets)
+    exp_trans, exp_trans_t, exp_start, exp_end, shifts = _exp_potentials(
+        c.transition, c.start, c.end)
+    marginals = c.rows()
     sub_log_z = np.zeros(sub_offsets.shape[0] - 1)
+    pair_acc = np.zeros((c.n_threads, L, L))
+    direct_acc = np.zeros((c.n_threads, L, L))
+    boundary_acc = np.zeros((c.n_threads, 2, L))
+    max_length = int(np.diff(c.offsets).max()) if c.n_seq else 0
     n_fallback = forward_backward_batch(
-        unary, transition, start, end, exp_trans, np.ascontiguousarray(exp_trans.T),
-        exp_start, exp_end,
-        sub_offsets, sub_weights, marginals, sub_log_z,
-        pair_acc, direct_acc, boundary_acc, scratch,
-        shift_start, shift_end, shift_trans, n_threads,
+        c.unary, c.transition, c.start, c.end, exp_trans, exp_trans_t, exp_start, exp_end,
+        sub_offsets, np.ascontiguousarray(weights[nonempty]), marginals, sub_log_z,
+        pair_acc, direct_acc, boundary_acc, c.scratch((max_length + 3) * L),
+        shifts[1], shifts[2], shifts[0], c.n_threads,
     )
+    log_z = np.zeros(c.n_seq)
     log_z[nonempty] = sub_log_z
     counts = pair_acc.sum(axis=0) * exp_trans
     if n_fallback:
@@ -210,6 +277,7 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
     )
 
 
+@_chain_doc
 def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_threads=1):
     """Vector-Jacobian product of the node marginals (backpropagation through them).
 
@@ -229,14 +297,7 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
 
     Parameters
     ----------
-    unary : array-like of float64 of shape (n_tokens, n_labels)
-        Unary potentials.
-    transition : array-like of shape (n_labels, n_labels)
-        Transition potentials, ``[i, j]`` for label ``i`` then ``j``.
-    start, end : array-like of shape (n_labels,)
-        Start and end potentials.
-    offsets : array-like of int of shape (n_sequences + 1,)
-        Sequence boundaries (CSR ``indptr`` style); empty sequences allowed.
+    {chain_parameters}
     grad_marginals : array-like of float64 of shape (n_tokens, n_labels)
         ``dl/dmu``. Per-sequence or per-token weights are applied by scaling
         its rows (the product is linear in it).
@@ -246,9 +307,11 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     Returns
     -------
     d_unary : ndarray of shape (n_tokens, n_labels)
+        Gradient of ``l`` with respect to the unary potentials.
     d_transition : ndarray of shape (n_labels, n_labels)
+        Gradient with respect to the transition potentials.
     d_start, d_end : ndarray of shape (n_labels,)
-        Gradients of ``l`` with respect to each potential.
+        Gradients with respect to the start and end potentials.
 
     Raises
     ------
@@ -270,52 +333,40 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     Z. Li, J. Eisner (2009). First- and second-order expectation semirings
     with applications to minimum-risk training on translation forests. EMNLP.
     """
-    unary, transition, start, end, offsets = check_potentials(
-        unary, transition, start, end, offsets
-    )
+    c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
+    L = c.n_labels
     grad = np.ascontiguousarray(grad_marginals, dtype=np.float64)
-    if grad.shape != unary.shape:
+    if grad.shape != c.unary.shape:
         raise ValueError(
-            f"grad_marginals must have the shape of unary {unary.shape}, got {grad.shape}"
+            f"grad_marginals must have the shape of unary {c.unary.shape}, got {grad.shape}"
         )
     if not np.all(np.isfinite(grad)):
         raise ValueError("grad_marginals contains NaN or infinite values")
-    n_tokens, n_labels = unary.shape
-    n_threads = max(1, int(n_threads))
-    d_unary = np.zeros((n_tokens, n_labels))
-    d_trans = np.zeros((n_labels, n_labels))
-    d_start = np.zeros(n_labels)
-    d_end = np.zeros(n_labels)
-    nonempty = np.flatnonzero(np.diff(offsets) > 0)
+    d_unary = np.zeros((c.n_tokens, L))
+    nonempty, sub_offsets = _nonempty(c.offsets)
     if nonempty.shape[0] == 0:
-        return d_unary, d_trans, d_start, d_end
-    sub_offsets = np.ascontiguousarray(np.append(offsets[nonempty], n_tokens), dtype=np.intp)
+        return d_unary, np.zeros((L, L)), np.zeros(L), np.zeros(L)
     max_length = int(np.diff(sub_offsets).max())
-    exp_trans = np.exp(transition - transition.max())
-    exp_start = np.exp(start - start.max())
-    exp_end = np.exp(end - end.max())
-    pair_acc = np.zeros((n_threads, n_labels, n_labels))
-    boundary_acc = np.zeros((n_threads, 2, n_labels))
-    scratch = np.empty((n_threads, (2 * max_length + 5) * n_labels))
+    exp_trans, exp_trans_t, exp_start, exp_end, _ = _exp_potentials(
+        c.transition, c.start, c.end)
+    pair_acc = np.zeros((c.n_threads, L, L))
+    boundary_acc = np.zeros((c.n_threads, 2, L))
     failed = np.zeros(sub_offsets.shape[0] - 1, dtype=np.int8)
     n_failed = marginals_vjp_batch(
-        unary, grad, exp_trans, np.ascontiguousarray(exp_trans.T), exp_start, exp_end,
-        sub_offsets, d_unary, pair_acc, boundary_acc, scratch, failed, n_threads,
+        c.unary, grad, exp_trans, exp_trans_t, exp_start, exp_end, sub_offsets, d_unary,
+        pair_acc, boundary_acc, c.scratch((2 * max_length + 5) * L), failed, c.n_threads,
     )
-    d_trans += pair_acc.sum(axis=0) * exp_trans
-    boundary = boundary_acc.sum(axis=0)
-    d_start += boundary[0]
-    d_end += boundary[1]
-    if n_failed:
-        for k in np.flatnonzero(failed):
-            s, e = sub_offsets[k], sub_offsets[k + 1]
-            dU, dT, ds, de = _marginals_vjp_log_space(
-                unary[s:e], transition, start, end, grad[s:e]
-            )
-            d_unary[s:e] = dU
-            d_trans += dT
-            d_start += ds
-            d_end += de
+    d_trans = pair_acc.sum(axis=0) * exp_trans
+    d_start, d_end = boundary_acc.sum(axis=0)
+    for k in np.flatnonzero(failed):
+        s, e = sub_offsets[k], sub_offsets[k + 1]
+        dU, dT, ds, de = _marginals_vjp_log_space(
+            c.unary[s:e], c.transition, c.start, c.end, grad[s:e]
+        )
+        d_unary[s:e] = dU
+        d_trans += dT
+        d_start += ds
+        d_end += de
     return d_unary, d_trans, d_start, d_end
 
 
@@ -361,19 +412,16 @@ def _marginals_vjp_log_space(unary, transition, start, end, grad):
     return d_unary, d_trans, d_unary[0].copy(), d_unary[n - 1].copy()
 
 
+@_chain_doc
 def viterbi(unary, transition, start, end, offsets, n_threads=1):
     """Most probable label sequence (Viterbi) of each sequence and its score.
 
+    Max-product in the score domain (no exponentials): ``-inf`` transitions
+    (forbidden pairs, e.g. decode-time constraints) are allowed.
+
     Parameters
     ----------
-    unary : array-like of shape (n_tokens, n_labels)
-        Unary potentials.
-    transition : array-like of shape (n_labels, n_labels)
-        Transition potentials; ``-inf`` forbids a transition.
-    start, end : array-like of shape (n_labels,)
-        Start and end potentials.
-    offsets : array-like of int of shape (n_sequences + 1,)
-        Sequence boundaries.
+    {chain_parameters}
     n_threads : int, default=1
         OpenMP threads over sequences.
 
@@ -390,20 +438,15 @@ def viterbi(unary, transition, start, end, offsets, n_threads=1):
     ValueError
         On inconsistent shapes (see :func:`check_potentials`).
     """
-    unary, transition, start, end, offsets = check_potentials(
-        unary, transition, start, end, offsets
-    )
-    n_tokens, n_labels = unary.shape
-    n_threads = max(1, int(n_threads))
-    path = np.zeros(n_tokens, dtype=np.intp)
-    score = np.zeros(offsets.shape[0] - 1)
-    backpointers = np.empty((n_tokens, n_labels), dtype=np.int32)
-    scratch = np.empty((n_threads, 2 * n_labels))
-    viterbi_batch(unary, transition, start, end, offsets, path, score,
-                  backpointers, scratch, n_threads)
+    c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
+    path = np.zeros(c.n_tokens, dtype=np.intp)
+    score = np.zeros(c.n_seq)
+    viterbi_batch(c.unary, c.transition, c.start, c.end, c.offsets, path, score,
+                  c.rows(dtype=np.int32), c.scratch(2 * c.n_labels), c.n_threads)
     return path, score
 
 
+@_chain_doc
 def viterbi_2best(unary, transition, start, end, offsets, n_threads=1):
     """The best and the second-best label sequence of each sequence (exact).
 
@@ -416,14 +459,7 @@ def viterbi_2best(unary, transition, start, end, offsets, n_threads=1):
 
     Parameters
     ----------
-    unary : array-like of shape (n_tokens, n_labels)
-        Unary potentials.
-    transition : array-like of shape (n_labels, n_labels)
-        Transition potentials.
-    start, end : array-like of shape (n_labels,)
-        Start and end potentials.
-    offsets : array-like of int of shape (n_sequences + 1,)
-        Sequence boundaries.
+    {chain_parameters}
     n_threads : int, default=1
         OpenMP threads over sequences.
 
@@ -446,23 +482,16 @@ def viterbi_2best(unary, transition, start, end, offsets, n_threads=1):
     J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
     fields with multivariate evaluation measures. ACL, Eq. 5 and section 3.3.
     """
-    unary, transition, start, end, offsets = check_potentials(
-        unary, transition, start, end, offsets
-    )
-    n_tokens, n_labels = unary.shape
-    n_threads = max(1, int(n_threads))
-    n_seq = offsets.shape[0] - 1
-    path1 = np.zeros(n_tokens, dtype=np.intp)
-    path2 = np.zeros(n_tokens, dtype=np.intp)
-    score1 = np.zeros(n_seq)
-    score2 = np.zeros(n_seq)
-    bp = np.empty((n_tokens, 2 * n_labels), dtype=np.int32)
-    scratch = np.empty((n_threads, 4 * n_labels))
-    two_best_batch(unary, transition, start, end, offsets, path1, path2, score1, score2,
-                   bp, scratch, n_threads)
+    c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
+    path1, path2 = np.zeros((2, c.n_tokens), dtype=np.intp)
+    score1, score2 = np.zeros((2, c.n_seq))
+    two_best_batch(c.unary, c.transition, c.start, c.end, c.offsets, path1, path2,
+                   score1, score2, c.rows(2, dtype=np.int32), c.scratch(4 * c.n_labels),
+                   c.n_threads)
     return path1, path2, score1, score2
 
 
+@_chain_doc
 def viterbi_excluding(unary, transition, start, end, offsets, y, n_threads=1):
     """Best label sequence of each sequence among those different from ``y``.
 
@@ -473,10 +502,7 @@ def viterbi_excluding(unary, transition, start, end, offsets, y, n_threads=1):
 
     Parameters
     ----------
-    unary : array-like of shape (n_tokens, n_labels)
-    transition : array-like of shape (n_labels, n_labels)
-    start, end : array-like of shape (n_labels,)
-    offsets : array-like of int of shape (n_sequences + 1,)
+    {chain_parameters}
     y : array-like of int of shape (n_tokens,)
         The excluded label sequences (e.g. the gold labels).
     n_threads : int, default=1
@@ -500,19 +526,12 @@ def viterbi_excluding(unary, transition, start, end, offsets, y, n_threads=1):
     J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
     fields with multivariate evaluation measures. ACL, Eq. 5.
     """
-    unary, transition, start, end, offsets = check_potentials(
-        unary, transition, start, end, offsets
-    )
-    n_tokens, n_labels = unary.shape
-    y = np.ascontiguousarray(y, dtype=np.intp)
-    if y.shape != (n_tokens,) or np.any((y < 0) | (y >= n_labels)):
-        raise ValueError(f"y must hold {n_tokens} label indices in [0, {n_labels})")
-    n_threads = max(1, int(n_threads))
-    path = np.zeros(n_tokens, dtype=np.intp)
-    score = np.zeros(offsets.shape[0] - 1)
-    max_incorrect_batch(unary, transition, start, end, offsets, y, path, score,
-                        np.empty((n_tokens, n_labels), dtype=np.int32),
-                        np.empty((n_threads, 2 * n_labels)), n_threads)
+    c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
+    y = c.labels(y, "y")
+    path = np.zeros(c.n_tokens, dtype=np.intp)
+    score = np.zeros(c.n_seq)
+    max_incorrect_batch(c.unary, c.transition, c.start, c.end, c.offsets, y, path, score,
+                        c.rows(dtype=np.int32), c.scratch(2 * c.n_labels), c.n_threads)
     return path, score
 
 
@@ -538,6 +557,7 @@ class MaxMarginalsResult:
     bp_bwd: np.ndarray
 
 
+@_chain_doc
 def max_marginals(unary, transition, start, end, offsets, n_threads=1):
     """Forward and backward Viterbi (max-product) tables.
 
@@ -549,16 +569,14 @@ def max_marginals(unary, transition, start, end, offsets, n_threads=1):
 
     Parameters
     ----------
-    unary : array-like of shape (n_tokens, n_labels)
-    transition : array-like of shape (n_labels, n_labels)
-    start, end : array-like of shape (n_labels,)
-    offsets : array-like of int of shape (n_sequences + 1,)
+    {chain_parameters}
     n_threads : int, default=1
         OpenMP threads over sequences.
 
     Returns
     -------
     MaxMarginalsResult
+        The forward and backward tables and their backpointers.
 
     Raises
     ------
@@ -571,20 +589,14 @@ def max_marginals(unary, transition, start, end, offsets, n_threads=1):
     fields with multivariate evaluation measures. ACL, Eqs. 14-15, section 4.2
     ("forward and backward Viterbi algorithm").
     """
-    unary, transition, start, end, offsets = check_potentials(
-        unary, transition, start, end, offsets
-    )
-    n_tokens, n_labels = unary.shape
-    alpha = np.empty((n_tokens, n_labels))
-    beta = np.empty((n_tokens, n_labels))
-    bp_fwd = np.empty((n_tokens, n_labels), dtype=np.int32)
-    bp_bwd = np.empty((n_tokens, n_labels), dtype=np.int32)
-    max_marginals_batch(unary, transition, np.ascontiguousarray(transition.T), start, end,
-                        offsets, alpha, beta, bp_fwd, bp_bwd,
-                        max(1, int(n_threads)))
-    return MaxMarginalsResult(alpha, beta, bp_fwd, bp_bwd)
+    c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
+    mm = MaxMarginalsResult(c.rows(), c.rows(), c.rows(dtype=np.int32), c.rows(dtype=np.int32))
+    max_marginals_batch(c.unary, c.transition, np.ascontiguousarray(c.transition.T), c.start,
+                        c.end, c.offsets, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.n_threads)
+    return mm
 
 
+@_chain_doc
 def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=None,
                     mm=None, n_threads=1):
     """Best score with and without given labels on given spans, and gradients.
@@ -599,10 +611,7 @@ def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=
 
     Parameters
     ----------
-    unary : array-like of shape (n_tokens, n_labels)
-    transition : array-like of shape (n_labels, n_labels)
-    start, end : array-like of shape (n_labels,)
-    offsets : array-like of int of shape (n_sequences + 1,)
+    {chain_parameters}
     ref : array-like of int of shape (n_tokens,)
         Labels defining the segments' content (e.g. the gold labels).
     segments : tuple (seq, begin, stop) of int arrays of shape (n_segments,)
@@ -634,52 +643,45 @@ def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=
     J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
     fields with multivariate evaluation measures. ACL, Eq. 15 and section 4.2.
     """
-    unary, transition, start, end, offsets = check_potentials(
-        unary, transition, start, end, offsets
-    )
-    n_tokens, n_labels = unary.shape
-    n_seq = offsets.shape[0] - 1
-    ref = np.ascontiguousarray(ref, dtype=np.intp)
+    c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
+    L = c.n_labels
+    ref = c.labels(ref, "ref")
     seq, begin, stop = (np.asarray(a, dtype=np.intp) for a in segments)
-    if ref.shape != (n_tokens,) or np.any((ref < 0) | (ref >= n_labels)):
-        raise ValueError(f"ref must hold {n_tokens} label indices in [0, {n_labels})")
     if not (seq.shape == begin.shape == stop.shape) or seq.ndim != 1:
         raise ValueError("segments must be three 1-D arrays of the same length")
-    if seq.shape[0] and (np.any(np.diff(seq) < 0) or seq[0] < 0 or seq[-1] >= n_seq):
+    if seq.shape[0] and (np.any(np.diff(seq) < 0) or seq[0] < 0 or seq[-1] >= c.n_seq):
         raise ValueError("segment sequence indices must be sorted and within range")
-    lengths = np.diff(offsets)
+    lengths = np.diff(c.offsets)
     if seq.shape[0] and np.any((begin < 0) | (stop <= begin) | (stop > lengths[seq])):
         raise ValueError("every segment must be a non-empty span inside its sequence")
-    seg_offsets = np.searchsorted(seq, np.arange(n_seq + 1)).astype(np.intp)
-    abs_begin = np.ascontiguousarray(begin + offsets[seq], dtype=np.intp)
-    abs_stop = np.ascontiguousarray(stop + offsets[seq], dtype=np.intp)
-    if mm is None:
-        mm = max_marginals(unary, transition, start, end, offsets, n_threads=n_threads)
-    n_threads = max(1, int(n_threads))
     n_seg = seq.shape[0]
-    g_carry = np.empty(n_seg)
-    g_other = np.empty(n_seg)
     do_grad = coef is not None
     coef = (np.zeros(n_seg) if coef is None
             else np.ascontiguousarray(coef, dtype=np.float64))
     if coef.shape != (n_seg,):
         raise ValueError(f"coef must have shape {(n_seg,)}, got {coef.shape}")
-    max_length = int(lengths.max()) if n_seq else 0
-    d_unary = np.zeros((n_tokens, n_labels)) if do_grad else np.empty((0, n_labels))
-    acc_trans = np.zeros((n_threads, n_labels * n_labels))
-    acc_boundary = np.zeros((n_threads, 2 * n_labels))
+    if mm is None:
+        mm = max_marginals(c.unary, c.transition, c.start, c.end, c.offsets,
+                           n_threads=c.n_threads)
+    g_carry = np.empty(n_seg)
+    g_other = np.empty(n_seg)
+    max_length = int(lengths.max()) if c.n_seq else 0
+    d_unary = np.zeros((c.n_tokens, L)) if do_grad else np.empty((0, L))
+    acc_trans = np.zeros((c.n_threads, L * L))
+    acc_boundary = np.zeros((c.n_threads, 2 * L))
     segment_margins_batch(
-        unary, transition, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, offsets, ref,
-        seg_offsets, abs_begin, abs_stop, g_carry, g_other, coef, do_grad, d_unary,
-        acc_trans, acc_boundary, np.empty((n_threads, 2 * n_labels)),
-        np.empty((n_threads, max(1, max_length * n_labels)), dtype=np.int32),
-        np.empty((n_threads, max(1, max_length)), dtype=np.intp), n_threads,
+        c.unary, c.transition, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets, ref,
+        np.searchsorted(seq, np.arange(c.n_seq + 1)).astype(np.intp),
+        np.ascontiguousarray(begin + c.offsets[seq], dtype=np.intp),
+        np.ascontiguousarray(stop + c.offsets[seq], dtype=np.intp),
+        g_carry, g_other, coef, do_grad, d_unary, acc_trans, acc_boundary,
+        c.scratch(2 * L), np.empty((c.n_threads, max(1, max_length * L)), dtype=np.int32),
+        np.empty((c.n_threads, max(1, max_length)), dtype=np.intp), c.n_threads,
     )
     if not do_grad:
         return g_carry, g_other, None
     boundary = acc_boundary.sum(axis=0)
-    grad = (d_unary, acc_trans.sum(axis=0).reshape(n_labels, n_labels),
-            boundary[:n_labels], boundary[n_labels:])
+    grad = (d_unary, acc_trans.sum(axis=0).reshape(L, L), boundary[:L], boundary[L:])
     return g_carry, g_other, grad
 
 
@@ -689,11 +691,15 @@ def sequence_scores(unary, transition, start, end, y, offsets):
     Parameters
     ----------
     unary : ndarray of shape (n_tokens, n_labels)
+        Unary potentials (not validated: see :func:`check_potentials`).
     transition : ndarray of shape (n_labels, n_labels)
+        Transition potentials, ``[i, j]`` for label ``i`` then ``j``.
     start, end : ndarray of shape (n_labels,)
+        Potentials of the first and of the last label of a sequence.
     y : ndarray of int of shape (n_tokens,)
         Label index of every token.
     offsets : ndarray of int of shape (n_sequences + 1,)
+        Sequence boundaries (CSR ``indptr`` style).
 
     Returns
     -------

@@ -105,6 +105,35 @@ def test_huge_potentials_use_the_fallback_and_stay_exact():
         assert_allclose(a, b, rtol=1e-7, atol=1e-9)
 
 
+def test_long_sequence_vjp_is_exact_at_the_probed_token():
+    # 5,000 tokens (log Z about 2e4): the expectation-semiring pass rides on
+    # the scaled forward pass and must not under- or overflow. With G the
+    # indicator of label k at token t0, g(y) = 1{y_t0 = k}, so
+    #   dl/dU[t0, j] = Cov(1{y_t0 = k}, 1{y_t0 = j}) = mu[t0, k] (1{j = k} - mu[t0, j]),
+    # exactly, from the marginals of forward_backward; and since every path
+    # has one label per token, n - 1 transitions, one start and one end,
+    # Cov(g, 1) = 0 makes every row of dl/dU and the sums of dl/dT,
+    # dl/dstart and dl/dend vanish.
+    rng = np.random.default_rng(3)
+    n, L, t0, k = 5_000, 4, 2_500, 2
+    U = rng.normal(scale=3.0, size=(n, L))
+    T, s, e = rng.normal(size=(L, L)), rng.normal(size=L), rng.normal(size=L)
+    off = np.array([0, n])
+    fb = forward_backward(U, T, s, e, off)
+    assert fb.n_fallback == 0 and fb.log_z[0] > 1e4
+    G = np.zeros((n, L))
+    G[t0, k] = 1.0
+    dU, dT, ds, de = marginals_vjp(U, T, s, e, off, G)
+    for x in (dU, dT, ds, de):
+        assert np.all(np.isfinite(x))
+    mu = fb.marginals[t0]
+    assert_allclose(dU[t0], mu[k] * (np.eye(L)[k] - mu), atol=1e-12)
+    assert_allclose(dU.sum(axis=1), 0.0, atol=1e-12)
+    assert_allclose([dT.sum(), ds.sum(), de.sum()], 0.0, atol=1e-10)
+    # The probe reaches both ends of the chain (the rows are not all zero).
+    assert np.abs(dU[t0 - 1]).max() > 1e-6 and np.abs(dU[t0 + 1]).max() > 1e-6
+
+
 def test_vjp_rejects_bad_grad():
     rng = np.random.default_rng(0)
     U, T, s, e, _, off = random_problem(rng, 3, lengths=(2, 3))

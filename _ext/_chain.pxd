@@ -1,0 +1,282 @@
+# Inline helpers shared by the chain kernels (_forward_backward, _marginal_vjp,
+# _viterbi, _max_marginals), cimported as `from _chain cimport ...`. There is
+# no _chain module: everything here is `cdef inline` and compiles into each
+# kernel that uses it.
+#
+# Layout: a sequence of n tokens is n contiguous rows of L = n_labels doubles
+# (C order), and the (L, L) matrices are C ordered, [i, j] for label i then
+# label j. Every helper takes raw pointers to such rows; the innermost loop of
+# each runs over one contiguous row of L values, so that it vectorises.
+#
+# * Sum-product (scaled, Rabiner 1989; CRFsuite's crf1d_context.c):
+#   exp_row, vec_mat, vec_mat2, scale_row, scaled_forward (also in the
+#   expectation semiring, for the marginals' VJP), logsumexp_row, MIN_SCALE.
+# * Max-product (score domain, additions and comparisons only; ties go to
+#   the smallest label): max_plus_step, argmax_sum, backtrace, and the Viterbi
+#   over (label, deviated-from-a-reference) states, deviated_viterbi and
+#   deviated_backtrace (Suzuki et al. 2006: the maximum incorrect output,
+#   Eq. 5, and the best path off a segment's labels, Eq. 15).
+
+from libc.math cimport exp, log, isfinite, INFINITY
+
+cdef extern from *:
+    """
+    /* A scaled normaliser at or below this (or not finite) means the pass
+       has lost the sequence's mass in double precision; the kernel then
+       recomputes the sequence in log space. */
+    static const double CRF_MIN_SCALE = 1e-250;
+    """
+    const double MIN_SCALE "CRF_MIN_SCALE"
+
+
+# ---------------------------------------------------------------- sum-product
+
+cdef inline double logsumexp_row(const double* x, Py_ssize_t n) noexcept nogil:
+    """log(sum(exp(x[:n]))), -inf for an empty or all -inf row."""
+    cdef double m = -INFINITY, s = 0.0
+    cdef Py_ssize_t k
+    for k in range(n):
+        if x[k] > m:
+            m = x[k]
+    if m == -INFINITY:
+        return m
+    for k in range(n):
+        s += exp(x[k] - m)
+    return m + log(s)
+
+
+cdef inline double exp_row(const double* u, double* psi, Py_ssize_t L) noexcept nogil:
+    """psi = exp(u - max(u)); returns max(u)."""
+    cdef double m = u[0]
+    cdef Py_ssize_t j
+    for j in range(1, L):
+        if u[j] > m:
+            m = u[j]
+    for j in range(L):
+        psi[j] = exp(u[j] - m)
+    return m
+
+
+cdef inline void vec_mat(const double* x, const double* M, double* out,
+                         Py_ssize_t L) noexcept nogil:
+    """out = x @ M for an (L, L) matrix M, as a sum of rows of M.
+
+    An axpy per row vectorises; a dot product per column of M would need
+    horizontal additions. With M = exp_trans this is the forward step, with
+    M = exp_trans.T (contiguous) the backward step ``exp_trans @ x``.
+    """
+    cdef Py_ssize_t i, j
+    cdef double a
+    for j in range(L):
+        out[j] = 0.0
+    for i in range(L):
+        a = x[i]
+        for j in range(L):
+            out[j] += a * M[i * L + j]
+
+
+cdef inline void vec_mat2(const double* x, const double* y, const double* M,
+                          double* out_x, double* out_y, Py_ssize_t L) noexcept nogil:
+    """out_x = x @ M and out_y = y @ M in one pass over the rows of M."""
+    cdef Py_ssize_t i, j
+    cdef double a, b
+    for j in range(L):
+        out_x[j] = 0.0
+        out_y[j] = 0.0
+    for i in range(L):
+        a = x[i]
+        b = y[i]
+        for j in range(L):
+            out_x[j] += a * M[i * L + j]
+            out_y[j] += b * M[i * L + j]
+
+
+cdef inline double scale_row(double* alpha, double* psi, Py_ssize_t L) noexcept nogil:
+    """Normalise an alpha row to sum 1, and divide psi's row by the same c.
+
+    Returns the normaliser c, or 0.0 (nothing scaled) when c <= MIN_SCALE or
+    is not finite: the caller must then fall back to log space.
+    """
+    cdef double c = 0.0, r
+    cdef Py_ssize_t j
+    for j in range(L):
+        c += alpha[j]
+    if not (c > MIN_SCALE and isfinite(c)):
+        return 0.0
+    r = 1.0 / c
+    for j in range(L):
+        alpha[j] *= r
+        psi[j] *= r
+    return c
+
+
+cdef inline double scaled_forward(
+    const double* unary, Py_ssize_t n, Py_ssize_t L,
+    const double* exp_trans, const double* exp_start, const double* exp_end,
+    double* psi, double* alpha, double* v, double* log_z,
+    const double* grad, double* A, double* w,
+) noexcept nogil:
+    """Scaled forward pass over the n rows of ``unary`` (one sequence).
+
+    exp_trans, exp_start, exp_end are the shifted exponentials of the
+    transition, start and end potentials; psi and alpha have n rows of L, v
+    is one row of scratch. On return psi[t] = exp(U[t] - max U[t]) / c_t and
+    alpha[t] = alpha_hat[t], the forward row normalised to sum 1 by c_t, so
+    that alpha_hat[t] = (alpha_hat[t-1] @ exp_trans) * psi[t] (with psi
+    already divided; exp_start in place of the product at t = 0). Returns c_end = alpha_hat[n-1] . exp_end, or 0.0 if a
+    normaliser underflowed (the rows are then partial). If log_z is not
+    NULL it receives sum_t max U[t] + sum_t log c_t + log c_end: log Z
+    minus the shifts of the exponentials.
+
+    If A is not NULL the pass runs in the first-order expectation semiring
+    too (the marginals' VJP): with grad (n rows of L) and one more scratch
+    row w, A[t] = (A[t-1] @ exp_trans) * psi[t] + alpha_hat[t] * grad[t]
+    (A[0] = alpha_hat[0] * grad[0]), the two products sharing one pass over
+    exp_trans. On underflow A's rows are partial, like alpha's.
+    """
+    cdef Py_ssize_t t, j
+    cdef double c, lz = 0.0
+    for t in range(n):
+        lz += exp_row(&unary[t * L], &psi[t * L], L)
+    for t in range(n):
+        if t == 0:  # the "previous row times exp_trans" of token 0: exp_start
+            for j in range(L):
+                v[j] = exp_start[j]
+                if A != NULL:
+                    w[j] = 0.0
+        elif A != NULL:
+            vec_mat2(&alpha[(t - 1) * L], &A[(t - 1) * L], exp_trans, v, w, L)
+        else:
+            vec_mat(&alpha[(t - 1) * L], exp_trans, v, L)
+        for j in range(L):
+            alpha[t * L + j] = v[j] * psi[t * L + j]
+        c = scale_row(&alpha[t * L], &psi[t * L], L)
+        if c == 0.0:
+            return 0.0
+        if log_z != NULL:
+            lz += log(c)
+        if A != NULL:
+            for j in range(L):
+                A[t * L + j] = w[j] * psi[t * L + j] + alpha[t * L + j] * grad[t * L + j]
+    c = 0.0
+    for j in range(L):
+        c += alpha[(n - 1) * L + j] * exp_end[j]
+    if not (c > MIN_SCALE and isfinite(c)):
+        return 0.0
+    if log_z != NULL:
+        log_z[0] = lz + log(c)
+    return c
+
+
+# ---------------------------------------------------------------- max-product
+
+cdef inline void max_plus_step(const double* prev, const double* transition,
+                               double* cur, int* bp, Py_ssize_t L,
+                               int bp_init) noexcept nogil:
+    """cur[j] = max_i prev[i] + transition[i, j], bp[j] = the argmax i.
+
+    Previous label outermost: the inner loop runs over a contiguous row of
+    transition and compiles to vector compare-and-select. Strict '>' over
+    increasing i keeps the smallest label among ties; where every candidate
+    is -inf, cur[j] = -inf and bp[j] = bp_init.
+    """
+    cdef Py_ssize_t i, j
+    cdef double c, v
+    for j in range(L):
+        cur[j] = -INFINITY
+        bp[j] = bp_init
+    for i in range(L):
+        c = prev[i]
+        for j in range(L):
+            v = c + transition[i * L + j]
+            if v > cur[j]:
+                cur[j] = v
+                bp[j] = <int>i
+
+
+cdef inline Py_ssize_t argmax_sum(const double* x, const double* y, Py_ssize_t L,
+                                  double* best) noexcept nogil:
+    """The smallest j maximising x[j] + y[j] (-1 if every sum is -inf); best gets the max."""
+    cdef Py_ssize_t j, jb = -1
+    cdef double v, b = -INFINITY
+    for j in range(L):
+        v = x[j] + y[j]
+        if v > b:
+            b = v
+            jb = j
+    best[0] = b
+    return jb
+
+
+cdef inline void backtrace(const int* bp, Py_ssize_t* path, Py_ssize_t n,
+                           Py_ssize_t L) noexcept nogil:
+    """path[t - 1] = bp[t, path[t]] for t = n-1 .. 1; path[n - 1] is set by the caller."""
+    cdef Py_ssize_t t
+    for t in range(n - 1, 0, -1):
+        path[t - 1] = bp[t * L + path[t]]
+
+
+cdef inline double* deviated_viterbi(
+    const double* unary, const double* transition, const Py_ssize_t* ref,
+    Py_ssize_t n, Py_ssize_t L, const double* entry, double* work, int* bp,
+    double* d0,
+) noexcept nogil:
+    """Viterbi over (label, deviated-from-ref) states on n tokens.
+
+    unary and ref start at the first token; entry[j] is the score of label j
+    at token 0 (the entry into the chain: start + U[0], or a forward
+    max-marginal row); it may be the second row of work. Two states per
+    label: d0, the score of the prefix that follows ref, and d1[j], the best
+    prefix ending in j that differs from ref somewhere, kept in the two rows
+    of work (2 * L doubles, swapped at each token). bp[t * L + j] (t >= 1)
+    is the previous label of the deviated state j at t, or -1 where it
+    leaves ref at t; staying deviated wins a tie with leaving. Row 0 of bp
+    is not written. Returns the row of work holding the deviated scores at
+    token n - 1; d0 receives ref's score there.
+    """
+    cdef Py_ssize_t t, j
+    cdef double v, s0 = entry[ref[0]]
+    cdef double* d1 = work
+    cdef double* nd1 = work + L
+    cdef double* tmp
+    cdef int* row
+    for j in range(L):
+        d1[j] = entry[j]
+    d1[ref[0]] = -INFINITY
+    for t in range(1, n):
+        row = &bp[t * L]
+        max_plus_step(d1, transition, nd1, row, L, -1)
+        for j in range(L):
+            if j != ref[t]:
+                v = s0 + transition[ref[t - 1] * L + j]
+                if v > nd1[j]:
+                    nd1[j] = v
+                    row[j] = -1
+            nd1[j] += unary[t * L + j]
+        s0 = s0 + transition[ref[t - 1] * L + ref[t]] + unary[t * L + ref[t]]
+        tmp = d1
+        d1 = nd1
+        nd1 = tmp
+    d0[0] = s0
+    return d1
+
+
+cdef inline void deviated_backtrace(const int* bp, const Py_ssize_t* ref,
+                                    Py_ssize_t* path, Py_ssize_t n,
+                                    Py_ssize_t L) noexcept nogil:
+    """The deviated path of :func:`deviated_viterbi` ending in path[n - 1].
+
+    Follows bp back until the path leaves ref (bp = -1), then copies ref.
+    """
+    cdef Py_ssize_t t, arg
+    cdef bint deviated = True
+    for t in range(n - 1, 0, -1):
+        if deviated:
+            arg = bp[t * L + path[t]]
+            if arg < 0:
+                deviated = False
+                path[t - 1] = ref[t - 1]
+            else:
+                path[t - 1] = arg
+        else:
+            path[t - 1] = ref[t - 1]

@@ -1,0 +1,189 @@
+# Max-marginals and segment margins for minimum classification error
+# training (Suzuki et al. 2006): the forward and backward Viterbi tables
+# (max-marginals, Eq. 14) and, for given segments, the best score with and
+# without the segment's labels on its span (Eq. 15) with the path-count
+# gradients (MCE-F, section 4.2).
+#
+# Design notes
+# ------------
+# * Everything runs in the score (log) domain with additions and comparisons
+#   only. Ties are broken towards the smallest label index, as in
+#   _viterbi.pyx; the max-plus step, the backtrace and the Viterbi over
+#   (label, deviated) states are the inline helpers of _chain.pxd.
+# * The segment kernel reads the max-marginal tables: it enters a span
+#   through alpha, runs the deviated-state Viterbi over the span, and leaves
+#   through beta; the best full paths are completed with the tables'
+#   backpointers.
+# * prange runs over sequences; the rows of the unary gradient belong to one
+#   sequence, the transition/start/end sums go to per-thread accumulators
+#   that the Python wrapper adds up.
+
+from cython.parallel cimport prange, threadid
+from libc.math cimport INFINITY
+
+from _chain cimport argmax_sum, backtrace, deviated_backtrace, deviated_viterbi, max_plus_step
+
+
+cdef void _max_marginals_sequence(
+    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[:, ::1] transition_t,
+    const double[::1] start, const double[::1] end,
+    Py_ssize_t s, Py_ssize_t e,
+    double[:, ::1] alpha, double[:, ::1] beta,
+    int[:, ::1] bp_fwd, int[:, ::1] bp_bwd,
+) noexcept nogil:
+    # Forward: the max-plus step of _chain.pxd. Backward: the same with the
+    # previous label outermost over the contiguous rows of the transpose, so
+    # that the inner loop vectorises too; strict '>' over increasing i keeps
+    # the smallest label among ties.
+    cdef Py_ssize_t L = unary.shape[1]
+    cdef Py_ssize_t t, i, j
+    cdef double v, c, b
+    for j in range(L):
+        alpha[s, j] = start[j] + unary[s, j]
+        bp_fwd[s, j] = 0
+    for t in range(s + 1, e):
+        max_plus_step(&alpha[t - 1, 0], &transition[0, 0], &alpha[t, 0], &bp_fwd[t, 0], L, 0)
+        for j in range(L):
+            alpha[t, j] += unary[t, j]
+    for j in range(L):
+        beta[e - 1, j] = end[j]
+        bp_bwd[e - 1, j] = 0
+    for t in range(e - 2, s - 1, -1):
+        for j in range(L):
+            beta[t, j] = -INFINITY
+            bp_bwd[t, j] = 0
+        for i in range(L):
+            c = unary[t + 1, i]
+            b = beta[t + 1, i]
+            for j in range(L):
+                v = transition_t[i, j] + c + b  # (T + U) + beta, as the other kernels round
+                if v > beta[t, j]:
+                    beta[t, j] = v
+                    bp_bwd[t, j] = <int>i
+
+
+def max_marginals_batch(
+    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[:, ::1] transition_t, const double[::1] start, const double[::1] end,
+    const Py_ssize_t[::1] offsets, double[:, ::1] alpha, double[:, ::1] beta,
+    int[:, ::1] bp_fwd, int[:, ::1] bp_bwd, int n_threads,
+):
+    """Forward and backward Viterbi tables of a batch (low level).
+
+    Use :func:`sklearn_crfloss.inference.max_marginals`. ``alpha[t, j]`` is
+    the best score of a prefix ending with label j at t (its unary
+    included), ``beta[t, j]`` the best score of the rest of the sequence
+    after t given label j at t; ``bp_fwd[t, j]`` / ``bp_bwd[t, j]`` the label
+    at t - 1 / t + 1 on those best paths. All of shape (n_tokens, L).
+    ``transition_t`` is the contiguous transpose of ``transition``.
+    """
+    cdef Py_ssize_t k
+    with nogil:
+        for k in prange(offsets.shape[0] - 1, num_threads=n_threads, schedule='static',
+                        chunksize=8):
+            if offsets[k + 1] > offsets[k]:
+                _max_marginals_sequence(unary, transition, transition_t, start, end,
+                                        offsets[k], offsets[k + 1], alpha, beta, bp_fwd, bp_bwd)
+
+
+cdef void _add_path(
+    const Py_ssize_t* p, Py_ssize_t s, Py_ssize_t e, double c, Py_ssize_t L,
+    double[:, ::1] d_unary, double* acc_trans, double* acc_start, double* acc_end,
+) noexcept nogil:
+    # Add c times the counts of the path p[0 .. e-s-1] of tokens s .. e-1.
+    cdef Py_ssize_t t
+    acc_start[p[0]] += c
+    acc_end[p[e - s - 1]] += c
+    d_unary[s, p[0]] += c
+    for t in range(s + 1, e):
+        d_unary[t, p[t - s]] += c
+        acc_trans[p[t - s - 1] * L + p[t - s]] += c
+
+
+cdef void _complete_path(
+    Py_ssize_t* p, Py_ssize_t s, Py_ssize_t e, Py_ssize_t a, Py_ssize_t b,
+    const int[:, ::1] bp_fwd, const int[:, ::1] bp_bwd,
+) noexcept nogil:
+    # p[a-s .. b-1-s] is set; fill the best prefix and the best suffix.
+    cdef Py_ssize_t L = bp_fwd.shape[1]
+    cdef Py_ssize_t t
+    backtrace(&bp_fwd[s, 0], p, a - s + 1, L)
+    for t in range(b - 1, e - 1):
+        p[t + 1 - s] = bp_bwd[t, p[t - s]]
+
+
+cdef void _segment_margin(
+    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[:, ::1] alpha, const double[:, ::1] beta,
+    const int[:, ::1] bp_fwd, const int[:, ::1] bp_bwd,
+    const Py_ssize_t[::1] ref,
+    Py_ssize_t s, Py_ssize_t e, Py_ssize_t a, Py_ssize_t b,
+    double* work, int* span_bp, Py_ssize_t* p,
+    double* g_carry, double* g_other, double coef, bint do_grad,
+    double[:, ::1] d_unary, double* acc_trans, double* acc_start, double* acc_end,
+) noexcept nogil:
+    # g_carry: best score of a sequence with labels ref[a:b] on tokens a..b-1
+    # (Eq. 15). g_other: best score of a sequence whose labels on a..b-1
+    # differ from ref[a:b] somewhere, by the deviated-state Viterbi restricted
+    # to the span, entered through alpha and left through beta.
+    # span_bp[(t - a) * L + j] is the previous label of the deviated state j
+    # at t, or -1 when it left the reference labels at t.
+    cdef Py_ssize_t L = unary.shape[1]
+    cdef Py_ssize_t t, jb
+    cdef double d0
+    cdef double* last = deviated_viterbi(&unary[a, 0], &transition[0, 0], &ref[a], b - a, L,
+                                         &alpha[a, 0], work, span_bp, &d0)
+    g_carry[0] = d0 + beta[b - 1, ref[b - 1]]
+    jb = argmax_sum(last, &beta[b - 1, 0], L, g_other)
+    if not do_grad or coef == 0.0:
+        return
+    # + coef * counts(best carrying path)
+    for t in range(a, b):
+        p[t - s] = ref[t]
+    _complete_path(p, s, e, a, b, bp_fwd, bp_bwd)
+    _add_path(p, s, e, coef, L, d_unary, acc_trans, acc_start, acc_end)
+    if jb < 0:
+        return
+    # - coef * counts(best path that does not carry the span's labels)
+    p[b - 1 - s] = jb
+    deviated_backtrace(span_bp, &ref[a], &p[a - s], b - a, L)
+    _complete_path(p, s, e, a, b, bp_fwd, bp_bwd)
+    _add_path(p, s, e, -coef, L, d_unary, acc_trans, acc_start, acc_end)
+
+
+def segment_margins_batch(
+    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[:, ::1] alpha, const double[:, ::1] beta,
+    const int[:, ::1] bp_fwd, const int[:, ::1] bp_bwd,
+    const Py_ssize_t[::1] offsets, const Py_ssize_t[::1] ref,
+    const Py_ssize_t[::1] seg_offsets, const Py_ssize_t[::1] seg_start,
+    const Py_ssize_t[::1] seg_end, double[::1] g_carry, double[::1] g_other,
+    const double[::1] coef, bint do_grad, double[:, ::1] d_unary,
+    double[:, ::1] acc_trans, double[:, ::1] acc_boundary,
+    double[:, ::1] work, int[:, ::1] span_bp, Py_ssize_t[:, ::1] path, int n_threads,
+):
+    """Segment discriminants (Eq. 15) and their gradients (low level).
+
+    Use :func:`sklearn_crfloss.inference.segment_margins`. Segments of
+    sequence k are ``seg_offsets[k]:seg_offsets[k + 1]``, spanning tokens
+    ``seg_start[m]:seg_end[m]`` (absolute, end exclusive), with the labels
+    ``ref`` on their span. With ``do_grad``, adds ``coef[m] * (counts of the
+    best carrying path - counts of the best other path)`` to d_unary
+    (n_tokens, L), acc_trans (n_threads, L * L) and acc_boundary
+    (n_threads, 2 * L) (start then end). work (n_threads, 2 * L), span_bp
+    (n_threads, max_length * L), path (n_threads, max_length).
+    """
+    cdef Py_ssize_t n_seq = offsets.shape[0] - 1
+    cdef Py_ssize_t L = unary.shape[1]
+    cdef Py_ssize_t k, m, tid
+    with nogil:
+        for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
+            tid = threadid()
+            for m in range(seg_offsets[k], seg_offsets[k + 1]):
+                _segment_margin(unary, transition, alpha, beta, bp_fwd, bp_bwd, ref,
+                                offsets[k], offsets[k + 1], seg_start[m], seg_end[m],
+                                &work[tid, 0], &span_bp[tid, 0], &path[tid, 0],
+                                &g_carry[m], &g_other[m], coef[m], do_grad, d_unary,
+                                &acc_trans[tid, 0], &acc_boundary[tid, 0],
+                                &acc_boundary[tid, L])
