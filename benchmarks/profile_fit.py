@@ -4,9 +4,9 @@ Fits ``CRFTagger(loss='cll', prior='l2', C=1.0)`` on CoNLL-2000 (CRF++
 template features) for ``--max-iter`` iterations and reports the wall time
 spent in each stage, accumulated by wrapping the stage functions:
 
-- ``potentials``: the feature kernel ``U = X @ W`` (``_features.dense_potentials``),
+- ``potentials``: the feature kernel ``U = X @ W`` (``_potentials.dense_potentials``),
 - ``forward_backward``: the sum-product kernel inside the loss,
-- ``gradient``: the feature kernel ``dW = X.T @ dU`` (``_features.dense_gradient``),
+- ``gradient``: the feature kernel ``dW = X.T @ dU`` (``_potentials.dense_gradient``),
 - ``objective``: one whole evaluation (the above plus numpy glue and the prior),
 - ``lbfgs``: scipy's L-BFGS-B step (``setulb``), per iteration.
 

@@ -9,7 +9,7 @@ evaluates, for any loss and prior it is handed,
 ``f(theta) = loss(U, T, start, end) + prior(theta, C)``, ``U = X @ W``,
 
 with the chain rule ``dW = X.T @ dU`` applied here, never inside a loss. The
-two products run in the compiled kernels of ``sklearn_crfloss._features``
+two products run in the compiled kernels of ``sklearn_crfloss._potentials``
 (rows of X in parallel for U, columns for dW) on a dense ``W`` whose entries
 outside the layout's state weights stay 0: contiguous rows of ``n_labels``
 weights vectorise better than CRFsuite-style per-pair lists.

@@ -34,6 +34,7 @@ __all__ = [
     "MaxMarginalsResult",
     "check_potentials",
     "forward_backward",
+    "inner_positions",
     "marginals_vjp",
     "max_marginals",
     "segment_margins",
@@ -717,15 +718,31 @@ def sequence_scores(unary, transition, start, end, y, offsets):
     first = offsets[:-1][nonempty]
     last = offsets[1:][nonempty] - 1
     total[nonempty] += start[y[first]] + end[y[last]]
-    inner = _inner_positions(offsets, y.shape[0])
+    inner = inner_positions(offsets, y.shape[0])
     total += np.bincount(
         seq_id[inner], weights=transition[y[inner - 1], y[inner]], minlength=n_seq
     )
     return total
 
 
-def _inner_positions(offsets, n_tokens):
-    """Token indices that are not the first of their sequence (edges end there)."""
+def inner_positions(offsets, n_tokens):
+    """Token indices that are not the first of their sequence: where the edges end.
+
+    Position ``t`` is returned if tokens ``t - 1`` and ``t`` belong to the
+    same sequence, so ``(y[t - 1], y[t])`` is a transition of the chain.
+
+    Parameters
+    ----------
+    offsets : ndarray of intp of shape (n_sequences + 1,)
+        Sequence boundaries (empty sequences allowed).
+    n_tokens : int
+        ``offsets[-1]``.
+
+    Returns
+    -------
+    ndarray of intp of shape (n_tokens - n_nonempty_sequences,)
+        Sorted.
+    """
     is_first = np.zeros(n_tokens + 1, dtype=bool)
     is_first[offsets[:-1]] = True
     return np.flatnonzero(~is_first[:n_tokens])

@@ -3,7 +3,7 @@
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ..inference import _inner_positions
+from ..inference import inner_positions
 
 __all__ = ["BaseLoss"]
 
@@ -165,7 +165,7 @@ def gold_counts(y, offsets, n_labels, sample_weight=None):
         Counts of gold transitions, first labels and last labels.
     """
     lengths = np.diff(offsets)
-    inner = _inner_positions(offsets, y.shape[0])
+    inner = inner_positions(offsets, y.shape[0])
     if sample_weight is None:
         token_weight = None
         w_inner = None

@@ -52,4 +52,4 @@ def make_solver(name, **params):
     """
     solver = resolve(name, SOLVERS, "solver", method="solve")
     return solver.set_params(**{k: v for k, v in params.items()
-                                if k in solver._get_param_names()})
+                                if k in solver.get_params(deep=False)})
