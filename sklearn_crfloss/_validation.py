@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_array
 
-__all__ = ["check_finite_tokens", "check_labels", "check_sample_weight", "check_sequences",
+__all__ = ["check_finite_tokens", "check_sample_weight", "check_sequences",
            "check_token_weight", "encode_labels"]
 
 
@@ -157,47 +157,6 @@ def check_finite_tokens(Xcsr, offsets):
         raise ValueError(f"Sequence {seq} has a NaN or infinite feature value (token {row - offsets[seq]}).")
 
 
-def check_labels(y, lengths):
-    """Check label sequences against sequence lengths and concatenate them.
-
-    Parameters
-    ----------
-    y : list of sequences of hashable labels
-    lengths : ndarray of int of shape (n_sequences,)
-
-    Returns
-    -------
-    list
-        All labels in order.
-
-    Raises
-    ------
-    ValueError
-        If the number of label sequences or any sequence's length differs
-        (naming the sequence index), or a label is None.
-    TypeError
-        If y is not a list of label sequences.
-    """
-    y = _as_sequence_list(y, name="y")
-    if len(y) != len(lengths):
-        raise ValueError(
-            f"X and y have different numbers of sequences: {len(lengths)} and {len(y)}."
-        )
-    flat = []
-    for i, (yi, n) in enumerate(zip(y, lengths)):
-        if isinstance(yi, (str, bytes)) or not hasattr(yi, "__len__"):
-            raise TypeError(
-                f"y[{i}] must be a sequence of labels (a list or 1-D array), got "
-                f"{type(yi).__name__}; y must be a list of label sequences."
-            )
-        if len(yi) != n:
-            raise ValueError(
-                f"Sequence {i} has {n} tokens but {len(yi)} labels."
-            )
-        flat.extend(yi)
-    return flat
-
-
 def check_sample_weight(sample_weight, n_sequences):
     """One non-negative finite weight per sequence, as float64 (None if None)."""
     if sample_weight is None:
@@ -233,12 +192,29 @@ def encode_labels(y, lengths):
     Raises
     ------
     ValueError
-        As :func:`check_labels`; also if a label is None or there are fewer
-        than two distinct labels.
+        If the number of label sequences or any sequence's length differs
+        from X's (naming the sequence index), a label is None, or there are
+        fewer than two distinct labels.
     TypeError
         If y is not a list of label sequences.
     """
-    flat_y = check_labels(y, lengths)
+    y = _as_sequence_list(y, name="y")
+    if len(y) != len(lengths):
+        raise ValueError(
+            f"X and y have different numbers of sequences: {len(lengths)} and {len(y)}."
+        )
+    flat_y = []
+    for i, (yi, n) in enumerate(zip(y, lengths)):
+        if isinstance(yi, (str, bytes)) or not hasattr(yi, "__len__"):
+            raise TypeError(
+                f"y[{i}] must be a sequence of labels (a list or 1-D array), got "
+                f"{type(yi).__name__}; y must be a list of label sequences."
+            )
+        if len(yi) != n:
+            raise ValueError(
+                f"Sequence {i} has {n} tokens but {len(yi)} labels."
+            )
+        flat_y.extend(yi)
     if any(label is None for label in flat_y):
         raise ValueError("y contains None; every token needs a label.")
     classes, y_enc = np.unique(np.asarray(flat_y), return_inverse=True)
