@@ -3,10 +3,9 @@
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
-from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 
 from sklearn_crfloss import CRFTagger
-from sklearn_crfloss.datasets import load_conll2002
 from sklearn_crfloss.features import TemplateFeatures
 from sklearn_crfloss.lop import (
     LOPTagger,
@@ -131,23 +130,44 @@ def test_template_positions():
     assert template_positions(feats) == {"U00": (-1,), "U01": (0, 1), "U02": (1,), "U03": (0,)}
 
 
-def test_gridsearch_over_expert_sets_and_weights_on_conll2002_subset(data_home):
-    X, y = load_conll2002("esp", "train")
-    X, y = X[:150], y[:150]
+def test_gridsearch_over_expert_sets_and_weights_on_conll2002_subset(corpus):
+    # Every mean test score equals the one recomputed from fresh LOPTaggers
+    # built with those parameters on the same folds; the weights change the
+    # scores; the best parameters are the argmax of the recomputed scores
+    # and the refitted pool is a fresh fit with them.
+    X, y = corpus("conll2002", "esp", "train")
+    X, y = X[:80], y[:80]
     feats = TemplateFeatures(["U00:%x[-1,0]", "U01:%x[0,0]", "U02:%x[1,0]", "U03:%x[0,1]"])
     Xf = feats.fit_transform(X)
     positions = template_positions(feats)
+    cv = KFold(2)
+
+    def lop(**params):
+        return LOPTagger(positions=positions, estimator=CRFTagger(prior="none", tol=1e-3),
+                         **params)
+
     grid = GridSearchCV(
-        LOPTagger(positions=positions, estimator=CRFTagger(prior="none", tol=1e-3)),
-        [{"experts": ["simple"], "weights": [[0.5, 0.5], [0.8, 0.2]]},
+        lop(),
+        [{"experts": ["simple"], "weights": [[0.5, 0.5], [0.95, 0.05]]},
          {"experts": ["positional"], "weights": [[0.25, 0.25, 0.25, 0.25]]}],
-        scoring=segment_f1_scorer, cv=KFold(2), error_score="raise",
+        scoring=segment_f1_scorer, cv=cv, error_score="raise",
     )
     grid.fit(Xf, y)
-    assert len(grid.cv_results_["params"]) == 3
-    assert np.all(np.isfinite(grid.cv_results_["mean_test_score"]))
-    assert grid.best_params_["experts"] in ("simple", "positional")
-    assert 0.0 < grid.score(Xf, y) <= 1.0
+    recomputed = [
+        cross_val_score(lop(**params), Xf, y, cv=cv, scoring=segment_f1_scorer).mean()
+        for params in grid.cv_results_["params"]
+    ]
+    scores = grid.cv_results_["mean_test_score"]
+    assert_allclose(scores, recomputed, rtol=1e-12)
+    assert np.all((scores > 0.1) & (scores < 1.0))
+    assert scores[0] != scores[1]  # same experts, other weights
+    assert grid.best_params_ == grid.cv_results_["params"][int(np.argmax(recomputed))]
+    fresh = lop(**grid.best_params_).fit(Xf, y)
+    best = grid.best_estimator_
+    assert len(best.experts_) == (2 if grid.best_params_["experts"] == "simple" else 4)
+    assert_allclose(best.weights_, fresh.weights_)
+    assert_allclose(best.pool_.coef_, fresh.pool_.coef_, rtol=1e-10, atol=1e-12)
+    assert grid.score(Xf, y) == segment_f1_scorer(fresh, Xf, y)
 
 
 def test_with_weights_equals_fixed_weights_fit():
