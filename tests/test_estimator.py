@@ -22,7 +22,12 @@ from sklearn.utils import estimator_checks, get_tags
 from sklearn_crfloss import CRFTagger
 from sklearn_crfloss.inference import sequence_scores
 from sklearn_crfloss.losses import ConditionalLogLikelihood
-from sklearn_crfloss.metrics import hamming_scorer, segment_f1_scorer, token_accuracy
+from sklearn_crfloss.metrics import (
+    hamming_scorer,
+    segment_f1_scorer,
+    token_accuracy,
+    token_accuracy_scorer,
+)
 
 from conftest import make_toy_chunks
 
@@ -221,11 +226,11 @@ def test_two_labels_only():
     marg = crf.predict_marginals(X)
     assert all(m.shape == (len(x), 2) for m, x in zip(marg, X))
     assert_allclose(np.concatenate(marg).sum(axis=1), 1.0, atol=1e-12)
-    scores = cross_val_score(CRFTagger(), X, y, cv=KFold(3), scoring=hamming_scorer)
-    accuracy = cross_val_score(CRFTagger(), X, y, cv=KFold(3))
-    # hamming_scorer is minus the token error rate, score() the accuracy.
-    assert_allclose(scores, accuracy - 1.0, atol=1e-12)
-    assert np.all(accuracy > 0.8)
+    res = cross_validate(CRFTagger(), X, y, cv=KFold(3),
+                         scoring={"hamming": hamming_scorer, "accuracy": token_accuracy_scorer})
+    # hamming_scorer is minus the token error rate.
+    assert_allclose(res["test_hamming"], res["test_accuracy"] - 1.0, atol=1e-12)
+    assert np.all(res["test_accuracy"] > 0.8)
     assert crf.score(X, y) == token_accuracy(y, crf.predict(X))
 
 
