@@ -43,7 +43,7 @@ def _allowed_path(classes, path):
 def test_iob2_constraints_by_enumeration(decoder):
     # Random transitions make invalid sequences likely; the constrained
     # decoders must return the best allowed path, found here by enumeration.
-    X, y = make_toy_chunks(30, seed=3, max_len=5)
+    X, y = make_toy_chunks(30, seed=3, max_len=4)
     crf = CRFTagger(C=0.05, max_iter=50, decoder=decoder, constraints="iob2").fit(X, y)
     rng = np.random.default_rng(0)
     crf.coef_ = crf.coef_ * 0.2
