@@ -179,6 +179,7 @@ from sklearn_crfloss.losses import (  # noqa: E402
 )
 
 from _oracle import loss_by_enumeration  # noqa: E402
+from test_marginal_losses import check_gradient  # noqa: E402
 
 CLASSES = np.array(["B-NP", "I-NP", "O"])
 
@@ -203,24 +204,6 @@ def _variants():
     return ([("mce", p) for p in MCE_VARIANTS] + [("mce_f", p) for p in MCE_F_VARIANTS])
 
 
-def _flat_check(loss, U, T, s, e, y, off, w, rtol=1e-6, atol=1e-7, eps=1e-5):
-    from test_losses import finite_difference_gradient
-
-    shapes = [U.shape, T.shape, s.shape, e.shape]
-    sizes = [int(np.prod(sh)) for sh in shapes]
-
-    def split(x):
-        parts = np.split(x, np.cumsum(sizes)[:-1])
-        return [p.reshape(sh) for p, sh in zip(parts, shapes)]
-
-    x0 = np.concatenate([U.ravel(), T.ravel(), s, e])
-    _, dU, dT, ds, de = loss.value_and_grad(U, T, s, e, y, off, sample_weight=w)
-    analytic = np.concatenate([dU.ravel(), dT.ravel(), ds, de])
-    fd = finite_difference_gradient(
-        lambda x: loss.value_and_grad(*split(x), y, off, sample_weight=w)[0], x0, eps=eps)
-    assert_allclose(analytic, fd, rtol=rtol, atol=atol)
-
-
 @pytest.mark.parametrize("name,params", _variants())
 @pytest.mark.parametrize("seed", range(4))
 def test_mce_value_matches_enumeration(name, params, seed):
@@ -241,7 +224,7 @@ def test_mce_gradient_matches_finite_differences(name, params, seed):
     loss = _loss(name, params)
     U, T, s, e, y, off = random_problem(rng, 3, lengths=(1, 3, 5), scale=1.0)
     w = rng.uniform(0.5, 2.0, size=len(off) - 1)
-    _flat_check(loss, U, T, s, e, y, off, w)
+    check_gradient(loss, U, T, s, e, y, off, sample_weight=w)
 
 
 def test_mce_psi_inf_is_the_limit_of_finite_psi():
@@ -307,7 +290,7 @@ def test_single_token_sequences(name, params):
     y = np.array([0, 2, 0])  # B-NP | O | B-NP
     value = loss.value_and_grad(U, T, s, e, y, off)[0]
     assert_allclose(value, loss_by_enumeration(loss, U, T, s, e, y, off), rtol=1e-10)
-    _flat_check(loss, U, T, s, e, y, off, None)
+    check_gradient(loss, U, T, s, e, y, off)
 
 
 @pytest.mark.parametrize("gamma", [1.0, 0.5])
@@ -318,7 +301,7 @@ def test_mce_f_sequence_without_gold_segments_only_counts_false_positives(gamma)
     y = np.array([2, 2, 2, 2, 0, 1, 2])  # all O | B-NP I-NP O
     value = loss.value_and_grad(U, T, s, e, y, off)[0]
     assert_allclose(value, loss_by_enumeration(loss, U, T, s, e, y, off), rtol=1e-10)
-    _flat_check(loss, U, T, s, e, y, off, None)
+    check_gradient(loss, U, T, s, e, y, off)
     # A zero weight on the segment-bearing sequence leaves no gold segment weight.
     with pytest.raises(ValueError, match="positive sample weight"):
         loss.value_and_grad(U, T, s, e, y, off, sample_weight=np.array([1.0, 0.0]))
