@@ -1,6 +1,5 @@
 """CRFTagger: scikit-learn behaviour, fitted attributes, warm start, persistence."""
 
-import itertools
 import pickle
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils import estimator_checks, get_tags
 
 from sklearn_crfloss import CRFTagger
-from sklearn_crfloss.inference import sequence_scores
+from sklearn_crfloss.inference import forward_backward, sequence_scores
 from sklearn_crfloss.losses import ConditionalLogLikelihood
 from sklearn_crfloss.metrics import (
     hamming_scorer,
@@ -29,6 +28,7 @@ from sklearn_crfloss.metrics import (
     token_accuracy_scorer,
 )
 
+from _oracle import brute_force
 from conftest import make_toy_chunks
 
 CHECKS = [
@@ -75,45 +75,51 @@ def test_fit_predict_and_attributes(toy_chunks):
     assert crf.score(X, y) > 0.8
 
 
-def test_predict_marginals_match_kernel_and_sum_to_one(fitted_toy):
-    X, y, crf = fitted_toy
-    marg = crf.predict_marginals(X[:5])
-    assert [m.shape for m in marg] == [(len(x), len(crf.classes_)) for x in X[:5]]
-    for m in marg:
-        assert_allclose(m.sum(axis=1), 1.0, atol=1e-12)
+@pytest.fixture(scope="module")
+def array_toy():
+    """Short toy sequences as dense arrays and a CRFTagger fitted on them.
 
-
-def _all_path_scores(unary, transition, start, end):
-    """Every label sequence of one chain and its score, by enumeration."""
-    length, n_labels = unary.shape
-    paths = np.array(list(itertools.product(range(n_labels), repeat=length)))
-    scores = (start[paths[:, 0]] + end[paths[:, -1]] + unary[np.arange(length), paths].sum(1)
-              + transition[paths[:, :-1], paths[:, 1:]].sum(1))
-    return paths, scores
-
-
-def test_decode_scores_are_viterbi_scores():
-    # Array input, so the unary potentials are X_i @ coef_.T by the
-    # definition of coef_ (no private method needed).
+    With array input the unary potentials are ``X_i @ coef_.T`` by the
+    definition of ``coef_``, so tests can rebuild them without private
+    methods. Sequences have at most 4 tokens (5 ** 4 label sequences), so
+    enumeration is cheap. Tests only read the model.
+    """
     Xd, y = make_toy_chunks(40, seed=4, max_len=4)
     vec = DictVectorizer(sparse=False).fit([tok for seq in Xd for tok in seq])
     X = [vec.transform(seq) for seq in Xd]
     crf = CRFTagger(C=1.0).fit(X, y)
+    unary = np.vstack(X) @ crf.coef_.T
+    offsets = np.concatenate([[0], np.cumsum([len(x) for x in X])])
+    return X, crf, unary, offsets
+
+
+def test_predict_marginals_match_kernel_and_sum_to_one(array_toy):
+    X, crf, unary, offsets = array_toy
+    L = len(crf.classes_)
+    marg = crf.predict_marginals(X)
+    assert [m.shape for m in marg] == [(len(x), L) for x in X]
+    assert_allclose(np.concatenate(marg).sum(axis=1), 1.0, atol=1e-12)
+    # They are the kernel's on the model's potentials ...
+    fb = forward_backward(unary, crf.transition_, crf.start_, crf.end_, offsets)
+    assert_allclose(np.concatenate(marg), fb.marginals, rtol=1e-12, atol=1e-15)
+    # ... and those of p(y | x) by enumerating every label sequence.
+    oracle = brute_force(unary, crf.transition_, crf.start_, crf.end_, offsets)
+    assert_allclose(np.concatenate(marg), oracle["marginals"], rtol=1e-9, atol=1e-12)
+
+
+def test_decode_scores_are_viterbi_scores(array_toy):
+    X, crf, unary, offsets = array_toy
     labels, scores = crf.decode(X)
     assert scores.shape == (len(X),)
     assert [a.tolist() for a in labels] == [a.tolist() for a in crf.predict(X)]
-    unary = np.vstack(X) @ crf.coef_.T
-    offsets = np.concatenate([[0], np.cumsum([len(x) for x in X])])
     path = np.searchsorted(crf.classes_, np.concatenate(labels))
     # Each score is the score of its decoded path ...
     assert_allclose(scores, sequence_scores(unary, crf.transition_, crf.start_, crf.end_,
                                             path, offsets), rtol=1e-12)
     # ... and the maximum over all n_classes ** length label sequences.
-    for i in range(len(X)):
-        a, b = offsets[i], offsets[i + 1]
-        paths, all_scores = _all_path_scores(unary[a:b], crf.transition_, crf.start_, crf.end_)
-        assert_allclose(scores[i], all_scores.max(), rtol=1e-12)
-        assert_array_equal(path[a:b], paths[np.argmax(all_scores)])
+    oracle = brute_force(unary, crf.transition_, crf.start_, crf.end_, offsets)
+    assert_allclose(scores, oracle["score"], rtol=1e-12)
+    assert_array_equal(path, oracle["path"])
 
 
 def test_empty_sequence_in_predict_returns_empty_array(fitted_toy):
