@@ -142,8 +142,8 @@ def test_gridsearch_over_expert_sets_and_weights_on_conll2002_subset(corpus):
     # Every mean test score equals the one recomputed from fresh LOPTaggers
     # built with those parameters on the same folds; the weights change the
     # scores; the best parameters are the argmax of the recomputed scores
-    # and the refitted pool is a fresh fit with them. 25 iterations per
-    # expert (not converged) score as well as 50 to 120 on 80 sentences.
+    # and the refitted pool is a fresh fit with them. Experts stopped at 25
+    # iterations (not converged) score within 0.04 F1 of converged ones here.
     X, y = corpus("conll2002", "esp", "train")
     X, y = X[:80], y[:80]
     feats = TemplateFeatures(["U00:%x[-1,0]", "U01:%x[0,0]", "U02:%x[1,0]", "U03:%x[0,1]"])
