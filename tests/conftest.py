@@ -1,3 +1,4 @@
+import functools
 import os
 from pathlib import Path
 
@@ -18,6 +19,43 @@ def data_home():
     )
     os.environ["SKLEARN_CRFLOSS_DATA"] = str(path)
     return path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def single_threaded_blas():
+    """Run the suite with one BLAS thread.
+
+    scipy >= 1.15's L-BFGS-B calls BLAS/LAPACK on small vectors every
+    iteration; with a multi-threaded OpenBLAS each call waits for its threads,
+    and on a shared machine a fit becomes 5 to 15 times slower
+    (scipy/scipy#22438). The inference kernels' own threads (OpenMP,
+    ``n_jobs``) are not affected. Redundant once the solver limits BLAS
+    threads itself.
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+@pytest.fixture(scope="session")
+def corpus(data_home):
+    """Load a CoNLL split once per session: ``corpus("conll2000", "train")``,
+    ``corpus("conll2002", "esp", "testa")``.
+
+    Returns the loader's ``(X, y)`` unchanged; the lists are shared by every
+    test that asks for the same split, so tests only read them (slice,
+    transform), never modify them in place.
+    """
+    from sklearn_crfloss.datasets import load_conll2000, load_conll2002
+
+    loaders = {"conll2000": load_conll2000, "conll2002": load_conll2002}
+
+    @functools.cache
+    def load(name, *args):
+        return loaders[name](*args, data_home=data_home, download_if_missing=False)
+
+    return load
 
 
 def make_toy_chunks(n_sequences=60, seed=0, max_len=8):

@@ -12,15 +12,23 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.feature_extraction import DictVectorizer
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score, cross_validate
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils import estimator_checks, get_tags
 
 from sklearn_crfloss import CRFTagger
+from sklearn_crfloss.inference import forward_backward, sequence_scores
 from sklearn_crfloss.losses import ConditionalLogLikelihood
-from sklearn_crfloss.metrics import hamming_scorer, segment_f1_scorer
+from sklearn_crfloss.metrics import (
+    hamming_scorer,
+    segment_f1_scorer,
+    token_accuracy,
+    token_accuracy_scorer,
+)
 
+from _oracle import brute_force
 from conftest import make_toy_chunks
 
 CHECKS = [
@@ -33,6 +41,13 @@ CHECKS = [
     "check_estimator_cloneable",
     "check_param_validation",
 ]
+
+
+@pytest.fixture(scope="module")
+def fitted_toy():
+    """The toy chunks and a default CRFTagger fitted on them; tests only read it."""
+    X, y = make_toy_chunks()
+    return X, y, CRFTagger().fit(X, y)
 
 
 @pytest.mark.parametrize("check", CHECKS)
@@ -60,27 +75,55 @@ def test_fit_predict_and_attributes(toy_chunks):
     assert crf.score(X, y) > 0.8
 
 
-def test_predict_marginals_match_kernel_and_sum_to_one(toy_chunks):
-    X, y = toy_chunks
-    crf = CRFTagger().fit(X, y)
-    marg = crf.predict_marginals(X[:5])
-    assert [m.shape for m in marg] == [(len(x), len(crf.classes_)) for x in X[:5]]
-    for m in marg:
-        assert_allclose(m.sum(axis=1), 1.0, atol=1e-12)
+@pytest.fixture(scope="module")
+def array_toy():
+    """Short toy sequences as dense arrays and a CRFTagger fitted on them.
+
+    With array input the unary potentials are ``X_i @ coef_.T`` by the
+    definition of ``coef_``, so tests can rebuild them without private
+    methods. Sequences have at most 4 tokens (5 ** 4 label sequences), so
+    enumeration is cheap. Tests only read the model.
+    """
+    Xd, y = make_toy_chunks(40, seed=4, max_len=4)
+    vec = DictVectorizer(sparse=False).fit([tok for seq in Xd for tok in seq])
+    X = [vec.transform(seq) for seq in Xd]
+    crf = CRFTagger(C=1.0).fit(X, y)
+    unary = np.vstack(X) @ crf.coef_.T
+    offsets = np.concatenate([[0], np.cumsum([len(x) for x in X])])
+    return X, crf, unary, offsets
 
 
-def test_decode_scores_are_viterbi_scores(toy_chunks):
-    X, y = toy_chunks
-    crf = CRFTagger().fit(X, y)
-    labels, scores = crf.decode(X[:3])
-    for lab, sc, m in zip(labels, scores, crf.predict_marginals(X[:3])):
-        assert np.isfinite(sc)
-    assert [list(a) for a in labels] == [list(a) for a in crf.predict(X[:3])]
+def test_predict_marginals_match_kernel_and_sum_to_one(array_toy):
+    X, crf, unary, offsets = array_toy
+    L = len(crf.classes_)
+    marg = crf.predict_marginals(X)
+    assert [m.shape for m in marg] == [(len(x), L) for x in X]
+    assert_allclose(np.concatenate(marg).sum(axis=1), 1.0, atol=1e-12)
+    # They are the kernel's on the model's potentials ...
+    fb = forward_backward(unary, crf.transition_, crf.start_, crf.end_, offsets)
+    assert_allclose(np.concatenate(marg), fb.marginals, rtol=1e-12, atol=1e-15)
+    # ... and those of p(y | x) by enumerating every label sequence.
+    oracle = brute_force(unary, crf.transition_, crf.start_, crf.end_, offsets)
+    assert_allclose(np.concatenate(marg), oracle["marginals"], rtol=1e-9, atol=1e-12)
 
 
-def test_empty_sequence_in_predict_returns_empty_array(toy_chunks):
-    X, y = toy_chunks
-    crf = CRFTagger().fit(X, y)
+def test_decode_scores_are_viterbi_scores(array_toy):
+    X, crf, unary, offsets = array_toy
+    labels, scores = crf.decode(X)
+    assert scores.shape == (len(X),)
+    assert [a.tolist() for a in labels] == [a.tolist() for a in crf.predict(X)]
+    path = np.searchsorted(crf.classes_, np.concatenate(labels))
+    # Each score is the score of its decoded path ...
+    assert_allclose(scores, sequence_scores(unary, crf.transition_, crf.start_, crf.end_,
+                                            path, offsets), rtol=1e-12)
+    # ... and the maximum over all n_classes ** length label sequences.
+    oracle = brute_force(unary, crf.transition_, crf.start_, crf.end_, offsets)
+    assert_allclose(scores, oracle["score"], rtol=1e-12)
+    assert_array_equal(path, oracle["path"])
+
+
+def test_empty_sequence_in_predict_returns_empty_array(fitted_toy):
+    X, y, crf = fitted_toy
     pred = crf.predict([[], X[0], []])
     assert pred[0].shape == (0,) and pred[2].shape == (0,)
     assert_array_equal(pred[1], crf.predict([X[0]])[0])
@@ -119,9 +162,8 @@ def test_under_warnings_as_errors_inside_pipeline():
     assert "crf__C" in params and "crf__loss" in params
 
 
-def test_pickle_and_joblib_round_trip_in_fresh_process(toy_chunks, tmp_path):
-    X, y = toy_chunks
-    crf = CRFTagger().fit(X, y)
+def test_pickle_and_joblib_round_trip_in_fresh_process(fitted_toy, tmp_path):
+    X, y, crf = fitted_toy
     expected = crf.predict(X)
     path = tmp_path / "model.joblib"
     joblib.dump(crf, path)
@@ -142,13 +184,25 @@ def test_pickle_and_joblib_round_trip_in_fresh_process(toy_chunks, tmp_path):
 
 
 def test_pipeline_gridsearch_with_segment_f1(toy_chunks):
+    # The search (in two worker processes) scores each C as a serial
+    # cross_val_score on the same folds does; C=0.01 flattens the model, so
+    # C=10 wins; the refitted pipeline is a fresh fit with C=10.
     X, y = toy_chunks
     pipe = Pipeline([("id", FunctionTransformer()), ("crf", CRFTagger(max_iter=300))])
-    gs = GridSearchCV(pipe, {"crf__C": [0.01, 10.0]}, scoring=segment_f1_scorer, cv=3, n_jobs=2)
+    cv = KFold(3)
+    grid = [0.01, 10.0]
+    gs = GridSearchCV(pipe, {"crf__C": grid}, scoring=segment_f1_scorer, cv=cv, n_jobs=2)
     gs.fit(X, y)
-    assert gs.best_params_["crf__C"] in (0.01, 10.0)
-    assert 0.0 <= gs.best_score_ <= 1.0
-    assert len(gs.predict(X[:4])) == 4
+    recomputed = [cross_val_score(clone(pipe).set_params(crf__C=C), X, y, cv=cv,
+                                  scoring=segment_f1_scorer).mean() for C in grid]
+    assert_allclose(gs.cv_results_["mean_test_score"], recomputed, rtol=1e-12)
+    assert recomputed[1] > recomputed[0] + 0.1
+    assert gs.best_params_ == {"crf__C": 10.0}
+    assert gs.best_score_ == max(recomputed)
+    fresh = clone(pipe).set_params(crf__C=10.0).fit(X, y)
+    assert_allclose(gs.best_estimator_["crf"].coef_, fresh["crf"].coef_, rtol=1e-12)
+    pred = gs.predict(X[:4])
+    assert [p.tolist() for p in pred] == [p.tolist() for p in fresh.predict(X[:4])]
 
 
 def test_cross_val_score_and_cross_validate(toy_chunks):
@@ -163,10 +217,27 @@ def test_cross_val_score_and_cross_validate(toy_chunks):
 
 
 def test_two_labels_only():
-    X, y = make_toy_chunks(n_sequences=30, seed=2)
+    # O against everything else: the words of non-O tokens come from other
+    # vocabularies (80 % of the time), so both labels are learnable.
+    X, y = make_toy_chunks(n_sequences=60, seed=2)
     y = [["O" if lab == "O" else "X" for lab in s] for s in y]
-    scores = cross_val_score(CRFTagger(), X, y, cv=3, scoring=hamming_scorer)
-    assert np.all(np.isfinite(scores))
+    crf = CRFTagger().fit(X, y)
+    assert crf.classes_.tolist() == ["O", "X"]
+    assert crf.coef_.shape[0] == 2 and crf.transition_.shape == (2, 2)
+    assert crf.start_.shape == crf.end_.shape == (2,)
+    gold = np.concatenate(y)
+    pred = np.concatenate(crf.predict(X))
+    for label in ("O", "X"):  # each label predicted on most of its tokens
+        assert np.mean(pred[gold == label] == label) > 0.8
+    marg = crf.predict_marginals(X)
+    assert all(m.shape == (len(x), 2) for m, x in zip(marg, X))
+    assert_allclose(np.concatenate(marg).sum(axis=1), 1.0, atol=1e-12)
+    res = cross_validate(CRFTagger(), X, y, cv=KFold(3),
+                         scoring={"hamming": hamming_scorer, "accuracy": token_accuracy_scorer})
+    # hamming_scorer is minus the token error rate.
+    assert_allclose(res["test_hamming"], res["test_accuracy"] - 1.0, atol=1e-12)
+    assert np.all(res["test_accuracy"] > 0.8)
+    assert crf.score(X, y) == token_accuracy(y, crf.predict(X))
 
 
 def test_array_and_sparse_input_give_the_same_model():
@@ -267,9 +338,9 @@ def test_callback_called_every_iteration(toy_chunks):
     assert [f for _, f in seen] == crf.loss_curve_
 
 
-def test_n_jobs_gives_same_model(toy_chunks):
-    X, y = toy_chunks
-    a = CRFTagger(n_jobs=1).fit(X, y)
+def test_n_jobs_gives_same_model(fitted_toy):
+    X, y, a = fitted_toy
+    assert a.n_jobs is None  # one thread
     b = CRFTagger(n_jobs=2).fit(X, y)
     assert_allclose(a.coef_, b.coef_, atol=1e-8)
 

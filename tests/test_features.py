@@ -1,6 +1,5 @@
 """Tests of sklearn_crfloss.features (CRF++ feature templates)."""
 
-import os
 import pickle
 
 import numpy as np
@@ -10,7 +9,6 @@ from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.pipeline import Pipeline
 
-from sklearn_crfloss.datasets import load_conll2000
 from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures
 
 # The start of the example sentence of CRF++'s documentation (chunking),
@@ -22,16 +20,6 @@ SENT = [
     ("current", "JJ"),
     ("account", "NN"),
 ]
-
-
-def _data_home():
-    data_home = os.environ.get("SKLEARN_CRFLOSS_DATA")
-    if not data_home:
-        pytest.fail(
-            "The environment variable SKLEARN_CRFLOSS_DATA is not set; point "
-            "it at the data folder (../shared/data from the checkout)."
-        )
-    return data_home
 
 
 # --------------------------------------------------------------------------
@@ -362,10 +350,8 @@ def test_pipeline_with_dummy_estimator():
     ]
 
 
-def test_first_100_conll2000_sentences():
-    X, y = load_conll2000(
-        "train", data_home=_data_home(), download_if_missing=False
-    )
+def test_first_100_conll2000_sentences(corpus):
+    X, y = corpus("conll2000", "train")
     X, y = X[:100], y[:100]
     feats = TemplateFeatures().fit_transform(X, y)
     assert len(feats) == 100

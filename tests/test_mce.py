@@ -179,6 +179,7 @@ from sklearn_crfloss.losses import (  # noqa: E402
 )
 
 from _oracle import loss_by_enumeration  # noqa: E402
+from test_marginal_losses import check_gradient  # noqa: E402
 
 CLASSES = np.array(["B-NP", "I-NP", "O"])
 
@@ -203,24 +204,6 @@ def _variants():
     return ([("mce", p) for p in MCE_VARIANTS] + [("mce_f", p) for p in MCE_F_VARIANTS])
 
 
-def _flat_check(loss, U, T, s, e, y, off, w, rtol=1e-6, atol=1e-7, eps=1e-5):
-    from test_losses import finite_difference_gradient
-
-    shapes = [U.shape, T.shape, s.shape, e.shape]
-    sizes = [int(np.prod(sh)) for sh in shapes]
-
-    def split(x):
-        parts = np.split(x, np.cumsum(sizes)[:-1])
-        return [p.reshape(sh) for p, sh in zip(parts, shapes)]
-
-    x0 = np.concatenate([U.ravel(), T.ravel(), s, e])
-    _, dU, dT, ds, de = loss.value_and_grad(U, T, s, e, y, off, sample_weight=w)
-    analytic = np.concatenate([dU.ravel(), dT.ravel(), ds, de])
-    fd = finite_difference_gradient(
-        lambda x: loss.value_and_grad(*split(x), y, off, sample_weight=w)[0], x0, eps=eps)
-    assert_allclose(analytic, fd, rtol=rtol, atol=atol)
-
-
 @pytest.mark.parametrize("name,params", _variants())
 @pytest.mark.parametrize("seed", range(4))
 def test_mce_value_matches_enumeration(name, params, seed):
@@ -241,7 +224,7 @@ def test_mce_gradient_matches_finite_differences(name, params, seed):
     loss = _loss(name, params)
     U, T, s, e, y, off = random_problem(rng, 3, lengths=(1, 3, 5), scale=1.0)
     w = rng.uniform(0.5, 2.0, size=len(off) - 1)
-    _flat_check(loss, U, T, s, e, y, off, w)
+    check_gradient(loss, U, T, s, e, y, off, sample_weight=w)
 
 
 def test_mce_psi_inf_is_the_limit_of_finite_psi():
@@ -307,7 +290,7 @@ def test_single_token_sequences(name, params):
     y = np.array([0, 2, 0])  # B-NP | O | B-NP
     value = loss.value_and_grad(U, T, s, e, y, off)[0]
     assert_allclose(value, loss_by_enumeration(loss, U, T, s, e, y, off), rtol=1e-10)
-    _flat_check(loss, U, T, s, e, y, off, None)
+    check_gradient(loss, U, T, s, e, y, off)
 
 
 @pytest.mark.parametrize("gamma", [1.0, 0.5])
@@ -318,7 +301,7 @@ def test_mce_f_sequence_without_gold_segments_only_counts_false_positives(gamma)
     y = np.array([2, 2, 2, 2, 0, 1, 2])  # all O | B-NP I-NP O
     value = loss.value_and_grad(U, T, s, e, y, off)[0]
     assert_allclose(value, loss_by_enumeration(loss, U, T, s, e, y, off), rtol=1e-10)
-    _flat_check(loss, U, T, s, e, y, off, None)
+    check_gradient(loss, U, T, s, e, y, off)
     # A zero weight on the segment-bearing sequence leaves no gold segment weight.
     with pytest.raises(ValueError, match="positive sample weight"):
         loss.value_and_grad(U, T, s, e, y, off, sample_weight=np.array([1.0, 0.0]))
@@ -396,33 +379,55 @@ def test_mce_from_cll_initialisation_does_not_lower_training_objective(toy_chunk
     assert_allclose(a.transition_, b.transition_, rtol=1e-6, atol=1e-8)
 
 
-def test_grid_search_over_C_and_loss_alpha_on_conll2000_subset(data_home):
+def test_grid_search_over_C_and_loss_alpha_on_conll2000_subset(corpus):
+    # GridSearchCV reaches the nested loss parameter: every mean test score
+    # equals the one recomputed here from fresh taggers built with that
+    # alpha in the constructor (not through set_params), on the same folds;
+    # alpha changes the scores; the best pair is the argmax of the
+    # recomputed scores and the refitted model is a fresh fit with it.
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.model_selection import GridSearchCV, KFold
 
-    from sklearn_crfloss.datasets import load_conll2000
-    from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures
-    from sklearn_crfloss.metrics import segment_f1_scorer
+    from sklearn_crfloss.features import TemplateFeatures
+    from sklearn_crfloss.metrics import segment_f1_score, segment_f1_scorer
 
-    X, y = load_conll2000("train")
-    F = TemplateFeatures(CONLL2000_TEMPLATE).fit_transform(X[:120])
-    y = y[:120]
-    search = GridSearchCV(
-        CRFTagger(loss=SegmentFScoreMCE(), init="cll", max_iter=15, n_jobs=1),
-        {"C": [0.1, 1.0], "loss__alpha": [0.5, 2.0]},
-        scoring=segment_f1_scorer, cv=KFold(2), n_jobs=1,
-    )
+    X, y = corpus("conll2000", "train")
+    template = "U00:%x[-1,0]\nU01:%x[0,0]\nU02:%x[0,1]\nU03:%x[-1,1]\nU04:%x[1,1]"
+    F = TemplateFeatures(template).fit_transform(X[:40])
+    y = y[:40]
+    cv = KFold(2)
+
+    def tagger(C=1.0, alpha=1.0):
+        return CRFTagger(loss=SegmentFScoreMCE(alpha=alpha), C=C, init="cll", max_iter=5,
+                         n_jobs=1)
+
+    search = GridSearchCV(tagger(), {"C": [0.1, 1.0], "loss__alpha": [0.5, 2.0]},
+                          scoring=segment_f1_scorer, cv=cv, n_jobs=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         search.fit(F, y)
+        recomputed = []
+        for params in search.cv_results_["params"]:
+            folds = []
+            for train, test in cv.split(F):
+                est = tagger(params["C"], params["loss__alpha"])
+                est.fit([F[i] for i in train], [y[i] for i in train])
+                folds.append(segment_f1_score([y[i] for i in test],
+                                              est.predict([F[i] for i in test])))
+            recomputed.append(np.mean(folds))
+        fresh = tagger(search.best_params_["C"], search.best_params_["loss__alpha"]).fit(F, y)
     scores = search.cv_results_["mean_test_score"]
-    assert scores.shape == (4,) and np.all((scores > 0.5) & (scores <= 1.0))
-    assert search.best_params_["loss__alpha"] in (0.5, 2.0)
+    assert_allclose(scores, recomputed, rtol=1e-12)
+    assert np.all((scores > 0.5) & (scores <= 1.0))
+    by_c = scores.reshape(2, 2)  # rows: C, columns: alpha
+    assert np.all(by_c[:, 0] != by_c[:, 1])
+    assert search.best_params_ == search.cv_results_["params"][int(np.argmax(recomputed))]
     best = search.best_estimator_
-    assert best._loss.alpha == search.best_params_["loss__alpha"]
     assert best.get_params()["loss__alpha"] == search.best_params_["loss__alpha"]
+    assert_allclose(best.coef_, fresh.coef_, rtol=1e-10, atol=1e-12)
+    assert_allclose(best.transition_, fresh.transition_, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("loss", ["mce", "mce_f"])
