@@ -21,23 +21,6 @@ def data_home():
     return path
 
 
-@pytest.fixture(scope="session", autouse=True)
-def single_threaded_blas():
-    """Run the suite with one BLAS thread.
-
-    scipy >= 1.15's L-BFGS-B calls BLAS/LAPACK on small vectors every
-    iteration; with a multi-threaded OpenBLAS each call waits for its threads,
-    and on a shared machine a fit becomes 5 to 15 times slower
-    (scipy/scipy#22438). The inference kernels' own threads (OpenMP,
-    ``n_jobs``) are not affected. Redundant once the solver limits BLAS
-    threads itself.
-    """
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
-
-
 @pytest.fixture(scope="session")
 def corpus(data_home):
     """Load a CoNLL split once per session: ``corpus("conll2000", "train")``,

@@ -80,7 +80,8 @@ def remote(tmp_path):
     folder.mkdir()
     handler = functools.partial(_QuietHandler, directory=str(folder))
     with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01},
+                                  daemon=True)
         thread.start()
         yield folder, f"http://127.0.0.1:{server.server_address[1]}/"
         server.shutdown()
