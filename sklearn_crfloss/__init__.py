@@ -2,9 +2,11 @@
 
 The estimator is :class:`CRFTagger` (and :class:`LOPTagger` for
 logarithmic opinion pools of CRFs); losses live in :mod:`sklearn_crfloss.losses`,
-priors in :mod:`sklearn_crfloss.priors`, inference on potentials in
-:mod:`sklearn_crfloss.inference`, evaluation (conlleval segment F1, scorers)
-in :mod:`sklearn_crfloss.metrics`, feature templates in
+priors in :mod:`sklearn_crfloss.priors`, training procedures in
+:mod:`sklearn_crfloss.solvers`, decoders in :mod:`sklearn_crfloss.decoding`,
+inference on potentials in :mod:`sklearn_crfloss.inference`, label schemes and
+chunks in :mod:`sklearn_crfloss.segments`, evaluation (conlleval segment F1,
+scorers) in :mod:`sklearn_crfloss.metrics`, feature templates in
 :mod:`sklearn_crfloss.features` and corpora in :mod:`sklearn_crfloss.datasets`.
 """
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 
 from sklearn_crfloss import CRFTagger
@@ -208,3 +208,35 @@ def test_label_experts_only_own_their_labels_parameters():
     # The monolithic expert is unrestricted.
     assert np.all(lop.experts_[0].coef_.any(axis=1))
     assert lop.score(X, y) > 0.8
+
+
+def test_pool_and_experts_are_fitted_taggers():
+    # The pool is a fitted CRFTagger in every respect: training record, repr,
+    # pickle; the experts predict from the pool's input (their own columns).
+    import pickle
+
+    from sklearn_crfloss.losses import ConditionalLogLikelihood
+    from sklearn_crfloss.lop import _pool_nll
+
+    X, y = _toy(30)
+    lop = LOPTagger(experts="positional", estimator=FAST).fit(X, y)
+    pool = lop.pool_
+    assert pool.n_iter_ == lop.weights_n_iter_ > 0
+    assert pool.converged_ is True and len(pool.loss_curve_) == pool.n_iter_
+    # objective_: the pool's negative training log-likelihood at its weights.
+    unary, offsets = pool._potentials(X)
+    y_enc = np.searchsorted(pool.classes_, np.concatenate(y))
+    nll = ConditionalLogLikelihood().value_and_grad(unary, pool.transition_, pool.start_,
+                                                    pool.end_, y_enc, offsets)[0]
+    assert_allclose(pool.objective_, nll, rtol=1e-6)
+    assert "CRFTagger" in repr(pool)
+    again = pickle.loads(pickle.dumps(lop))
+    for a, b in zip(again.predict(X), lop.predict(X)):
+        assert_array_equal(a, b)
+    fixed = LOPTagger(experts="simple", weights=[0.5, 0.5], estimator=FAST).fit(X, y)
+    assert fixed.pool_.n_iter_ == 0 and fixed.pool_.converged_
+    parts = [(e._potentials(X)[0], e.transition_, e.start_, e.end_) for e in fixed.experts_]
+    assert_allclose(fixed.pool_.objective_, _pool_nll(fixed.weights_, parts, y_enc, offsets)[0])
+    for expert, cols in zip(lop.experts_, lop.expert_columns_):
+        assert_array_equal(expert.attributes_, lop.attributes_[cols])
+        assert len(expert.predict(X)) == len(X)
