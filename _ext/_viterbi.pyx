@@ -1,7 +1,7 @@
 # Max-product decoding for a batch of linear-chain CRF sequences: the
-# Viterbi path, the exact 2-best list (a list Viterbi) and the best path
-# different from a reference (the maximum incorrect output of Suzuki et al.
-# 2006, Eq. 5).
+# Viterbi path, the exact 2-best and n-best lists (list Viterbi) and the best
+# path different from a reference (the maximum incorrect output of Suzuki et
+# al. 2006, Eq. 5).
 #
 # Design notes
 # ------------
@@ -72,13 +72,14 @@ def viterbi_batch(
 
 
 cdef void _code_backtrace(const int[:, ::1] bp, Py_ssize_t code, Py_ssize_t s,
-                          Py_ssize_t e, Py_ssize_t[::1] path) noexcept nogil:
-    # Follow (label, rank) codes 2 * label + rank back from the last token.
+                          Py_ssize_t e, Py_ssize_t* path, Py_ssize_t n) noexcept nogil:
+    # Follow (label, rank) codes n * label + rank back from the last token;
+    # path points at the sequence's first token.
     cdef Py_ssize_t t
-    path[e - 1] = code // 2
+    path[e - 1 - s] = code // n
     for t in range(e - 1, s, -1):
         code = bp[t, code]
-        path[t - 1] = code // 2
+        path[t - 1 - s] = code // n
 
 
 cdef inline void _push2(double v, Py_ssize_t code, double* b0, double* b1,
@@ -141,8 +142,8 @@ cdef void _two_best_sequence(
             _push2(prev[2 * j + r] + end[j], 2 * j + r, &b0, &b1, &c0, &c1)
     score1[0] = b0
     score2[0] = b1
-    _code_backtrace(bp, c0, s, e, path1)
-    _code_backtrace(bp, c1, s, e, path2)
+    _code_backtrace(bp, c0, s, e, &path1[s], 2)
+    _code_backtrace(bp, c1, s, e, &path2[s], 2)
 
 
 def two_best_batch(
@@ -213,3 +214,100 @@ def max_incorrect_batch(
                 _max_incorrect_sequence(unary, transition, start, end, ref, offsets[k],
                                         offsets[k + 1], bp, path, &work[threadid(), 0],
                                         &score[k])
+
+
+cdef inline bint _push_n(double v, int code, double* best, int* codes,
+                         Py_ssize_t n) noexcept nogil:
+    # Insert (v, code) into the descending list best[:n] (codes alongside)
+    # if v beats its last entry; False otherwise. Strict '>' keeps earlier
+    # codes ahead of later ones among ties, and never inserts -inf.
+    cdef Py_ssize_t k = n - 1
+    if not (v > best[k]):
+        return False
+    while k > 0 and v > best[k - 1]:
+        best[k] = best[k - 1]
+        codes[k] = codes[k - 1]
+        k -= 1
+    best[k] = v
+    codes[k] = code
+    return True
+
+
+cdef inline void _push_list(const double* scores, double shift, int code0,
+                            double* best, int* codes, Py_ssize_t n) noexcept nogil:
+    # Merge the descending list scores[:n] + shift (codes code0 + r) into
+    # best: once one entry misses, the rest (smaller or equal) miss too.
+    cdef Py_ssize_t r
+    for r in range(n):
+        if not _push_n(scores[r] + shift, code0 + <int>r, best, codes, n):
+            return
+
+
+cdef void _n_best_sequence(
+    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[::1] start, const double[::1] end,
+    Py_ssize_t s, Py_ssize_t e, Py_ssize_t n,
+    int[:, ::1] bp, Py_ssize_t[:, ::1] paths, double* score_out,
+    double* scratch, int* codes,
+) noexcept nogil:
+    # List Viterbi with lists of n (the 2-best kernel above, generalised):
+    # prev[n*i + r] is the score of the r-th best prefix ending in label i
+    # (descending in r, -inf where fewer than r + 1 prefixes exist) and
+    # bp[t, n*j + r] = n*i + r' the prefix it extends. Distinct (i, r')
+    # give distinct prefixes, so every list holds distinct paths and the
+    # final list is the exact n-best. score_out[m] is -inf (and paths[m]
+    # left untouched) where the sequence has fewer than m + 1 finite paths.
+    cdef Py_ssize_t L = unary.shape[1]
+    cdef Py_ssize_t t, i, j, r, m
+    cdef double* prev = scratch
+    cdef double* cur = scratch + n * L
+    cdef double* tmp
+    for j in range(L):
+        prev[n * j] = start[j] + unary[s, j]
+        for r in range(1, n):
+            prev[n * j + r] = -INFINITY
+    for t in range(s + 1, e):
+        for j in range(L):
+            for r in range(n):
+                cur[n * j + r] = -INFINITY
+                bp[t, n * j + r] = 0
+            for i in range(L):
+                _push_list(&prev[n * i], transition[i, j], <int>(n * i), &cur[n * j],
+                           &bp[t, n * j], n)
+            for r in range(n):
+                cur[n * j + r] += unary[t, j]
+        tmp = prev
+        prev = cur
+        cur = tmp
+    for m in range(n):
+        score_out[m] = -INFINITY
+        codes[m] = 0
+    for j in range(L):
+        _push_list(&prev[n * j], end[j], <int>(n * j), score_out, codes, n)
+    for m in range(n):
+        if score_out[m] > -INFINITY:
+            _code_backtrace(bp, codes[m], s, e, &paths[m, s], n)
+
+
+def n_best_batch(
+    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[::1] start, const double[::1] end, const Py_ssize_t[::1] offsets,
+    Py_ssize_t n_best, Py_ssize_t[:, ::1] paths, double[:, ::1] scores,
+    int[:, ::1] bp, double[:, ::1] scratch, int[:, ::1] codes, int n_threads,
+):
+    """The n best label sequences of each sequence of a batch (low level).
+
+    Use :func:`sklearn_crfloss.inference.viterbi_nbest`. Shapes: unary
+    (n_tokens, L); offsets (n_sequences + 1,) intp; paths (n_best,
+    n_tokens) intp; scores (n_sequences, n_best); bp (n_tokens, n_best * L)
+    int32; scratch (n_threads, 2 * n_best * L); codes (n_threads, n_best)
+    int32. Empty sequences are skipped (their row of scores left untouched).
+    """
+    cdef Py_ssize_t k
+    with nogil:
+        for k in prange(offsets.shape[0] - 1, num_threads=n_threads, schedule='static',
+                        chunksize=8):
+            if offsets[k + 1] > offsets[k]:
+                _n_best_sequence(unary, transition, start, end, offsets[k], offsets[k + 1],
+                                 n_best, bp, paths, &scores[k, 0], &scratch[threadid(), 0],
+                                 &codes[threadid(), 0])

@@ -27,7 +27,7 @@ from scipy.special import logsumexp
 from ._forward_backward import forward_backward_batch
 from ._marginal_vjp import marginals_vjp_batch
 from ._max_marginals import max_marginals_batch, segment_margins_batch
-from ._viterbi import max_incorrect_batch, two_best_batch, viterbi_batch
+from ._viterbi import max_incorrect_batch, n_best_batch, two_best_batch, viterbi_batch
 
 __all__ = [
     "ForwardBackwardResult",
@@ -42,6 +42,7 @@ __all__ = [
     "viterbi",
     "viterbi_2best",
     "viterbi_excluding",
+    "viterbi_nbest",
 ]
 
 
@@ -490,6 +491,65 @@ def viterbi_2best(unary, transition, start, end, offsets, n_threads=1):
                    score1, score2, c.rows(2, dtype=np.int32), c.scratch(4 * c.n_labels),
                    c.n_threads)
     return path1, path2, score1, score2
+
+
+@_chain_doc
+def viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=1):
+    """The ``n_best`` highest-scoring label sequences of each sequence (exact).
+
+    A list Viterbi (the 2-best list of :func:`viterbi_2best` with lists of
+    length ``n_best``): every (token, label) cell keeps the ``n_best`` best
+    prefixes ending there, so the final list holds distinct sequences in
+    order of decreasing score, the first being the Viterbi path. Cost: about
+    ``n_best`` Viterbi passes in time, a backpointer table of
+    ``n_tokens * n_best * n_labels`` int32 in memory. ``-inf`` potentials
+    (decode-time constraints) are allowed: a sequence of score ``-inf`` is
+    never listed.
+
+    Parameters
+    ----------
+    {chain_parameters}
+    n_best : int
+        Number of sequences to return per input sequence, ``>= 1``.
+    n_threads : int, default=1
+        OpenMP threads over sequences.
+
+    Returns
+    -------
+    paths : ndarray of intp of shape (n_best, n_tokens)
+        ``paths[m]`` holds the ``m``-th best label sequence of every input
+        sequence (token-aligned, like :func:`viterbi`); 0 where that
+        sequence has fewer than ``m + 1`` labellings of finite score.
+    scores : ndarray of float64 of shape (n_sequences, n_best)
+        ``score(paths[m])`` of each sequence, non-increasing along a row;
+        ``-inf`` past the number of labellings of finite score. An empty
+        sequence has one labelling (the empty one) of score 0. Ties are
+        broken towards smaller (label, rank) indices, as in
+        :func:`viterbi_2best`.
+
+    Raises
+    ------
+    ValueError
+        On inconsistent shapes (see :func:`check_potentials`) or
+        ``n_best < 1``.
+
+    References
+    ----------
+    N. Seshadri, C.-E. W. Sundberg (1994). List Viterbi decoding algorithms
+    with applications. IEEE Transactions on Communications 42(2/3/4): the
+    parallel list Viterbi algorithm.
+    """
+    n_best = int(n_best)
+    if n_best < 1:
+        raise ValueError(f"n_best must be an integer >= 1, got {n_best}")
+    c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
+    paths = np.zeros((n_best, c.n_tokens), dtype=np.intp)
+    scores = np.full((c.n_seq, n_best), -np.inf)
+    scores[np.diff(c.offsets) == 0, 0] = 0.0
+    n_best_batch(c.unary, c.transition, c.start, c.end, c.offsets, n_best, paths, scores,
+                 c.rows(n_best, dtype=np.int32), c.scratch(2 * n_best * c.n_labels),
+                 np.empty((c.n_threads, n_best), dtype=np.int32), c.n_threads)
+    return paths, scores
 
 
 @_chain_doc
