@@ -26,10 +26,11 @@ from ._compat import HasMethods, Interval, StrOptions, validate_params
 from ._objective import CRFObjective
 from ._params import ParameterLayout, observed_pairs
 from ._validation import (check_sample_weight, check_sequences, check_token_weight,
-                          encode_labels)
+                          encode_known_labels, encode_labels)
 from ._vectorize import SequenceVectorizer
-from .decoding import CONSTRAINTS, DECODERS, decode
-from .inference import forward_backward
+from . import inspection
+from .decoding import CONSTRAINTS, DECODERS, decode, get_allowed, nbest_decode
+from .inference import forward_backward, sequence_scores
 from .losses import LOSSES, ConditionalLogLikelihood, get_loss
 from .priors import PRIORS, get_prior
 from .solvers import SOLVERS, ConvergenceMonitor, make_solver
@@ -214,11 +215,21 @@ class CRFTagger(BaseEstimator):
     sparsity_ : float
         Fraction of the ``n_parameters_`` trained parameters that are exactly
         0 after fit (large with ``prior='l1'``, about 0 otherwise).
+    state_features_ : dict of {(str, label): float}
+        The non-zero state weights, ``{(attribute, label): coef_[label,
+        attribute]}``, as sklearn-crfsuite's ``state_features_`` (computed
+        from ``coef_`` on access; see
+        :func:`sklearn_crfloss.inspection.state_features`).
+    transition_features_ : dict of {(label, label): float}
+        The non-zero transition weights, ``{(from_label, to_label):
+        transition_[from, to]}``, as sklearn-crfsuite's
+        ``transition_features_`` (``start_`` and ``end_`` are not included).
 
     See Also
     --------
     sklearn_crfloss.features.TemplateFeatures : token tuples to feature dicts.
     sklearn_crfloss.metrics.segment_f1_score : conlleval segment F1.
+    sklearn_crfloss.inspection : weights by name and per-token explanations.
 
     References
     ----------
@@ -233,8 +244,15 @@ class CRFTagger(BaseEstimator):
     >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}, {"w": "runs"}]]
     >>> y = [["B-NP", "I-NP"], ["B-NP", "I-NP", "B-VP"]]
     >>> crf = CRFTagger(C=10.0).fit(X, y)
-    >>> [p.tolist() for p in crf.predict(X)]
+    >>> crf.predict(X)
     [['B-NP', 'I-NP'], ['B-NP', 'I-NP', 'B-VP']]
+    >>> import numpy as np
+    >>> for labels, log_p in crf.predict_nbest(X[:1], n_best=2)[0]:
+    ...     print(labels, round(float(np.exp(log_p)), 2))
+    ['B-NP', 'I-NP'] 0.88
+    ['B-NP', 'B-VP'] 0.04
+    >>> crf.transition_features_["B-NP", "I-NP"] > 0
+    True
     """
 
     _parameter_constraints = {
@@ -471,18 +489,38 @@ class CRFTagger(BaseEstimator):
         """Unary potentials ``Xc @ coef_.T``, C-contiguous (n_tokens, n_classes)."""
         return np.ascontiguousarray(Xc @ self.coef_.T)
 
-    def _potentials(self, X):
-        """Unary potentials (n_tokens, n_classes) and offsets of X."""
+    def _vectorize(self, X):
+        """Feature matrix (CSR, n_tokens x n_features) and offsets of X (predict time)."""
         check_is_fitted(self)
         kind, tokens, offsets = check_sequences(
             X, kind=self.input_kind_,
             n_features=self.n_features_in_ if self.input_kind_ == "array" else None,
             allow_empty=True,
         )
-        return self._unary(self._features.transform(tokens, offsets)), offsets
+        return self._features.transform(tokens, offsets), offsets
+
+    def _potentials(self, X):
+        """Unary potentials (n_tokens, n_classes) and offsets of X."""
+        Xc, offsets = self._vectorize(X)
+        return self._unary(Xc), offsets
 
     def _split(self, values, offsets):
         return np.split(values, offsets[1:-1]) if offsets.shape[0] > 1 else []
+
+    def _split_labels(self, path, offsets):
+        """Label indices of all tokens -> one list of labels (Python objects) per sequence."""
+        labels = self.classes_[path].tolist()
+        return [labels[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+
+    def _decode_paths(self, unary, offsets):
+        """Label indices of the decoded sequences (``decoder``, ``constraints``) and scores."""
+        return decode(self.decoder, self.constraints, self.classes_, unary, self.transition_,
+                      self.start_, self.end_, offsets, n_threads=effective_n_jobs(self.n_jobs))
+
+    def _log_z(self, unary, offsets):
+        """Log partition function of each sequence (0 for an empty one)."""
+        return forward_backward(unary, self.transition_, self.start_, self.end_, offsets,
+                                n_threads=effective_n_jobs(self.n_jobs)).log_z
 
     def decode(self, X):
         """Decoded label sequences (``decoder``, ``constraints``) and their scores.
@@ -494,13 +532,14 @@ class CRFTagger(BaseEstimator):
 
         Returns
         -------
-        labels : list of ndarray of shape (n_tokens_i,)
-            The decoded label sequence of each input sequence: the most
-            probable one (``'viterbi'``) or the one of maximum expected
-            accuracy (``'mea'``), among the allowed ones if ``constraints``.
+        labels : list of list
+            The decoded label sequence of each input sequence, as
+            :meth:`predict` returns it: the most probable one
+            (``'viterbi'``) or the one of maximum expected accuracy
+            (``'mea'``), among the allowed ones if ``constraints``.
         scores : ndarray of shape (n_sequences,)
             ``'viterbi'``: its score (unnormalised log-probability
-            ``score(y)``; subtract the log partition function to get
+            ``score(y)``; :meth:`sequence_log_proba` gives the normalised
             ``log p(y | x)``). ``'mea'``: its expected number of correct
             labels ``sum_t p(y_t | x)``.
 
@@ -514,10 +553,8 @@ class CRFTagger(BaseEstimator):
             ``'B-<type>'`` or ``'I-<type>'``.
         """
         unary, offsets = self._potentials(X)
-        path, score = decode(self.decoder, self.constraints, self.classes_, unary,
-                             self.transition_, self.start_, self.end_, offsets,
-                             n_threads=effective_n_jobs(self.n_jobs))
-        return self._split(self.classes_[path], offsets), score
+        path, score = self._decode_paths(unary, offsets)
+        return self._split_labels(path, offsets), score
 
     def predict(self, X):
         """Decoded label sequence of each sequence (``decoder``: Viterbi or MEA).
@@ -529,8 +566,14 @@ class CRFTagger(BaseEstimator):
 
         Returns
         -------
-        list of ndarray of shape (n_tokens_i,)
-            Labels from ``classes_``; an empty array for an empty sequence.
+        list of list
+            One list of labels per sequence, the labels being elements of
+            ``classes_`` as Python objects (``str`` for string labels; an
+            empty list for an empty sequence), as sklearn-crfsuite's
+            ``predict_single`` gives them: ``json.dumps`` works and ``==``
+            compares with gold lists. Use ``np.concatenate`` for one flat
+            array; :mod:`sklearn_crfloss.metrics` and the scorers accept
+            lists and arrays alike.
 
         Raises
         ------
@@ -538,6 +581,93 @@ class CRFTagger(BaseEstimator):
             As :meth:`decode`.
         """
         return self.decode(X)[0]
+
+    def predict_nbest(self, X, n_best=5):
+        """The ``n_best`` most probable label sequences of each sequence.
+
+        An exact list Viterbi (:func:`sklearn_crfloss.inference.viterbi_nbest`,
+        compiled, parallel over sequences with ``n_jobs``): distinct
+        sequences, most probable first, among those that ``constraints``
+        allow. The first is the Viterbi path (:meth:`predict` with
+        ``decoder='viterbi'``; ``decoder`` is not used here).
+
+        Parameters
+        ----------
+        X : list of sequences
+            As in :meth:`fit`; empty sequences are allowed (their list holds
+            the empty labelling, of probability 1).
+        n_best : int, default=5
+            Number of sequences per input sequence, ``>= 1``; fewer are
+            returned when a sequence has fewer (allowed) labellings.
+
+        Returns
+        -------
+        list of list of (list, float)
+            For each input sequence, up to ``n_best`` pairs ``(labels,
+            log_proba)``: a label sequence (as :meth:`predict` gives it) and
+            its ``log p(y | x)`` under the model (``score(y) - log Z``;
+            constraints only restrict which sequences are listed), in
+            non-increasing order of probability.
+
+        Raises
+        ------
+        ValueError
+            If ``n_best`` is not an integer >= 1; as :meth:`decode`
+            otherwise.
+        sklearn.exceptions.NotFittedError
+            Before fit.
+        """
+        unary, offsets = self._potentials(X)
+        allowed = get_allowed(self.constraints, self.classes_)
+        paths, scores = nbest_decode(unary, self.transition_, self.start_, self.end_, offsets,
+                                     n_best, allowed, n_threads=effective_n_jobs(self.n_jobs))
+        log_proba = scores - self._log_z(unary, offsets)[:, None]
+        ranked = [self._split_labels(paths[m], offsets) for m in range(paths.shape[0])]
+        return [[(ranked[m][k], float(log_proba[k, m]))
+                 for m in range(paths.shape[0]) if np.isfinite(log_proba[k, m])]
+                for k in range(offsets.shape[0] - 1)]
+
+    def sequence_log_proba(self, X, y=None):
+        """Log-probability ``log p(y | x)`` of a labelling of each sequence.
+
+        ``log p(y | x) = score(y) - log Z(x)``, with the forward algorithm for
+        ``log Z``; ``np.exp`` of it is the probability. With ``y=None`` it is
+        the probability of the decoded sequences (:meth:`predict`), the
+        confidence of the whole predicted sequence (pycrfsuite's
+        ``Tagger.probability``).
+
+        Parameters
+        ----------
+        X : list of sequences
+            As in :meth:`fit`; empty sequences are allowed (log-probability 0).
+        y : list of sequences of labels or None, default=None
+            One label sequence per sequence of X, of the same length, with
+            labels from ``classes_``; None: the decoded sequences.
+
+        Returns
+        -------
+        ndarray of float64 of shape (n_sequences,)
+            ``log p(y_i | x_i) <= 0`` under the model (constraints are not
+            applied: a labelling they forbid still has its model probability).
+
+        Raises
+        ------
+        ValueError
+            If y has a different number of sequences or a sequence of a
+            different length than X, or a label not in ``classes_`` (the
+            message names the sequence); as :meth:`decode` otherwise.
+        TypeError
+            If y is not a list of label sequences.
+        sklearn.exceptions.NotFittedError
+            Before fit.
+        """
+        unary, offsets = self._potentials(X)
+        if y is None:
+            path, _ = self._decode_paths(unary, offsets)
+        else:
+            path = encode_known_labels(y, np.diff(offsets), self.classes_)
+        scores = sequence_scores(unary, self.transition_, self.start_, self.end_, path, offsets)
+        return scores - self._log_z(unary, offsets)
 
     def predict_marginals(self, X):
         """Posterior marginal probability of every label at every token.
@@ -550,12 +680,45 @@ class CRFTagger(BaseEstimator):
         Returns
         -------
         list of ndarray of shape (n_tokens_i, n_classes)
-            ``p(y_t = classes_[j] | x)``; each row sums to 1.
+            ``p(y_t = classes_[j] | x)``; each row sums to 1. (sklearn-crfsuite
+            returns one ``{label: probability}`` dict per token instead:
+            ``[dict(zip(crf.classes_.tolist(), row.tolist())) for row in m]``
+            converts.)
         """
         unary, offsets = self._potentials(X)
         fb = forward_backward(unary, self.transition_, self.start_, self.end_, offsets,
                               n_threads=effective_n_jobs(self.n_jobs))
         return self._split(fb.marginals, offsets)
+
+    # ----------------------------------------------------------- inspection
+
+    @property
+    def state_features_(self):
+        # Documented in the class docstring (Attributes).
+        return inspection.state_features(self)
+
+    @property
+    def transition_features_(self):
+        # Documented in the class docstring (Attributes).
+        return inspection.transition_features(self)
+
+    def top_state_features(self, n=10, *, label=None, sign="positive"):
+        """The ``n`` largest positive (``sign='negative'``: most negative) state weights.
+
+        ``((attribute, label), weight)`` pairs; the parameters and the result
+        are those of :func:`sklearn_crfloss.inspection.top_state_features`.
+        """
+        return inspection.top_state_features(self, n, label=label, sign=sign)
+
+    def explain(self, x, token, *, against=None):
+        """Why token ``token`` of sequence ``x`` got its label rather than the runner-up.
+
+        Per-attribute and transition/start/end contributions that add up to
+        the score difference of the two sequences; the parameters and the
+        result (a :class:`~sklearn_crfloss.inspection.TokenExplanation`) are
+        those of :func:`sklearn_crfloss.inspection.explain_token`.
+        """
+        return inspection.explain_token(self, x, token, against=against)
 
     def score(self, X, y):
         """Token accuracy of :meth:`predict` on X against y.

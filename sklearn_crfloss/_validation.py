@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from sklearn.utils import check_array
 
 __all__ = ["check_finite_tokens", "check_sample_weight", "check_sequences",
-           "check_token_weight", "encode_labels"]
+           "check_token_weight", "encode_known_labels", "encode_labels"]
 
 
 def _sequence_kind(i, x):
@@ -264,3 +264,46 @@ def check_token_weight(token_weight, lengths):
     if not np.all(np.isfinite(flat)) or np.any(flat < 0):
         raise ValueError("token_weight must be finite and non-negative")
     return flat
+
+
+def encode_known_labels(y, lengths, classes):
+    """Encode label sequences as indices into the fitted ``classes`` (predict time).
+
+    Parameters
+    ----------
+    y : list of sequences of hashable labels
+    lengths : ndarray of int of shape (n_sequences,)
+        The lengths of X's sequences (empty ones allowed).
+    classes : ndarray of shape (n_classes,)
+        The labels seen in fit.
+
+    Returns
+    -------
+    ndarray of intp of shape (n_tokens,)
+
+    Raises
+    ------
+    ValueError
+        On a different number of sequences, a sequence of a different length
+        (naming its index) or a label not in ``classes``.
+    TypeError
+        If y is not a list of label sequences.
+    """
+    y = _as_sequence_list(y, name="y")
+    if len(y) != len(lengths):
+        raise ValueError(
+            f"X and y have different numbers of sequences: {len(lengths)} and {len(y)}."
+        )
+    index = {label: j for j, label in enumerate(classes.tolist())}
+    codes = []
+    for i, (yi, n) in enumerate(zip(y, lengths)):
+        if isinstance(yi, (str, bytes)) or not hasattr(yi, "__len__"):
+            raise TypeError(f"y[{i}] must be a sequence of labels, got {type(yi).__name__}.")
+        if len(yi) != n:
+            raise ValueError(f"Sequence {i} has {n} tokens but {len(yi)} labels.")
+        for label in (yi.tolist() if isinstance(yi, np.ndarray) else yi):
+            if label not in index:
+                raise ValueError(f"Sequence {i}: label {label!r} is not one of the classes "
+                                 f"seen in fit {list(index)}.")
+            codes.append(index[label])
+    return np.asarray(codes, dtype=np.intp)

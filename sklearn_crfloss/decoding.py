@@ -13,6 +13,9 @@ constraints=name)`` looks the name up in :data:`DECODERS` and
 - ``'iob2'``: ``I-X`` may only follow ``B-X`` or ``I-X`` and may not start a
   sequence.
 
+:func:`nbest_decode` lists the ``n_best`` highest-scoring sequences (the
+first is Viterbi's), under the same constraints.
+
 To add a decoder: a function with the signature of :func:`viterbi_decode`,
 registered in :data:`DECODERS`; a constraint: a function of the labels
 returning the allowed transitions and first labels, registered in
@@ -22,11 +25,33 @@ returning the allowed transitions and first labels, registered in
 import numpy as np
 
 from ._registry import resolve
-from .inference import forward_backward, viterbi
+from .inference import forward_backward, viterbi, viterbi_nbest
 from .segments import split_label
 
-__all__ = ["CONSTRAINTS", "DECODERS", "decode", "iob2_allowed", "mea_decode",
-           "viterbi_decode"]
+__all__ = ["CONSTRAINTS", "DECODERS", "apply_allowed", "decode", "get_allowed",
+           "iob2_allowed", "mea_decode", "nbest_decode", "viterbi_decode"]
+
+
+def apply_allowed(transition, start, allowed):
+    """Transition and start potentials with ``-inf`` where ``allowed`` forbids.
+
+    Parameters
+    ----------
+    transition : ndarray of shape (n_labels, n_labels)
+    start : ndarray of shape (n_labels,)
+    allowed : tuple (allowed_transitions, allowed_start) or None
+        Boolean arrays of shapes (n_labels, n_labels) and (n_labels,), as
+        returned by a constraint of :data:`CONSTRAINTS`; None allows all.
+
+    Returns
+    -------
+    transition, start : ndarray
+        New arrays (the inputs themselves when ``allowed`` is None).
+    """
+    if allowed is None:
+        return transition, start
+    return (transition + np.where(allowed[0], 0.0, -np.inf),
+            start + np.where(allowed[1], 0.0, -np.inf))
 
 
 def viterbi_decode(unary, transition, start, end, offsets, allowed=None, n_threads=1):
@@ -50,10 +75,36 @@ def viterbi_decode(unary, transition, start, end, offsets, allowed=None, n_threa
     score : ndarray of shape (n_sequences,)
         The unnormalised log-probability ``score(y)`` of each path.
     """
-    if allowed is not None:
-        transition = transition + np.where(allowed[0], 0.0, -np.inf)
-        start = start + np.where(allowed[1], 0.0, -np.inf)
+    transition, start = apply_allowed(transition, start, allowed)
     return viterbi(unary, transition, start, end, offsets, n_threads=n_threads)
+
+
+def nbest_decode(unary, transition, start, end, offsets, n_best, allowed=None, n_threads=1):
+    """The ``n_best`` highest-scoring allowed paths of each sequence, best first.
+
+    Parameters
+    ----------
+    unary, transition, start, end, offsets, allowed, n_threads
+        As for :func:`viterbi_decode`.
+    n_best : int
+        Number of paths per sequence, ``>= 1``.
+
+    Returns
+    -------
+    paths : ndarray of intp of shape (n_best, n_tokens)
+        ``paths[m]``: the ``m``-th best path of every sequence (0 where a
+        sequence has fewer than ``m + 1`` allowed paths).
+    scores : ndarray of shape (n_sequences, n_best)
+        ``score(paths[m])``, non-increasing along a row, ``-inf`` past the
+        number of allowed paths; the first column is :func:`viterbi_decode`'s.
+
+    Raises
+    ------
+    ValueError
+        If ``n_best < 1`` (see :func:`sklearn_crfloss.inference.viterbi_nbest`).
+    """
+    transition, start = apply_allowed(transition, start, allowed)
+    return viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=n_threads)
 
 
 def mea_decode(unary, transition, start, end, offsets, allowed=None, n_threads=1):
@@ -158,6 +209,32 @@ def decode(decoder, constraints, classes, unary, transition, start, end, offsets
         On an unknown name, or labels a constraint does not understand.
     """
     decode_paths = resolve(decoder, DECODERS, "decoder", method="__call__")
-    allowed = (None if constraints is None
-               else resolve(constraints, CONSTRAINTS, "constraints", method="__call__")(classes))
+    allowed = get_allowed(constraints, classes)
     return decode_paths(unary, transition, start, end, offsets, allowed, n_threads)
+
+
+def get_allowed(constraints, classes):
+    """The allowed transitions and first labels of a registered constraint.
+
+    Parameters
+    ----------
+    constraints : str, callable or None
+        A key of :data:`CONSTRAINTS` (or a function with the signature of
+        :func:`iob2_allowed`), or None.
+    classes : array-like of shape (n_labels,)
+        Label names.
+
+    Returns
+    -------
+    tuple (allowed_transitions, allowed_start) or None
+        Boolean arrays of shapes (n_labels, n_labels) and (n_labels,); None
+        when ``constraints`` is None.
+
+    Raises
+    ------
+    ValueError
+        On an unknown name, or labels the constraint does not understand.
+    """
+    if constraints is None:
+        return None
+    return resolve(constraints, CONSTRAINTS, "constraints", method="__call__")(classes)

@@ -18,6 +18,7 @@ and per-thread buffers, and add back the constant shifts.
 import re
 import textwrap
 from dataclasses import dataclass
+from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
@@ -530,8 +531,8 @@ def viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=1):
     Raises
     ------
     ValueError
-        On inconsistent shapes (see :func:`check_potentials`) or
-        ``n_best < 1``.
+        On inconsistent shapes (see :func:`check_potentials`) or if
+        ``n_best`` is not an integer >= 1.
 
     References
     ----------
@@ -539,9 +540,9 @@ def viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=1):
     with applications. IEEE Transactions on Communications 42(2/3/4): the
     parallel list Viterbi algorithm.
     """
+    if isinstance(n_best, bool) or not isinstance(n_best, Integral) or n_best < 1:
+        raise ValueError(f"n_best must be an integer >= 1, got {n_best!r}")
     n_best = int(n_best)
-    if n_best < 1:
-        raise ValueError(f"n_best must be an integer >= 1, got {n_best}")
     c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
     paths = np.zeros((n_best, c.n_tokens), dtype=np.intp)
     scores = np.full((c.n_seq, n_best), -np.inf)
@@ -773,7 +774,7 @@ def sequence_scores(unary, transition, start, end, y, offsets):
     lengths = np.diff(offsets)
     seq_id = np.repeat(np.arange(n_seq), lengths)
     token = unary[np.arange(y.shape[0]), y]
-    total = np.bincount(seq_id, weights=token, minlength=n_seq)
+    total = np.bincount(seq_id, weights=token, minlength=n_seq).astype(np.float64)
     nonempty = lengths > 0
     first = offsets[:-1][nonempty]
     last = offsets[1:][nonempty] - 1

@@ -192,7 +192,7 @@ class LOPTagger(BaseEstimator):
     >>> X = [[{"w": "the", "w[+1]": "dog"}, {"w": "dog", "w[-1]": "the"}]] * 3
     >>> y = [["B-NP", "I-NP"]] * 3
     >>> lop = LOPTagger(experts="positional", weights=[0.4, 0.2, 0.2, 0.2]).fit(X, y)
-    >>> [p.tolist() for p in lop.predict(X[:1])]
+    >>> lop.predict(X[:1])
     [['B-NP', 'I-NP']]
     """
 
@@ -379,7 +379,8 @@ class LOPTagger(BaseEstimator):
 
         Returns
         -------
-        list of ndarray of shape (n_tokens_i,)
+        list of list
+            One list of labels per sequence, as :meth:`CRFTagger.predict`.
         """
         check_is_fitted(self)
         return self.pool_.predict(X)

@@ -57,7 +57,7 @@ def test_pool_is_the_normalised_product_of_experts():
         marg[np.arange(len(seq)), path] += p
     assert_allclose(lop.predict_marginals([seq])[0], marg, atol=1e-10)
     best = lop.classes_[paths[np.argmax(pbar)]]
-    assert lop.predict([seq])[0].tolist() == best.tolist()
+    assert lop.predict([seq])[0] == best.tolist()
 
 
 def test_weight_gradient_finite_differences():

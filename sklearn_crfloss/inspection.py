@@ -1,0 +1,322 @@
+"""Model inspection: the weights as sklearn-crfsuite shows them, and per-token explanations.
+
+A fitted :class:`~sklearn_crfloss.CRFTagger` scores a label sequence ``y``
+of a sequence ``x`` of ``n`` tokens as
+
+    score(y) = start_[y_0] + sum_t coef_[y_t] . x_t
+               + sum_{t>0} transition_[y_{t-1}, y_t] + end_[y_{n-1}]
+
+(``p(y | x)`` is proportional to ``exp(score(y))``). The functions here read
+those arrays back in the terms of the attribute names and labels:
+
+- :func:`state_features` and :func:`transition_features`: the non-zero
+  weights as dicts ``{(attribute, label): weight}`` and
+  ``{(from_label, to_label): weight}``, sklearn-crfsuite's
+  ``state_features_`` and ``transition_features_`` (the estimator exposes
+  them under those names);
+- :func:`top_state_features`: the largest positive or negative state weights;
+- :func:`explain_token`: why one token got its label rather than another,
+  as a sum of per-attribute contributions and the transition, start and end
+  terms (:class:`TokenExplanation`).
+
+See :doc:`/user_guide/inspection` for examples.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from .decoding import apply_allowed, get_allowed
+from .inference import sequence_scores
+
+__all__ = ["TokenExplanation", "explain_token", "state_features", "top_state_features",
+           "transition_features"]
+
+
+def _label_list(crf):
+    """``classes_`` as Python objects (str, int, ...), for dict keys."""
+    return crf.classes_.tolist()
+
+
+def state_features(crf):
+    """The non-zero state weights as ``{(attribute, label): weight}``.
+
+    sklearn-crfsuite's ``CRF.state_features_``: one entry per (attribute,
+    label) pair whose weight ``coef_[label, attribute]`` is not 0.
+
+    Parameters
+    ----------
+    crf : CRFTagger
+        A fitted tagger.
+
+    Returns
+    -------
+    dict of {(str, label): float}
+        Keys ``(attributes_[a], classes_[j])`` in attribute order, then label
+        order; ``attributes_`` names are ``'key=value'`` or ``'key'``
+        (sklearn-crfsuite writes ``'key:value'``), labels are Python objects
+        (``str`` for string labels).
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        If ``crf`` is not fitted.
+    """
+    check_is_fitted(crf)
+    attrs, labels = crf.attributes_, _label_list(crf)
+    a_idx, l_idx = np.nonzero(crf.coef_.T)
+    weights = crf.coef_.T[a_idx, l_idx].tolist()
+    return {(str(attrs[a]), labels[j]): w
+            for a, j, w in zip(a_idx.tolist(), l_idx.tolist(), weights)}
+
+
+def transition_features(crf):
+    """The non-zero transition weights as ``{(from_label, to_label): weight}``.
+
+    sklearn-crfsuite's ``CRF.transition_features_``. The start and end
+    potentials (``start_``, ``end_``), which CRFsuite does not have, are not
+    included.
+
+    Parameters
+    ----------
+    crf : CRFTagger
+        A fitted tagger.
+
+    Returns
+    -------
+    dict of {(label, label): float}
+        In ``classes_`` order of the first, then the second label.
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        If ``crf`` is not fitted.
+    """
+    check_is_fitted(crf)
+    labels = _label_list(crf)
+    i_idx, j_idx = np.nonzero(crf.transition_)
+    weights = crf.transition_[i_idx, j_idx].tolist()
+    return {(labels[i], labels[j]): w for i, j, w in zip(i_idx.tolist(), j_idx.tolist(), weights)}
+
+
+def top_state_features(crf, n=10, *, label=None, sign="positive"):
+    """The ``n`` largest positive (or negative) state weights.
+
+    Parameters
+    ----------
+    crf : CRFTagger
+        A fitted tagger.
+    n : int, default=10
+        How many to return (fewer if fewer weights have that sign).
+    label : label or None, default=None
+        Only the weights of this label (one of ``classes_``); None: all labels.
+    sign : {'positive', 'negative', 'absolute'}, default='positive'
+        ``'positive'``: the largest weights above 0, largest first;
+        ``'negative'``: the smallest weights below 0, most negative first;
+        ``'absolute'``: the largest ``|weight|``, non-zero only.
+
+    Returns
+    -------
+    list of ((str, label), float)
+        ``((attribute, label), weight)`` pairs, the items of
+        :func:`state_features` in the order described above (ties in
+        attribute, then label order).
+
+    Raises
+    ------
+    ValueError
+        On an unknown ``label`` or ``sign``, or ``n < 0``.
+    sklearn.exceptions.NotFittedError
+        If ``crf`` is not fitted.
+
+    Examples
+    --------
+    The same lists as the usual sklearn-crfsuite idiom
+    ``Counter(crf.state_features_).most_common(n)``, for each sign.
+    """
+    if sign not in ("positive", "negative", "absolute"):
+        raise ValueError(f"sign must be 'positive', 'negative' or 'absolute', got {sign!r}")
+    if int(n) != n or n < 0:
+        raise ValueError(f"n must be a non-negative integer, got {n!r}")
+    check_is_fitted(crf)
+    if label is not None and label not in _label_list(crf):
+        raise ValueError(f"label {label!r} is not one of classes_ {_label_list(crf)}")
+    items = [(key, w) for key, w in state_features(crf).items()
+             if label is None or key[1] == label]
+    if sign == "positive":
+        items = sorted((it for it in items if it[1] > 0), key=lambda it: -it[1])
+    elif sign == "negative":
+        items = sorted((it for it in items if it[1] < 0), key=lambda it: it[1])
+    else:
+        items = sorted(items, key=lambda it: -abs(it[1]))
+    return items[:int(n)]
+
+
+@dataclass
+class TokenExplanation:
+    """Why token ``token`` got ``label`` rather than ``runner_up``.
+
+    Let ``y`` be the decoded sequence (:meth:`CRFTagger.predict`) and ``y'``
+    the same sequence with ``runner_up`` at ``token``. Then
+    ``score(y) - score(y')``, the log-odds ``log p(y | x) - log p(y' | x)``,
+    is the sum of
+
+    - one term per attribute active at the token, ``x[token, a] *
+      (coef_[label, a] - coef_[runner_up, a])`` (:attr:`attributes`);
+    - the terms of the chain that involve the token (:attr:`transitions`):
+      ``'previous'``, ``transition_[y[token-1], label] -
+      transition_[y[token-1], runner_up]`` (not at the first token);
+      ``'next'``, ``transition_[label, y[token+1]] -
+      transition_[runner_up, y[token+1]]`` (not at the last token);
+      ``'start'``, ``start_[label] - start_[runner_up]`` (first token only);
+      ``'end'``, ``end_[label] - end_[runner_up]`` (last token only).
+
+    Attributes
+    ----------
+    token : int
+        The token's position in the sequence.
+    label : label
+        Its decoded label.
+    runner_up : label
+        The label it is compared with.
+    score_difference : float
+        ``score(y) - score(y')``; equals :meth:`total`.
+    attributes : dict of {str: float}
+        The attributes active at the token (those of ``attributes_``; values
+        unseen in training have no column and no contribution), largest
+        contribution first.
+    transitions : dict of {str: float}
+        The chain terms, keys among ``'previous'``, ``'next'``, ``'start'``,
+        ``'end'``.
+    previous_label, next_label : label or None
+        ``y[token - 1]`` and ``y[token + 1]`` (None at the ends).
+    """
+
+    token: int
+    label: object
+    runner_up: object
+    score_difference: float
+    attributes: dict = field(default_factory=dict)
+    transitions: dict = field(default_factory=dict)
+    previous_label: object = None
+    next_label: object = None
+
+    def total(self):
+        """Sum of all contributions (equals :attr:`score_difference` up to rounding).
+
+        Returns
+        -------
+        float
+        """
+        return float(sum(self.attributes.values()) + sum(self.transitions.values()))
+
+    def __str__(self):
+        rows = [f"token {self.token}: {self.label!r} rather than {self.runner_up!r}, "
+                f"score difference {self.score_difference:+.4f}"]
+        rows += [f"  {value:+.4f}  {name}" for name, value in self.attributes.items()]
+        rows += [f"  {value:+.4f}  <{name}>" for name, value in self.transitions.items()]
+        return "\n".join(rows)
+
+
+def explain_token(crf, x, token, *, against=None):
+    """Explain one token's decoded label as a sum of contributions.
+
+    The token's label in the decoded sequence ``y`` (:meth:`CRFTagger.predict`,
+    with the tagger's ``decoder`` and ``constraints``) is compared with
+    ``against``, or by default with the runner-up: the label ``r`` that
+    maximises the score of ``y`` with ``r`` at ``token`` (among the
+    sequences that ``constraints`` allow, if any of them changes the label).
+    The difference of the two sequences' scores is split into per-attribute
+    and chain (transition, start, end) terms; see :class:`TokenExplanation`.
+
+    Parameters
+    ----------
+    crf : CRFTagger
+        A fitted tagger.
+    x : sequence
+        One sequence, as an element of the ``X`` of :meth:`CRFTagger.fit`.
+    token : int
+        Position in ``x`` (negative counts from the end).
+    against : label or None, default=None
+        The label to compare with (one of ``classes_``, different from the
+        decoded one); None: the runner-up.
+
+    Returns
+    -------
+    TokenExplanation
+
+    Raises
+    ------
+    ValueError
+        If ``token`` is out of range, ``against`` is not a class or equals
+        the decoded label, or there is a single class.
+    sklearn.exceptions.NotFittedError
+        If ``crf`` is not fitted.
+    """
+    check_is_fitted(crf)
+    Xc, offsets = crf._vectorize([x])
+    Xc.sum_duplicates()  # one entry per active attribute
+    n = Xc.shape[0]
+    if int(token) != token or not -n <= token < n:
+        raise ValueError(f"token must be an integer position in a sequence of {n} tokens, "
+                         f"got {token!r}")
+    t = int(token) % n
+    labels = _label_list(crf)
+    if len(labels) < 2:
+        raise ValueError("a tagger with a single class has no runner-up label")
+    unary = crf._unary(Xc)
+    path, _ = crf._decode_paths(unary, offsets)
+    c = int(path[t])
+    W, T, start, end = crf.coef_, crf.transition_, crf.start_, crf.end_
+    prev = int(path[t - 1]) if t > 0 else None
+    nxt = int(path[t + 1]) if t < n - 1 else None
+
+    def chain_terms(r, T, start, end):
+        terms = {}
+        if prev is not None:
+            terms["previous"] = T[prev, c] - T[prev, r]
+        if nxt is not None:
+            terms["next"] = T[c, nxt] - T[r, nxt]
+        if t == 0:
+            terms["start"] = start[c] - start[r]
+        if t == n - 1:
+            terms["end"] = end[c] - end[r]
+        return terms
+
+    if against is None:
+        # The runner-up minimises score(y) - score(y'), among the allowed y' if any.
+        allowed = get_allowed(crf.constraints, crf.classes_)
+        Tc, sc = apply_allowed(T, start, allowed)
+        delta = np.array([np.inf if r == c else
+                          unary[t, c] - unary[t, r] + sum(chain_terms(r, T, start, end).values())
+                          for r in range(len(labels))])
+        if allowed is not None:
+            ok = np.array([r != c and np.isfinite(sum(chain_terms(r, Tc, sc, end).values()))
+                           for r in range(len(labels))])
+            if ok.any():
+                delta[~ok] = np.inf
+        r = int(np.argmin(delta))
+    else:
+        if against not in labels:
+            raise ValueError(f"against={against!r} is not one of classes_ {labels}")
+        r = labels.index(against)
+        if r == c:
+            raise ValueError(f"against={against!r} is the decoded label of token {t}; "
+                             "compare with another label")
+    cols = Xc.indices[Xc.indptr[t]:Xc.indptr[t + 1]]
+    contrib = Xc.data[Xc.indptr[t]:Xc.indptr[t + 1]] * (W[c, cols] - W[r, cols])
+    order = np.argsort(-contrib, kind="stable")
+    attributes = {str(crf.attributes_[cols[k]]): float(contrib[k]) for k in order}
+    transitions = {k: float(v) for k, v in chain_terms(r, T, start, end).items()}
+    y = path.copy()
+    y_alt = path.copy()
+    y_alt[t] = r
+    both = sequence_scores(np.vstack([unary, unary]), T, start, end,
+                           np.concatenate([y, y_alt]), np.array([0, n, 2 * n]))
+    return TokenExplanation(
+        token=t, label=labels[c], runner_up=labels[r],
+        score_difference=float(both[0] - both[1]), attributes=attributes,
+        transitions=transitions,
+        previous_label=None if prev is None else labels[prev],
+        next_label=None if nxt is None else labels[nxt])
