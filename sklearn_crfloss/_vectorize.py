@@ -89,7 +89,8 @@ class SequenceVectorizer:
             attributes = np.array([f"hash_{k}" for k in range(self.feature_hashing)],
                                   dtype=object)
         else:
-            self.vectorizer = DictVectorizer(dtype=np.float64)
+            # The default (sparse) output whatever sklearn.set_config(transform_output=...) says.
+            self.vectorizer = DictVectorizer(dtype=np.float64).set_output(transform="default")
             try:
                 Xc = self.vectorizer.fit_transform(tokens).tocsr()
             except (TypeError, ValueError) as exc:

@@ -19,6 +19,7 @@ import os
 import re
 from itertools import repeat
 
+import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -164,7 +165,7 @@ def _parse_template(template):
     return compiled
 
 
-class TemplateFeatures(TransformerMixin, BaseEstimator):
+class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Token features from a CRF++ feature template.
 
     Turns each sentence, a list of token tuples such as ``(word, POS)``, into
@@ -228,6 +229,11 @@ class TemplateFeatures(TransformerMixin, BaseEstimator):
     positions of the sentence at once.  Token entries are converted with
     :class:`str`.
 
+    The output is a list of sequences of dicts, not a table:
+    :meth:`get_feature_names_out` gives the dict keys (``keys_``), and
+    :meth:`set_output` accepts only the default container (the global
+    ``sklearn.set_config(transform_output=...)`` does not apply).
+
     References
     ----------
     .. [1] T. Kudo, "CRF++: Yet Another CRF toolkit", section "Preparing
@@ -242,6 +248,8 @@ class TemplateFeatures(TransformerMixin, BaseEstimator):
     [[{'U00': 'He', 'U01': '_B-1/PRP'}, {'U00': 'reckons', 'U01': 'He/VBZ'}]]
     >>> len(TemplateFeatures().fit_transform(X)[0][0])  # CONLL2000_TEMPLATE
     19
+    >>> feats.get_feature_names_out()
+    array(['U00', 'U01'], dtype=object)
     """
 
     def __init__(self, template=CONLL2000_TEMPLATE):
@@ -374,6 +382,62 @@ class TemplateFeatures(TransformerMixin, BaseEstimator):
                     values.append(repeat(a, n))
             out.append([dict(zip(keys, row)) for row in zip(*values)])
         return out
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the output features: the template identifiers.
+
+        Every token's feature dict has exactly these keys, in this order; a
+        one-hot encoder after it (``DictVectorizer``, ``CRFTagger``) names
+        its columns ``'<key>=<value>'``.
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Ignored (the names do not depend on the token columns); accepted
+            for API consistency.
+
+        Returns
+        -------
+        ndarray of object of shape (n_templates,)
+            ``keys_``.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the transformer is not fitted.
+        """
+        check_is_fitted(self, "templates_")
+        return np.asarray(self.keys_, dtype=object)
+
+    def set_output(self, *, transform=None):
+        """Set the output container of ``transform``: only the default is offered.
+
+        ``transform`` returns sequences of feature dicts, which a
+        DataFrame cannot hold; this method exists so that
+        ``Pipeline.set_output`` reaches this step and says so.
+
+        Parameters
+        ----------
+        transform : {'default', None}, default=None
+            ``'default'`` or None (no change): the list of lists of dicts.
+
+        Returns
+        -------
+        self : TemplateFeatures
+
+        Raises
+        ------
+        ValueError
+            For ``'pandas'``, ``'polars'`` or any other container.
+        """
+        if transform not in (None, "default"):
+            raise ValueError(
+                f"TemplateFeatures cannot output {transform!r}: its output is a list of "
+                "sentences, each a list of per-token feature dicts, not a 2-D table. "
+                "Use set_output(transform='default'), or set the output of the steps "
+                "that produce tables only."
+            )
+        return self
 
     @staticmethod
     def _raise_bad_sentence(i, sent, n_cols):
