@@ -10,6 +10,19 @@ scorers) in :mod:`sklearn_crfloss.metrics`, feature templates in
 :mod:`sklearn_crfloss.features` and corpora in :mod:`sklearn_crfloss.datasets`.
 """
 
+from importlib.util import find_spec as _find_spec
+
+# The compiled kernels exist only in a built package (pip install ., or -e).
+if _find_spec(__name__ + "._potentials") is None:
+    raise ImportError(
+        f"sklearn_crfloss was imported from {__path__[0]}, which has no compiled "
+        "kernels (sklearn_crfloss._potentials etc. are built by meson-python at "
+        "install time). This happens when the checkout root comes first on sys.path "
+        "(python run from the checkout root, python -m pytest). Run from another "
+        "directory (pytest tests works from the root), or install in editable mode: "
+        "pip install --no-build-isolation -e ."
+    )
+
 from ._tagger import CRFTagger
 from .lop import LOPTagger
 

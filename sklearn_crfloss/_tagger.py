@@ -15,6 +15,7 @@ attributes; ``predict`` runs the vectoriser and a decoder of
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 
+import time
 import warnings
 
 import numpy as np
@@ -52,12 +53,15 @@ class FitInfo:
         The objective after each iteration of ``loss``'s stages.
     converged : bool
         The last stage's outcome.
+    message : str
+        Why the last stage ended (its monitor's ``message``).
     """
 
     n_iter: int = 0
     init_n_iter: int = 0
     loss_curve: list = field(default_factory=list)
     converged: bool = True
+    message: str = ""
 
 
 class CRFTagger(BaseEstimator):
@@ -99,7 +103,15 @@ class CRFTagger(BaseEstimator):
         ``prior='l2'`` equals CRFsuite's ``c2=0.5`` (``c2 = 1 / (2C)``).
     max_iter : int or None, default=None
         Maximum number of L-BFGS iterations (None: 1000), or the number of
-        epochs of an online solver (None: 10).
+        epochs of an online solver (None: 10), **per training stage**: with
+        ``init='cll'`` the CLL stage (always L-BFGS) runs at most
+        ``max_iter`` iterations (None: 1000), then each stage of ``loss``
+        (one, or one per step of an annealing schedule such as a list of
+        ``alpha`` for ``'labelwise'``) runs at most ``max_iter`` more, so a
+        fit runs at most ``(1 + n_stages) * max_iter`` iterations.
+        ``init_n_iter_`` and ``n_iter_`` count them separately, and a
+        :class:`~sklearn.exceptions.ConvergenceWarning` names the stage that
+        ran out and why.
     tol : float, default=1e-5
         Stop when the objective improved by less than ``tol`` (relative)
         over the last 10 iterations (CRFsuite's ``delta``/``period``).
@@ -165,8 +177,14 @@ class CRFTagger(BaseEstimator):
         If True and the estimator is fitted, start from the previous
         parameters (matched by attribute name and label, new ones start at 0).
     verbose : int, default=0
-        If > 0, print one line per iteration (epoch for online solvers):
-        the training stage, objective, gradient norm (L-BFGS), seconds.
+        ``1``: print a header (loss, prior, ``C``, solver, init; sequences,
+        tokens, attributes, labels, parameters), one line per iteration
+        (epoch for online solvers: the training stage, objective, gradient
+        norm for L-BFGS, seconds) and a summary line at the end of fit
+        (iterations, final objective, converged or not and why, seconds).
+        ``2`` (or more): also the time taken to vectorise the feature dicts
+        and one summary line per training stage (``init='cll'``, each stage
+        of an annealing schedule). Training only; prediction prints nothing.
     random_state : int, RandomState instance or None, default=None
         Shuffling of the online solvers (same value, same model); L-BFGS
         from zero is deterministic and ignores it.
@@ -200,7 +218,8 @@ class CRFTagger(BaseEstimator):
         Number of trained parameters (free state weights + transitions +
         start + end).
     n_iter_ : int
-        Number of L-BFGS iterations run on ``loss`` (epochs for online solvers).
+        Number of iterations run on ``loss``, all its stages (epochs for
+        online solvers); the ``init='cll'`` stage is not counted here.
     init_n_iter_ : int
         Iterations of the CLL fit that ``init='cll'`` ran first (else 0).
     loss_curve_ : list of float
@@ -373,8 +392,13 @@ class CRFTagger(BaseEstimator):
             if solver.dense_states:
                 raise ValueError(f"token_weight needs a batch solver such as 'lbfgs', "
                                  f"not {solver.name!r}.")
+        t0 = time.perf_counter()
         features = SequenceVectorizer(self.min_freq, self.feature_hashing)
         Xc = features.fit_transform(kind, tokens, offsets)
+        if self.verbose >= 2:
+            print(f"vectorised {lengths.shape[0]} sequences ({Xc.shape[0]} tokens, {kind} input) "
+                  f"into {Xc.shape[1]} attributes in {time.perf_counter() - t0:.2f} s",
+                  flush=True)
         return self._fit_vectorized(features, Xc, offsets, classes, y_enc, sample_weight,
                                     token_weight, components=(loss, prior, solver))
 
@@ -422,20 +446,55 @@ class CRFTagger(BaseEstimator):
         x0 = (layout.remap(features.attributes, classes, self.attributes_, self.classes_,
                            self.coef_, self.transition_, self.start_, self.end_)
               if warm else layout.zeros())
+        t0 = time.perf_counter()
+        if self.verbose:
+            self._print_header(loss, prior, solver, Xc, offsets, n_labels, layout.n_params)
         theta, info = self._train(objective, loss, prior, solver, x0, from_zero=not warm)
         self._set_fitted(features, classes, layout, theta, info, loss, prior)
+        if self.verbose:
+            self._print_summary(info, time.perf_counter() - t0)
         return self
+
+    def _print_header(self, loss, prior, solver, Xc, offsets, n_labels, n_params):
+        """The ``verbose`` header: what is trained, how, and on how much data."""
+        def name(obj):
+            return repr(getattr(obj, "name", None) or type(obj).__name__)
+
+        print(f"CRFTagger: loss={name(loss)}, prior={name(prior)}, C={float(self.C):g}, "
+              f"solver={name(solver)}, init={self.init!r}, tol={self.tol:g}, "
+              f"max_iter={self.max_iter or solver.default_max_iter} per stage", flush=True)
+        print(f"data: {offsets.shape[0] - 1} sequences, {Xc.shape[0]} tokens, "
+              f"{Xc.shape[1]} attributes, {n_labels} labels, {n_params} parameters", flush=True)
+
+    def _print_summary(self, info, seconds):
+        """The ``verbose`` summary line at the end of fit."""
+        init = f" (+ {info.init_n_iter} of init='cll')" if self.init == "cll" else ""
+        status = "converged" if info.converged else "not converged"
+        why = f": {info.message}" if info.message else ""
+        print(f"fit done: {info.n_iter} iterations{init}, objective {self.objective_:.6e}, "
+              f"{status}{why}, {seconds:.2f} s", flush=True)
+
+    def _stage_done(self, stage, monitor, solver_name, seconds):
+        """The ``verbose >= 2`` summary line of one training stage."""
+        if self.verbose >= 2:
+            last = monitor.history[-1] if monitor.history else float("nan")
+            status = "converged" if monitor.converged else "not converged"
+            why = f": {monitor.message}" if monitor.message else ""
+            print(f"[{stage}] {solver_name}: {monitor.n_iter} iterations, objective "
+                  f"{last:.6e}, {status}{why}, {seconds:.2f} s", flush=True)
 
     def _train(self, objective, loss, prior, solver, x0, from_zero):
         """Run the training stages; return the final ``theta`` and a :class:`FitInfo`."""
         C = float(self.C)
         name = getattr(loss, "name", type(loss).__name__)
         if self.init == "cll" and name != "cll":
+            t0 = time.perf_counter()
             monitor = ConvergenceMonitor(self.tol, self.max_iter or 1000, verbose=self.verbose,
                                          stage="init='cll'")
             x0 = make_solver("lbfgs").solve(objective, ConditionalLogLikelihood(), prior, C, x0,
                                             monitor)
             init_n_iter = monitor.n_iter
+            self._stage_done("init='cll'", monitor, "lbfgs", time.perf_counter() - t0)
         else:
             init_n_iter = 0
             if (from_zero and solver.name == "lbfgs" and getattr(loss, "needs_init", False)
@@ -450,14 +509,18 @@ class CRFTagger(BaseEstimator):
         stages = loss.stages() if hasattr(loss, "stages") else [loss]
         info = FitInfo(init_n_iter=init_n_iter)
         for k, stage in enumerate(stages):
+            # Every stage is named (in warnings and verbose lines), also a single one.
+            stage_name = f"loss={name!r}" + (f" {k + 1}/{len(stages)}" if len(stages) > 1 else "")
+            t0 = time.perf_counter()
             monitor = ConvergenceMonitor(
                 self.tol, self.max_iter or solver.default_max_iter, verbose=self.verbose,
-                callback=self.callback,
-                stage=f"{name} {k + 1}/{len(stages)}" if len(stages) > 1 else None)
+                callback=self.callback, stage=stage_name)
             x0 = solver.solve(objective, stage, prior, C, x0, monitor)
             info.n_iter += monitor.n_iter
             info.loss_curve += monitor.history
             info.converged = monitor.converged
+            info.message = monitor.message
+            self._stage_done(stage_name, monitor, solver.name, time.perf_counter() - t0)
         return x0, info
 
     def _set_fitted(self, features, classes, layout, theta, info, loss, prior):

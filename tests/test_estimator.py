@@ -325,7 +325,8 @@ def test_max_iter_raises_convergence_warning(toy_chunks):
 def test_verbose_prints_one_line_per_iteration(toy_chunks, capsys):
     X, y = toy_chunks
     crf = CRFTagger(verbose=1).fit(X, y)
-    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("iter")]
+    lines = [line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("[loss='cll'] iter")]
     assert len(lines) == crf.n_iter_
     assert "objective" in lines[0] and "|grad|" in lines[0]
 
