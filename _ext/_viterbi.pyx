@@ -303,11 +303,12 @@ def n_best_batch(
     int32; scratch (n_threads, 2 * n_best * L); codes (n_threads, n_best)
     int32. Empty sequences are skipped (their row of scores left untouched).
     """
-    cdef Py_ssize_t k
+    cdef Py_ssize_t k, tid
     with nogil:
         for k in prange(offsets.shape[0] - 1, num_threads=n_threads, schedule='static',
                         chunksize=8):
+            tid = threadid()  # the thread's rows of scratch and codes
             if offsets[k + 1] > offsets[k]:
                 _n_best_sequence(unary, transition, start, end, offsets[k], offsets[k + 1],
-                                 n_best, bp, paths, &scores[k, 0], &scratch[threadid(), 0],
-                                 &codes[threadid(), 0])
+                                 n_best, bp, paths, &scores[k, 0], &scratch[tid, 0],
+                                 &codes[tid, 0])

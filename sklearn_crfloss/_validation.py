@@ -174,6 +174,28 @@ def check_sample_weight(sample_weight, n_sequences):
     return np.ascontiguousarray(w)
 
 
+def _flat_labels(y, lengths):
+    """The labels of all tokens in one list, after checking y's shape against X's lengths."""
+    y = _as_sequence_list(y, name="y")
+    if len(y) != len(lengths):
+        raise ValueError(
+            f"X and y have different numbers of sequences: {len(lengths)} and {len(y)}."
+        )
+    flat_y = []
+    for i, (yi, n) in enumerate(zip(y, lengths)):
+        if isinstance(yi, (str, bytes)) or not hasattr(yi, "__len__"):
+            raise TypeError(
+                f"y[{i}] must be a sequence of labels (a list or 1-D array), got "
+                f"{type(yi).__name__}; y must be a list of label sequences."
+            )
+        if len(yi) != n:
+            raise ValueError(
+                f"Sequence {i} has {n} tokens but {len(yi)} labels."
+            )
+        flat_y.extend(yi)
+    return flat_y
+
+
 def encode_labels(y, lengths):
     """Check label sequences and encode them as indices into the sorted labels.
 
@@ -198,23 +220,7 @@ def encode_labels(y, lengths):
     TypeError
         If y is not a list of label sequences.
     """
-    y = _as_sequence_list(y, name="y")
-    if len(y) != len(lengths):
-        raise ValueError(
-            f"X and y have different numbers of sequences: {len(lengths)} and {len(y)}."
-        )
-    flat_y = []
-    for i, (yi, n) in enumerate(zip(y, lengths)):
-        if isinstance(yi, (str, bytes)) or not hasattr(yi, "__len__"):
-            raise TypeError(
-                f"y[{i}] must be a sequence of labels (a list or 1-D array), got "
-                f"{type(yi).__name__}; y must be a list of label sequences."
-            )
-        if len(yi) != n:
-            raise ValueError(
-                f"Sequence {i} has {n} tokens but {len(yi)} labels."
-            )
-        flat_y.extend(yi)
+    flat_y = _flat_labels(y, lengths)
     if any(label is None for label in flat_y):
         raise ValueError("y contains None; every token needs a label.")
     classes, y_enc = np.unique(np.asarray(flat_y), return_inverse=True)
@@ -289,21 +295,12 @@ def encode_known_labels(y, lengths, classes):
     TypeError
         If y is not a list of label sequences.
     """
-    y = _as_sequence_list(y, name="y")
-    if len(y) != len(lengths):
-        raise ValueError(
-            f"X and y have different numbers of sequences: {len(lengths)} and {len(y)}."
-        )
+    flat_y = _flat_labels(y, lengths)
     index = {label: j for j, label in enumerate(classes.tolist())}
-    codes = []
-    for i, (yi, n) in enumerate(zip(y, lengths)):
-        if isinstance(yi, (str, bytes)) or not hasattr(yi, "__len__"):
-            raise TypeError(f"y[{i}] must be a sequence of labels, got {type(yi).__name__}.")
-        if len(yi) != n:
-            raise ValueError(f"Sequence {i} has {n} tokens but {len(yi)} labels.")
-        for label in (yi.tolist() if isinstance(yi, np.ndarray) else yi):
-            if label not in index:
-                raise ValueError(f"Sequence {i}: label {label!r} is not one of the classes "
-                                 f"seen in fit {list(index)}.")
-            codes.append(index[label])
-    return np.asarray(codes, dtype=np.intp)
+    codes = np.array([index.get(label, -1) for label in flat_y], dtype=np.intp)
+    bad = np.flatnonzero(codes < 0)
+    if bad.shape[0]:
+        i = int(np.searchsorted(np.cumsum(lengths), bad[0], side="right"))
+        raise ValueError(f"Sequence {i}: label {flat_y[bad[0]]!r} is not one of the classes "
+                         f"seen in fit {list(index)}.")
+    return codes

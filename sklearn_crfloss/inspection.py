@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from ._docstring import fill_doc
 from .decoding import apply_allowed, get_allowed
 from .inference import sequence_scores
 
@@ -39,16 +40,31 @@ def _label_list(crf):
     return crf.classes_.tolist()
 
 
+_PARAMETERS = """Parameters
+----------
+crf : CRFTagger
+    A fitted tagger."""
+_RAISES = """Raises
+------
+sklearn.exceptions.NotFittedError
+    If ``crf`` is not fitted."""
+
+
+def _nonzero_items(matrix, row_names, col_names):
+    """``{(row_names[i], col_names[j]): matrix[i, j]}`` for the non-zero entries, row-major."""
+    rows, cols = np.nonzero(matrix)
+    return {(row_names[i], col_names[j]): w
+            for i, j, w in zip(rows.tolist(), cols.tolist(), matrix[rows, cols].tolist())}
+
+
+@fill_doc(parameters=_PARAMETERS, raises=_RAISES)
 def state_features(crf):
     """The non-zero state weights as ``{(attribute, label): weight}``.
 
     sklearn-crfsuite's ``CRF.state_features_``: one entry per (attribute,
     label) pair whose weight ``coef_[label, attribute]`` is not 0.
 
-    Parameters
-    ----------
-    crf : CRFTagger
-        A fitted tagger.
+    {parameters}
 
     Returns
     -------
@@ -58,19 +74,13 @@ def state_features(crf):
         (sklearn-crfsuite writes ``'key:value'``), labels are Python objects
         (``str`` for string labels).
 
-    Raises
-    ------
-    sklearn.exceptions.NotFittedError
-        If ``crf`` is not fitted.
+    {raises}
     """
     check_is_fitted(crf)
-    attrs, labels = crf.attributes_, _label_list(crf)
-    a_idx, l_idx = np.nonzero(crf.coef_.T)
-    weights = crf.coef_.T[a_idx, l_idx].tolist()
-    return {(str(attrs[a]), labels[j]): w
-            for a, j, w in zip(a_idx.tolist(), l_idx.tolist(), weights)}
+    return _nonzero_items(crf.coef_.T, [str(a) for a in crf.attributes_], _label_list(crf))
 
 
+@fill_doc(parameters=_PARAMETERS, raises=_RAISES)
 def transition_features(crf):
     """The non-zero transition weights as ``{(from_label, to_label): weight}``.
 
@@ -78,26 +88,18 @@ def transition_features(crf):
     potentials (``start_``, ``end_``), which CRFsuite does not have, are not
     included.
 
-    Parameters
-    ----------
-    crf : CRFTagger
-        A fitted tagger.
+    {parameters}
 
     Returns
     -------
     dict of {(label, label): float}
         In ``classes_`` order of the first, then the second label.
 
-    Raises
-    ------
-    sklearn.exceptions.NotFittedError
-        If ``crf`` is not fitted.
+    {raises}
     """
     check_is_fitted(crf)
     labels = _label_list(crf)
-    i_idx, j_idx = np.nonzero(crf.transition_)
-    weights = crf.transition_[i_idx, j_idx].tolist()
-    return {(labels[i], labels[j]): w for i, j, w in zip(i_idx.tolist(), j_idx.tolist(), weights)}
+    return _nonzero_items(crf.transition_, labels, labels)
 
 
 def top_state_features(crf, n=10, *, label=None, sign="positive"):
@@ -130,10 +132,11 @@ def top_state_features(crf, n=10, *, label=None, sign="positive"):
     sklearn.exceptions.NotFittedError
         If ``crf`` is not fitted.
 
-    Examples
-    --------
-    The same lists as the usual sklearn-crfsuite idiom
-    ``Counter(crf.state_features_).most_common(n)``, for each sign.
+    Notes
+    -----
+    ``sign='positive'`` gives the list of sklearn-crfsuite's idiom
+    ``Counter(crf.state_features_).most_common(n)`` (when at least ``n``
+    weights are positive).
     """
     if sign not in ("positive", "negative", "absolute"):
         raise ValueError(f"sign must be 'positive', 'negative' or 'absolute', got {sign!r}")

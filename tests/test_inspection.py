@@ -179,7 +179,7 @@ def test_explanation_runner_up_respects_constraints():
     labels = crf.classes_.tolist()
     allowed, allowed_start = iob2_allowed(crf.classes_)
     seen = Counter()
-    for x, pred in zip(X[:40], crf.predict(X[:40])):
+    for x, pred in zip(X[:20], crf.predict(X[:20])):
         idx = [labels.index(lab) for lab in pred]
         for t in range(len(x)):
             ex = crf.explain(x, t)
@@ -192,7 +192,7 @@ def test_explanation_runner_up_respects_constraints():
             assert ex.runner_up == labels[min(diffs, key=diffs.get)]
             assert ex.total() == pytest.approx(ex.score_difference, rel=1e-10, abs=1e-12)
             seen["allowed" if ok else "none allowed"] += 1
-    assert seen["allowed"] > 20 and seen["none allowed"] > 0
+    assert seen["allowed"] > 20 and seen["none allowed"] > 0, seen
 
 
 # ------------------------------------------------ n-best and probabilities
