@@ -24,6 +24,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ._compat import HasMethods, Interval, StrOptions, validate_params
+from ._docstring import fill_doc
 from ._objective import CRFObjective
 from ._params import ParameterLayout, observed_pairs
 from ._validation import (check_sample_weight, check_sequences, check_token_weight,
@@ -765,21 +766,35 @@ class CRFTagger(BaseEstimator):
         # Documented in the class docstring (Attributes).
         return inspection.transition_features(self)
 
+    @fill_doc(**inspection.TOP_STATE_FEATURES_DOC)
     def top_state_features(self, n=10, *, label=None, sign="positive"):
-        """The ``n`` largest positive (``sign='negative'``: most negative) state weights.
+        """The ``n`` largest positive (or most negative) state weights.
 
-        ``((attribute, label), weight)`` pairs; the parameters and the result
-        are those of :func:`sklearn_crfloss.inspection.top_state_features`.
+        Parameters
+        ----------
+        {top_parameters}
+
+        {top_returns}
+
+        See Also
+        --------
+        sklearn_crfloss.inspection.top_state_features : The same function.
         """
         return inspection.top_state_features(self, n, label=label, sign=sign)
 
+    @fill_doc(**inspection.EXPLAIN_DOC)
     def explain(self, x, token, *, against=None):
         """Why token ``token`` of sequence ``x`` got its label rather than the runner-up.
 
         Per-attribute and transition/start/end contributions that add up to
-        the score difference of the two sequences; the parameters and the
-        result (a :class:`~sklearn_crfloss.inspection.TokenExplanation`) are
-        those of :func:`sklearn_crfloss.inspection.explain_token`.
+        the score difference of the two sequences; see
+        :func:`sklearn_crfloss.inspection.explain_token`.
+
+        Parameters
+        ----------
+        {explain_parameters}
+
+        {explain_returns}
         """
         return inspection.explain_token(self, x, token, against=against)
 

@@ -24,6 +24,7 @@ returning the allowed transitions and first labels, registered in
 
 import numpy as np
 
+from ._docstring import fill_doc
 from ._registry import resolve
 from .inference import forward_backward, viterbi, viterbi_nbest
 from .segments import split_label
@@ -32,13 +33,26 @@ __all__ = ["CONSTRAINTS", "DECODERS", "apply_allowed", "decode", "get_allowed",
            "iob2_allowed", "mea_decode", "nbest_decode", "viterbi_decode"]
 
 
+# The potentials' parameters of the decoders, documented once.
+_POTENTIALS = """unary : ndarray of float64 of shape (n_tokens, n_labels)
+    Unary potentials of all tokens, the sequences laid end to end.
+transition : ndarray of shape (n_labels, n_labels)
+    ``transition[i, j]`` scores label ``i`` followed by label ``j``.
+start, end : ndarray of shape (n_labels,)
+    Potentials of the first and of the last label of a sequence.
+offsets : ndarray of intp of shape (n_sequences + 1,)
+    Sequence boundaries (CSR ``indptr`` style)."""
+
+
 def apply_allowed(transition, start, allowed):
     """Transition and start potentials with ``-inf`` where ``allowed`` forbids.
 
     Parameters
     ----------
     transition : ndarray of shape (n_labels, n_labels)
+        Transition potentials.
     start : ndarray of shape (n_labels,)
+        Potentials of the first label.
     allowed : tuple (allowed_transitions, allowed_start) or None
         Boolean arrays of shapes (n_labels, n_labels) and (n_labels,), as
         returned by a constraint of :data:`CONSTRAINTS`; None allows all.
@@ -54,19 +68,18 @@ def apply_allowed(transition, start, allowed):
             start + np.where(allowed[1], 0.0, -np.inf))
 
 
+@fill_doc(potentials=_POTENTIALS)
 def viterbi_decode(unary, transition, start, end, offsets, allowed=None, n_threads=1):
     """Viterbi paths and their scores, among the allowed paths.
 
     Parameters
     ----------
-    unary : ndarray of float64 of shape (n_tokens, n_labels)
-    transition : ndarray of shape (n_labels, n_labels)
-    start, end : ndarray of shape (n_labels,)
-    offsets : ndarray of intp of shape (n_sequences + 1,)
+    {potentials}
     allowed : tuple (allowed_transitions, allowed_start) or None, default=None
         Boolean arrays of shapes (n_labels, n_labels) and (n_labels,); a
         forbidden transition or first label gets a ``-inf`` potential.
     n_threads : int, default=1
+        OpenMP threads over sequences.
 
     Returns
     -------
@@ -79,15 +92,19 @@ def viterbi_decode(unary, transition, start, end, offsets, allowed=None, n_threa
     return viterbi(unary, transition, start, end, offsets, n_threads=n_threads)
 
 
+@fill_doc(potentials=_POTENTIALS)
 def nbest_decode(unary, transition, start, end, offsets, n_best, allowed=None, n_threads=1):
     """The ``n_best`` highest-scoring allowed paths of each sequence, best first.
 
     Parameters
     ----------
-    unary, transition, start, end, offsets, allowed, n_threads
-        As for :func:`viterbi_decode`.
+    {potentials}
     n_best : int
         Number of paths per sequence, ``>= 1``.
+    allowed : tuple (allowed_transitions, allowed_start) or None, default=None
+        As for :func:`viterbi_decode`.
+    n_threads : int, default=1
+        OpenMP threads over sequences.
 
     Returns
     -------

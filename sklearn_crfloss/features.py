@@ -384,7 +384,7 @@ class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
         return out
 
     def get_feature_names_out(self, input_features=None):
-        """Names of the output features: the template identifiers.
+        """Get the names of the output features: the template identifiers.
 
         Every token's feature dict has exactly these keys, in this order; a
         one-hot encoder after it (``DictVectorizer``, ``CRFTagger``) names
@@ -424,6 +424,7 @@ class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
         Returns
         -------
         self : TemplateFeatures
+            This transformer, unchanged.
 
         Raises
         ------

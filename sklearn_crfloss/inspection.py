@@ -50,6 +50,54 @@ sklearn.exceptions.NotFittedError
     If ``crf`` is not fitted."""
 
 
+# The parameters and results of top_state_features and explain_token, shared
+# with the CRFTagger methods of the same purpose (fill_doc markers).
+TOP_STATE_FEATURES_DOC = {
+    "top_parameters": """n : int, default=10
+    How many to return (fewer if fewer weights have that sign).
+label : label or None, default=None
+    Only the weights of this label (one of ``classes_``); None: all labels.
+sign : {'positive', 'negative', 'absolute'}, default='positive'
+    ``'positive'``: the largest weights above 0, largest first;
+    ``'negative'``: the smallest weights below 0, most negative first;
+    ``'absolute'``: the largest ``|weight|``, non-zero only.""",
+    "top_returns": """Returns
+-------
+list of ((str, label), float)
+    ``((attribute, label), weight)`` pairs, the items of ``state_features_``
+    in the order described above (ties in attribute, then label order).
+
+Raises
+------
+ValueError
+    On an unknown ``label`` or ``sign``, or ``n < 0``.
+sklearn.exceptions.NotFittedError
+    If the tagger is not fitted.""",
+}
+EXPLAIN_DOC = {
+    "explain_parameters": """x : sequence
+    One sequence, as an element of the ``X`` of :meth:`CRFTagger.fit`.
+token : int
+    Position in ``x`` (negative counts from the end).
+against : label or None, default=None
+    The label to compare with (one of ``classes_``, different from the
+    decoded one); None: the runner-up.""",
+    "explain_returns": """Returns
+-------
+TokenExplanation
+    The decoded label, the label it is compared with, their score
+    difference and its per-attribute and chain terms.
+
+Raises
+------
+ValueError
+    If ``token`` is out of range, ``against`` is not a class or equals
+    the decoded label, or there is a single class.
+sklearn.exceptions.NotFittedError
+    If the tagger is not fitted.""",
+}
+
+
 def _nonzero_items(matrix, row_names, col_names):
     """``{(row_names[i], col_names[j]): matrix[i, j]}`` for the non-zero entries, row-major."""
     rows, cols = np.nonzero(matrix)
@@ -102,6 +150,7 @@ def transition_features(crf):
     return _nonzero_items(crf.transition_, labels, labels)
 
 
+@fill_doc(**TOP_STATE_FEATURES_DOC)
 def top_state_features(crf, n=10, *, label=None, sign="positive"):
     """The ``n`` largest positive (or negative) state weights.
 
@@ -109,28 +158,9 @@ def top_state_features(crf, n=10, *, label=None, sign="positive"):
     ----------
     crf : CRFTagger
         A fitted tagger.
-    n : int, default=10
-        How many to return (fewer if fewer weights have that sign).
-    label : label or None, default=None
-        Only the weights of this label (one of ``classes_``); None: all labels.
-    sign : {'positive', 'negative', 'absolute'}, default='positive'
-        ``'positive'``: the largest weights above 0, largest first;
-        ``'negative'``: the smallest weights below 0, most negative first;
-        ``'absolute'``: the largest ``|weight|``, non-zero only.
+    {top_parameters}
 
-    Returns
-    -------
-    list of ((str, label), float)
-        ``((attribute, label), weight)`` pairs, the items of
-        :func:`state_features` in the order described above (ties in
-        attribute, then label order).
-
-    Raises
-    ------
-    ValueError
-        On an unknown ``label`` or ``sign``, or ``n < 0``.
-    sklearn.exceptions.NotFittedError
-        If ``crf`` is not fitted.
+    {top_returns}
 
     Notes
     -----
@@ -206,11 +236,13 @@ class TokenExplanation:
     next_label: object = None
 
     def total(self):
-        """Sum of all contributions (equals :attr:`score_difference` up to rounding).
+        """Sum of all contributions.
 
         Returns
         -------
         float
+            ``sum(attributes.values()) + sum(transitions.values())``, which
+            equals :attr:`score_difference` up to rounding.
         """
         return float(sum(self.attributes.values()) + sum(self.transitions.values()))
 
@@ -222,6 +254,7 @@ class TokenExplanation:
         return "\n".join(rows)
 
 
+@fill_doc(**EXPLAIN_DOC)
 def explain_token(crf, x, token, *, against=None):
     """Explain one token's decoded label as a sum of contributions.
 
@@ -237,25 +270,9 @@ def explain_token(crf, x, token, *, against=None):
     ----------
     crf : CRFTagger
         A fitted tagger.
-    x : sequence
-        One sequence, as an element of the ``X`` of :meth:`CRFTagger.fit`.
-    token : int
-        Position in ``x`` (negative counts from the end).
-    against : label or None, default=None
-        The label to compare with (one of ``classes_``, different from the
-        decoded one); None: the runner-up.
+    {explain_parameters}
 
-    Returns
-    -------
-    TokenExplanation
-
-    Raises
-    ------
-    ValueError
-        If ``token`` is out of range, ``against`` is not a class or equals
-        the decoded label, or there is a single class.
-    sklearn.exceptions.NotFittedError
-        If ``crf`` is not fitted.
+    {explain_returns}
     """
     check_is_fitted(crf)
     Xc, offsets = crf._vectorize([x])
