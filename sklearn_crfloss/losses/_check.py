@@ -320,7 +320,7 @@ def _check_contract(loss, prob):
     return None
 
 
-def _finite_differences(f, x, eps):
+def _finite_differences(f, x, eps=1e-5):
     """Five-point central differences of a scalar function of a vector."""
     grad = np.empty_like(x)
     for i in range(x.shape[0]):
