@@ -1,15 +1,23 @@
-"""Brute-force oracle: enumerate every label sequence of tiny chains.
+"""Brute-force oracle of the kernels: enumerate every label sequence of tiny chains.
 
-Reusable by the tests of every loss: ``enumerate_paths`` lists all label
-sequences with their scores, from which log Z, marginals, expected counts,
-Viterbi and any loss defined on the distribution p(y | x) follow by direct
-summation. Keep chains tiny (n_labels <= 4, length <= 6).
+``enumerate_paths`` (the package's, :mod:`sklearn_crfloss.losses`) lists all
+label sequences with their scores, from which log Z, marginals, expected
+counts, Viterbi, max-marginals and segment margins follow here by direct
+summation. The losses' definitions by enumeration are in the package (each
+loss's ``enumerated_loss``, checked by ``sklearn_crfloss.losses.check_loss``);
+``loss_by_enumeration`` is kept here for the tests of loss variants. Keep
+chains tiny (n_labels <= 4, length <= 6).
 """
-
-import itertools
 
 import numpy as np
 from scipy.special import logsumexp
+
+# Re-exported for the tests of kernels and loss variants.
+from sklearn_crfloss.losses import enumerate_paths, loss_by_enumeration
+
+__all__ = ["brute_force", "enumerate_paths", "loss_by_enumeration", "markov_loss_by_enumeration",
+           "max_incorrect_by_enumeration", "path_score", "random_problem",
+           "segment_margin_by_enumeration", "two_best_by_enumeration", "window_log_prob"]
 
 
 def random_problem(rng, n_labels=3, lengths=(1, 3, 5), scale=1.0):
@@ -36,23 +44,6 @@ def path_score(unary, transition, start, end, path):
     s = start[path[0]] + end[path[-1]] + unary[np.arange(len(path)), path].sum()
     s += sum(transition[a, b] for a, b in zip(path[:-1], path[1:]))
     return float(s)
-
-
-def enumerate_paths(unary, transition, start, end):
-    """All label sequences of one chain and their scores.
-
-    Returns
-    -------
-    paths : ndarray of int of shape (n_labels ** length, length)
-    scores : ndarray of shape (n_labels ** length,)
-    """
-    length, n_labels = unary.shape
-    paths = np.array(list(itertools.product(range(n_labels), repeat=length)), dtype=np.intp)
-    # path_score of every row of paths at once.
-    scores = (start[paths[:, 0]] + end[paths[:, -1]]
-              + unary[np.arange(length), paths].sum(axis=1)
-              + transition[paths[:, :-1], paths[:, 1:]].sum(axis=1))
-    return paths, scores
 
 
 def brute_force(unary, transition, start, end, offsets, sample_weight=None):
@@ -112,80 +103,6 @@ def markov_loss_by_enumeration(k, unary, transition, start, end, y, offsets):
     return total
 
 
-def loss_by_enumeration(loss, unary, transition, start, end, y, offsets, sample_weight=None,
-                        token_weight=None):
-    """A loss's value computed from its definition by enumeration.
-
-    Dispatches on the loss's registry name; every registered loss must have
-    an entry here (the test of the registry checks that). ``token_weight``
-    (per token) is used by the marginal losses.
-    """
-    n_seq = len(offsets) - 1
-    L = unary.shape[1]
-    w = np.ones(n_seq) if sample_weight is None else np.asarray(sample_weight)
-    tw = np.ones(len(y)) if token_weight is None else np.asarray(token_weight)
-    if loss.name == "mce_f":  # a ratio of corpus-level sums, not a sum over sequences
-        return _mce_f_value(loss, unary, transition, start, end, y, offsets, w)
-    total = 0.0
-    for i in range(n_seq):
-        s, e = offsets[i], offsets[i + 1]
-        paths, scores = enumerate_paths(unary[s:e], transition, start, end)
-        gold = path_score(unary[s:e], transition, start, end, y[s:e])
-        log_z = logsumexp(scores)
-        prob = np.exp(scores - log_z)
-        # node marginals p(y_t = j | x) by direct summation over paths
-        L = unary.shape[1]
-        marg = np.array([[prob[paths[:, t] == j].sum() for j in range(L)]
-                         for t in range(e - s)])
-        gold_marg = marg[np.arange(e - s), y[s:e]]
-        if loss.name == "cll":
-            total += w[i] * (log_z - gold)
-        elif loss.name in ("softmax_margin", "jrb"):
-            costs = np.array([path_cost(loss, y[s:e], p, L) for p in paths])
-            if loss.name == "softmax_margin":  # Gimpel & Smith Eq. 6
-                total += w[i] * (logsumexp(scores + costs) - gold)
-            else:  # log E_p[exp cost], section 3.1
-                total += w[i] * (logsumexp(scores + costs) - logsumexp(scores))
-        elif loss.name == "risk":  # Gimpel & Smith Eq. 5: E_p[cost]
-            costs = np.array([path_cost(loss, y[s:e], p, L) for p in paths])
-            total += w[i] * float(np.dot(prob, costs))
-        elif loss.name in ("max_margin", "mira"):  # Gimpel & Smith Eq. 4
-            costs = np.array([path_cost(loss, y[s:e], p, L) for p in paths])
-            total += w[i] * (np.max(scores + costs) - gold)
-        elif loss.name == "perceptron":  # max_y score(y) - score(y*)
-            total += w[i] * (np.max(scores) - gold)
-        elif loss.name == "pointwise" or (loss.name == "labelwise" and loss.q == "log"):
-            total += w[i] * -np.sum(tw[s:e] * np.log(gold_marg))
-        elif loss.name == "mixed":
-            lam = (loss.markov_order / (loss.markov_order + 1.0)
-                   if loss.markov_order is not None else loss.lam)
-            total += w[i] * (lam * (log_z - gold)
-                             - (1 - lam) * np.sum(tw[s:e] * np.log(gold_marg)))
-        elif loss.name == "labelwise":
-            if loss.q == "identity":
-                total += w[i] * np.sum(tw[s:e] * (1.0 - gold_marg))
-            else:
-                alpha = float(np.atleast_1d(loss.alpha)[-1])
-                for t in range(e - s):
-                    rival = max(marg[t, j] for j in range(L) if j != y[s + t])
-                    q = 1.0 / (1.0 + np.exp(-alpha * (gold_marg[t] - rival)))
-                    total += w[i] * tw[s + t] * (1.0 - q)
-        elif loss.name == "mce":
-            total += w[i] * _mce_sequence(loss, unary[s:e], transition, start, end, y[s:e])
-        else:
-            raise NotImplementedError(f"no enumeration oracle for loss {loss.name!r}")
-    return total
-
-
-def path_cost(loss, gold, path, n_labels):
-    """cost(gold, path) of a cost-sensitive loss, summed over positions."""
-    M = getattr(loss, "cost_matrix_", None)
-    if M is None:  # Hamming with multiplier cost_scale, labels are indices
-        assert loss.cost == "hamming"
-        return loss.cost_scale * float(np.sum(np.asarray(gold) != np.asarray(path)))
-    return float(sum(M[a, b] for a, b in zip(gold, path)))
-
-
 # --- Minimum classification error (Suzuki et al. 2006) by enumeration ------
 
 
@@ -210,65 +127,3 @@ def segment_margin_by_enumeration(unary, transition, start, end, begin, stop, la
     carry = np.all(paths[:, begin:stop] == np.asarray(labels)[None, :], axis=1)
     other = scores[~carry].max() if np.any(~carry) else -np.inf
     return scores[carry].max(), other
-
-
-def _smooth(loss, d):
-    """l(d) of Eq. 8 for a loss with alpha, beta and smoothing."""
-    z = loss.alpha * d + loss.beta
-    if getattr(loss, "smoothing", "sigmoid") == "sigmoid":
-        return 1.0 / (1.0 + np.exp(-z))
-    return np.log1p(np.exp(z)) / loss.alpha
-
-
-def _mce_sequence(loss, unary, transition, start, end, gold):
-    """l(d(y*, x)) of one sequence, from the definitions (Eqs. 5, 7, 8)."""
-    paths, scores = enumerate_paths(unary, transition, start, end)
-    g_star = path_score(unary, transition, start, end, gold)
-    wrong = np.any(paths != np.asarray(gold)[None, :], axis=1)
-    if np.isinf(loss.psi):
-        d = -g_star + scores[wrong].max()  # Eq. 5
-    else:  # Eq. 7 with A = 1 / (|Y| - 1)
-        psi = loss.psi
-        d = -g_star + (np.log(1.0 / (len(paths) - 1))
-                       + logsumexp(psi * scores[wrong])) / psi
-    return _smooth(loss, d)
-
-
-def _mce_f_value(loss, unary, transition, start, end, y, offsets, w):
-    """Eq. 16 (times the weighted number of gold segments) by enumeration."""
-    from sklearn_crfloss.segments import get_segments
-
-    classes = np.asarray(loss.classes_)
-    tp = fn = fp = n_gold = 0.0
-    for i in range(len(offsets) - 1):
-        s, e = offsets[i], offsets[i + 1]
-        U = unary[s:e]
-        gold = y[s:e]
-        paths, scores = enumerate_paths(U, transition, start, end)
-        gold_segs = get_segments(list(classes[gold]), scheme=loss.scheme)
-        if loss.false_positives == "viterbi":
-            wrong_path = paths[np.argmax(scores)]
-        else:
-            wrong_path, _ = max_incorrect_by_enumeration(U, transition, start, end, gold)
-        wrong_segs = get_segments(list(classes[wrong_path]), scheme=loss.scheme)
-
-        def margin(ref, a, b):
-            carry = np.all(paths[:, a:b] == ref[None, a:b], axis=1)
-            return scores[carry].max() - scores[~carry].max()
-
-        for a, b, _ in gold_segs:
-            lg = _smooth(loss, -margin(gold, a, b))  # d = -g(y*, s) + best other
-            tp += w[i] * (1.0 - lg)
-            fn += w[i] * lg
-            n_gold += w[i]
-        gold_set = set(gold_segs)
-        for seg in wrong_segs:
-            if seg not in gold_set:
-                a, b, _ = seg
-                lf = _smooth(loss, margin(wrong_path, a, b))
-                if loss.false_positives == "viterbi":
-                    l0 = 1.0 / (1.0 + np.exp(-loss.beta))
-                    lf = (lf - l0) / (1.0 - l0)
-                fp += w[i] * lf
-    g2 = loss.gamma ** 2
-    return n_gold * (g2 * fn + fp) / ((g2 + 1.0) * tp)

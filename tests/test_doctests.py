@@ -12,6 +12,8 @@ MODULES = [
     "sklearn_crfloss.features",
     "sklearn_crfloss.datasets._conll",
     "sklearn_crfloss.lop",
+    "sklearn_crfloss.losses._base",
+    "sklearn_crfloss.losses._check",
 ]
 
 

@@ -1,7 +1,8 @@
 """Every registered loss and prior: value against enumeration, gradient against finite differences.
 
 Parametrised over the registries, so a new loss or prior is covered by adding
-it to ``LOSSES`` / ``PRIORS`` (and its definition to ``_oracle.loss_by_enumeration``).
+it to ``LOSSES`` / ``PRIORS``; a loss declares its definition by enumeration
+(``BaseLoss.enumerated_loss``) and the public ``check_loss`` checks it.
 """
 
 import numpy as np
@@ -19,11 +20,13 @@ from sklearn_crfloss.losses import (
     ConditionalLogLikelihood,
     MixedLoss,
     SoftmaxMargin,
+    check_loss,
     get_loss,
 )
+from sklearn_crfloss.losses._check import _finite_differences
 from sklearn_crfloss.priors import PRIORS, GaussianPrior, HyperbolicPrior, get_prior
 
-from _oracle import loss_by_enumeration, random_problem
+from _oracle import random_problem
 
 
 def named_loss(name, n_labels=3):
@@ -34,15 +37,8 @@ def named_loss(name, n_labels=3):
     return loss
 
 
-def finite_difference_gradient(fun, x, eps=1e-5):
-    """Five-point central differences of a scalar function."""
-    grad = np.empty_like(x)
-    for i in range(x.shape[0]):
-        step = np.zeros_like(x)
-        step[i] = eps
-        grad[i] = (-fun(x + 2 * step) + 8 * fun(x + step) - 8 * fun(x - step)
-                   + fun(x - 2 * step)) / (12 * eps)
-    return grad
+# Five-point central differences of a scalar function (the checker's own).
+finite_difference_gradient = _finite_differences
 
 
 def small_objective(rng, loss, prior, *, n_features=5, n_labels=3, lengths=(1, 3, 4),
@@ -72,38 +68,20 @@ class BoundObjective:
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
-@pytest.mark.parametrize("weighted", [False, True])
-@pytest.mark.parametrize("seed", range(3))
-def test_loss_value_matches_enumeration(name, weighted, seed):
-    rng = np.random.default_rng(seed)
-    loss = named_loss(name)
-    U, T, s, e, y, off = random_problem(rng, 3, lengths=(1, 2, 5, 3))
-    w = rng.uniform(0.5, 2.0, size=len(off) - 1) if weighted else None
-    value = loss.value_and_grad(U, T, s, e, y, off, sample_weight=w)[0]
-    assert_allclose(value, loss_by_enumeration(loss, U, T, s, e, y, off, w), rtol=1e-10)
-
-
-@pytest.mark.parametrize("name", sorted(LOSSES))
-@pytest.mark.parametrize("seed", range(3))
-def test_loss_gradient_wrt_potentials(name, seed):
-    rng = np.random.default_rng(seed)
-    loss = named_loss(name)
-    U, T, s, e, y, off = random_problem(rng, 3, lengths=(1, 2, 4))
-    w = rng.uniform(0.5, 2.0, size=len(off) - 1)
-    shapes = [U.shape, T.shape, s.shape, e.shape]
-    sizes = [int(np.prod(sh)) for sh in shapes]
-
-    def split(x):
-        parts = np.split(x, np.cumsum(sizes)[:-1])
-        return [p.reshape(sh) for p, sh in zip(parts, shapes)]
-
-    def value(x):
-        return loss.value_and_grad(*split(x), y, off, sample_weight=w)[0]
-
-    x0 = np.concatenate([U.ravel(), T.ravel(), s, e])
-    _, dU, dT, ds, de = loss.value_and_grad(U, T, s, e, y, off, sample_weight=w)
-    analytic = np.concatenate([dU.ravel(), dT.ravel(), ds, de])
-    assert_allclose(analytic, finite_difference_gradient(value, x0), rtol=1e-6, atol=1e-7)
+@pytest.mark.parametrize("classes, lengths", [
+    (("B-NP", "I-NP", "O"), (1, 2, 5, 3)),
+    (("I-NP", "I-VP", "O"), (2, 5, 1)),  # chunks of two types meet (conlleval)
+])
+def test_registered_loss_passes_check_loss(name, classes, lengths):
+    # The public checker on every registered loss: its value against its own
+    # definition by enumeration (unweighted and weighted), its gradient with
+    # respect to the potentials against finite differences, on 3 random
+    # problems; every loss must declare a definition (nothing skipped).
+    report = check_loss(name, classes=classes, lengths=lengths, raise_on_failure=False)
+    assert report.passed, str(report)
+    assert not report.skipped, str(report)
+    checks = {r.check for r in report.results}
+    assert {"contract", "value", "value (weighted)", "gradient"} <= checks
 
 
 @pytest.mark.parametrize("loss_name", sorted(LOSSES))

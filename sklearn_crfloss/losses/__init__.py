@@ -4,13 +4,25 @@ Each loss family lives in its own module and registers its classes in
 :data:`LOSSES` under the name accepted by ``CRFTagger(loss=...)``. To add a
 loss: subclass :class:`BaseLoss`, implement ``value_and_grad`` on potentials,
 declare the hyperparameters' ranges in ``_parameter_constraints``, set the
-class flags, add it to :data:`LOSSES`, and the oracle and gradient tests
-(``tests/test_losses.py``) cover it through the registry.
+class flags, declare its definition by enumeration
+(:meth:`BaseLoss.enumerated_loss`), add it to :data:`LOSSES`, and
+:func:`check_loss` (run on every registered loss by ``tests/test_losses.py``)
+checks its value against that definition and its gradient against finite
+differences. A loss of one's own, not registered, is checked the same way
+with ``check_loss(MyLoss())``.
 """
 
 from .._docstring import fill_doc
 from .._registry import RESOLVER_DOC, resolve
 from ._base import BaseLoss
+from ._check import (
+    LossCheckError,
+    LossCheckReport,
+    LossCheckResult,
+    check_loss,
+    enumerate_paths,
+    loss_by_enumeration,
+)
 from ._cost import (
     CostSensitiveLoss,
     HammingCost,
@@ -43,7 +55,10 @@ LOSSES = {
 __all__ = ["LOSSES", "BaseLoss", "ConditionalLogLikelihood", "CostSensitiveLoss", "HammingCost",
            "JensenRiskBound", "LabelCost", "LabelwiseAccuracyLoss", "MIRA", "MaxMargin",
            "MinimumClassificationError", "MixedLoss", "PointwiseLoss", "Risk",
-           "SegmentFScoreMCE", "SoftmaxMargin", "StructuredPerceptron", "get_loss"]
+           "SegmentFScoreMCE", "SoftmaxMargin", "StructuredPerceptron", "get_loss",
+           # checking a loss (the loss author's tools)
+           "LossCheckError", "LossCheckReport", "LossCheckResult", "check_loss",
+           "enumerate_paths", "loss_by_enumeration"]
 
 
 @fill_doc(resolver=RESOLVER_DOC.format(what="loss", registry="LOSSES", base="BaseLoss"))

@@ -1,6 +1,7 @@
 """Base class of training losses: the contract every loss implements."""
 
 import numpy as np
+from scipy.special import logsumexp
 from sklearn.base import BaseEstimator
 
 from ..inference import inner_positions
@@ -61,6 +62,13 @@ class BaseLoss(BaseEstimator):
     this class may omit (the defaults below apply), and
     :meth:`value_and_grad`.
 
+    A loss may also declare its **definition by enumeration**, a slow
+    reference that :func:`~sklearn_crfloss.losses.check_loss` compares
+    :meth:`value_and_grad` with on tiny chains: the loss of one sequence
+    from the scores of all its label sequences (:meth:`enumerated_loss`),
+    or, for a loss that is not a sum over sequences (an F-score), of the
+    whole batch (:meth:`enumerated_batch_loss`). Training never calls them.
+
     Notes
     -----
     Labels reach a loss as integer indices. A loss that needs the label
@@ -111,6 +119,106 @@ class BaseLoss(BaseEstimator):
         """
         self.classes_ = np.asarray(classes)
         return self
+
+    def enumerated_loss(self, paths, scores, gold, token_weight=None):
+        """The loss of one sequence from its definition, by enumeration.
+
+        A reference, not used in training: the loss written directly from
+        its definition on the distribution ``p(y | x)``, with every label
+        sequence ``y`` of the chain and its score at hand.
+        :func:`~sklearn_crfloss.losses.check_loss` compares
+        :meth:`value_and_grad` with it on tiny chains (at most a few hundred
+        label sequences). Override it in a loss that is a weighted sum over
+        sequences; a loss of corpus-level sums overrides
+        :meth:`enumerated_batch_loss` instead.
+
+        Parameters
+        ----------
+        paths : ndarray of intp of shape (n_labels ** length, length)
+            Every label sequence of the chain, in lexicographic order
+            (``itertools.product(range(n_labels), repeat=length)``), so
+            ``paths[-1, 0] + 1`` is ``n_labels``.
+        scores : ndarray of float64 of shape (n_labels ** length,)
+            ``score(paths[k])`` under the potentials (start, unary,
+            transitions, end; :doc:`/user_guide/crf`), so that
+            ``p(paths[k] | x) = exp(scores[k]) / sum(exp(scores))``.
+        gold : ndarray of intp of shape (length,)
+            The gold label index of every token (one of the rows of
+            ``paths``).
+        token_weight : ndarray of float64 of shape (length,), default=None
+            Per-token weights, passed only to a loss with
+            ``supports_token_weight = True``; ``None`` means 1.
+
+        Returns
+        -------
+        float
+            The loss of this sequence, not multiplied by its
+            ``sample_weight``.
+
+        Raises
+        ------
+        NotImplementedError
+            Here, in the base class: the loss declares no definition by
+            enumeration (:func:`~sklearn_crfloss.losses.check_loss` then
+            skips the value check and reports it).
+
+        Examples
+        --------
+        The conditional log-likelihood, ``log Z - score(gold)``:
+
+        >>> import numpy as np
+        >>> from scipy.special import logsumexp
+        >>> from sklearn_crfloss.losses import BaseLoss
+        >>> class MyCLL(BaseLoss):
+        ...     def enumerated_loss(self, paths, scores, gold, token_weight=None):
+        ...         is_gold = np.all(paths == gold, axis=1)
+        ...         return float(logsumexp(scores) - scores[is_gold][0])
+        >>> paths = np.array([[0], [1]])
+        >>> round(MyCLL().enumerated_loss(paths, np.array([0.0, 0.0]), np.array([1])), 4)
+        0.6931
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} declares no definition by enumeration "
+            "(BaseLoss.enumerated_loss)")
+
+    def enumerated_batch_loss(self, paths, scores, gold, sample_weight=None,
+                              token_weight=None):
+        """The loss of a batch of sequences from its definition, by enumeration.
+
+        By default ``sum_i sample_weight[i] * enumerated_loss(paths[i],
+        scores[i], gold[i], token_weight[i])``. A loss that is not a sum over
+        sequences (a ratio of corpus-level sums such as
+        :class:`~sklearn_crfloss.losses.SegmentFScoreMCE`) overrides this
+        method instead of :meth:`enumerated_loss`.
+
+        Parameters
+        ----------
+        paths, scores, gold : list of ndarray, one entry per sequence
+            As in :meth:`enumerated_loss`, for each sequence of the batch.
+        sample_weight : ndarray of shape (n_sequences,), default=None
+            Per-sequence weights; ``None`` means 1.
+        token_weight : list of ndarray or None, default=None
+            Per-token weights of each sequence (only for a loss with
+            ``supports_token_weight``); ``None`` means 1.
+
+        Returns
+        -------
+        float
+            The loss of the batch, to be compared with the value of
+            :meth:`value_and_grad` on the same potentials.
+
+        Raises
+        ------
+        NotImplementedError
+            If the loss declares no definition by enumeration.
+        """
+        n_seq = len(paths)
+        w = np.ones(n_seq) if sample_weight is None else np.asarray(sample_weight, float)
+        total = 0.0
+        for i in range(n_seq):
+            extra = {} if token_weight is None else {"token_weight": token_weight[i]}
+            total += w[i] * self.enumerated_loss(paths[i], scores[i], gold[i], **extra)
+        return float(total)
 
     def value_and_grad(self, unary, transition, start, end, y, offsets,
                        sample_weight=None, n_threads=1):
@@ -180,3 +288,27 @@ def gold_counts(y, offsets, n_labels, sample_weight=None):
     start = np.bincount(y[offsets[:-1]], weights=w_seq, minlength=n_labels).astype(np.float64)
     end = np.bincount(y[offsets[1:] - 1], weights=w_seq, minlength=n_labels).astype(np.float64)
     return token_weight, transition, start, end
+
+
+def enumerated_gold_score(paths, scores, gold):
+    """``score(gold)``: the entry of ``scores`` whose row of ``paths`` is ``gold``.
+
+    A helper of the definitions by enumeration
+    (:meth:`BaseLoss.enumerated_loss`).
+    """
+    return float(scores[np.all(paths == gold, axis=1)][0])
+
+
+def enumerated_marginals(paths, scores):
+    """Node marginals ``p(y_t = j | x)`` of one chain by summing over its paths.
+
+    Returns
+    -------
+    ndarray of shape (length, n_labels)
+        A helper of the definitions by enumeration
+        (:meth:`BaseLoss.enumerated_loss`).
+    """
+    n_labels = int(paths[-1, 0]) + 1
+    prob = np.exp(scores - logsumexp(scores))
+    return np.array([np.bincount(paths[:, t], weights=prob, minlength=n_labels)
+                     for t in range(paths.shape[1])])

@@ -11,13 +11,14 @@ potentials are ``U'[t, j] = U[t, j] + c(y*_t, j)``, and every existing kernel
 from numbers import Real
 
 import numpy as np
+from scipy.special import logsumexp
 from sklearn.base import BaseEstimator
 
 from .._compat import HasMethods, Interval, StrOptions
 from .._docstring import fill_doc
 from .._registry import resolve
 from ..inference import forward_backward, marginals_vjp
-from ._base import BaseLoss
+from ._base import BaseLoss, enumerated_gold_score
 from ._likelihood import ConditionalLogLikelihood
 
 __all__ = ["COST_LOSS_SECTIONS", "CostSensitiveLoss", "HammingCost", "JensenRiskBound",
@@ -202,6 +203,11 @@ class CostSensitiveLoss(BaseLoss):
             raise ValueError(f"cost matrix has shape {M.shape}, expected {(n_labels, n_labels)}")
         return M[y]
 
+    def _path_costs(self, paths, gold):
+        """``cost(gold, y)`` of every row ``y`` of ``paths`` (definitions by enumeration)."""
+        rows = self._cost_rows(gold, int(paths[-1, 0]) + 1)
+        return rows[np.arange(paths.shape[1]), paths].sum(axis=1)
+
 
 @fill_doc(cost_sections=COST_LOSS_SECTIONS)
 class SoftmaxMargin(CostSensitiveLoss):
@@ -228,6 +234,11 @@ class SoftmaxMargin(CostSensitiveLoss):
         return ConditionalLogLikelihood().value_and_grad(
             self._augmented(unary, y), transition, start, end, y, offsets,
             sample_weight=sample_weight, n_threads=n_threads)
+
+    def enumerated_loss(self, paths, scores, gold, token_weight=None):
+        # Docstring inherited: log sum_y exp(score(y) + cost(gold, y)) - score(gold), Eq. 6.
+        return (float(logsumexp(scores + self._path_costs(paths, gold)))
+                - enumerated_gold_score(paths, scores, gold))
 
 
 class _ExpectedCostLoss(CostSensitiveLoss):
@@ -275,6 +286,10 @@ class JensenRiskBound(_ExpectedCostLoss):
         return (value, d_unary, aug.transition_counts - plain.transition_counts,
                 aug.start_counts - plain.start_counts, aug.end_counts - plain.end_counts)
 
+    def enumerated_loss(self, paths, scores, gold, token_weight=None):
+        # Docstring inherited: log E_p[exp cost(gold, .)], section 3.1.
+        return float(logsumexp(scores + self._path_costs(paths, gold)) - logsumexp(scores))
+
 
 @fill_doc(cost_sections=COST_LOSS_SECTIONS)
 class Risk(_ExpectedCostLoss):
@@ -305,3 +320,8 @@ class Risk(_ExpectedCostLoss):
         d_unary, d_T, d_start, d_end = marginals_vjp(
             unary, transition, start, end, offsets, cost_rows, n_threads=n_threads)
         return value, d_unary, d_T, d_start, d_end
+
+    def enumerated_loss(self, paths, scores, gold, token_weight=None):
+        # Docstring inherited: E_p[cost(gold, .)], Eq. 5.
+        prob = np.exp(scores - logsumexp(scores))
+        return float(np.dot(prob, self._path_costs(paths, gold)))

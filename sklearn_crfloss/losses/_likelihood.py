@@ -1,9 +1,10 @@
 """Conditional log-likelihood, the loss of CRFsuite, CRF++ and Wapiti."""
 
 import numpy as np
+from scipy.special import logsumexp
 
 from ..inference import forward_backward
-from ._base import BaseLoss, gold_counts
+from ._base import BaseLoss, enumerated_gold_score, gold_counts
 
 __all__ = ["ConditionalLogLikelihood"]
 
@@ -62,3 +63,7 @@ class ConditionalLogLikelihood(BaseLoss):
             fb.start_counts - gold_start,
             fb.end_counts - gold_end,
         )
+
+    def enumerated_loss(self, paths, scores, gold, token_weight=None):
+        # Docstring inherited: log Z - score(gold).
+        return float(logsumexp(scores)) - enumerated_gold_score(paths, scores, gold)

@@ -8,7 +8,7 @@ the online solvers of :mod:`sklearn_crfloss.solvers`, not by L-BFGS.
 import numpy as np
 
 from ..inference import sequence_scores, viterbi
-from ._base import BaseLoss, gold_counts
+from ._base import BaseLoss, enumerated_gold_score, gold_counts
 from .._docstring import fill_doc
 from ._cost import COST_LOSS_SECTIONS, CostSensitiveLoss
 
@@ -62,6 +62,11 @@ class MaxMargin(CostSensitiveLoss):
         return _hinge(unary, self._augmented(unary, y), transition, start, end, y, offsets,
                       sample_weight)
 
+    def enumerated_loss(self, paths, scores, gold, token_weight=None):
+        # Docstring inherited: max_y [score(y) + cost(gold, y)] - score(gold), Eq. 4.
+        return (float(np.max(scores + self._path_costs(paths, gold)))
+                - enumerated_gold_score(paths, scores, gold))
+
 
 class StructuredPerceptron(BaseLoss):
     """Averaged structured perceptron (``loss='perceptron'``), Collins (2002).
@@ -90,6 +95,10 @@ class StructuredPerceptron(BaseLoss):
                        sample_weight=None, n_threads=1):
         # Docstring inherited; the gradient is a subgradient.
         return _hinge(unary, unary, transition, start, end, y, offsets, sample_weight)
+
+    def enumerated_loss(self, paths, scores, gold, token_weight=None):
+        # Docstring inherited: max_y score(y) - score(gold).
+        return float(np.max(scores)) - enumerated_gold_score(paths, scores, gold)
 
 
 @fill_doc(cost_sections=COST_LOSS_SECTIONS)

@@ -21,11 +21,11 @@ multiplicatively with the per-sequence ``sample_weight``.
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, logsumexp
 
 from .._compat import Interval, StrOptions, validate_parameter_constraints
 from ..inference import forward_backward, marginals_vjp
-from ._base import BaseLoss, gold_counts
+from ._base import BaseLoss, enumerated_gold_score, enumerated_marginals, gold_counts
 
 __all__ = ["LabelwiseAccuracyLoss", "MixedLoss", "PointwiseLoss"]
 
@@ -65,6 +65,18 @@ def _pointwise(unary, transition, start, end, y, offsets, w, n_threads, fb=None)
     grad_mu = np.zeros_like(fb.marginals)
     grad_mu[rows, y] = -w / gold
     return value, grad_mu
+
+
+def _enumerated_gold_marginals(paths, scores, gold, token_weight):
+    """``p(y_t = y*_t | x)`` and the token weights (1 if None) of one enumerated chain."""
+    mu = enumerated_marginals(paths, scores)[np.arange(gold.shape[0]), gold]
+    return mu, (np.ones(gold.shape[0]) if token_weight is None else token_weight)
+
+
+def _enumerated_pointwise(paths, scores, gold, token_weight):
+    """``-sum_t w_t log p(y_t = y*_t | x)`` of one enumerated chain."""
+    mu, tw = _enumerated_gold_marginals(paths, scores, gold, token_weight)
+    return -float(np.dot(tw, np.log(mu)))
 
 
 class PointwiseLoss(BaseLoss):
@@ -114,6 +126,10 @@ class PointwiseLoss(BaseLoss):
         value, grad_mu = _pointwise(unary, transition, start, end, y, offsets, w, n_threads)
         return (value, *marginals_vjp(unary, transition, start, end, offsets, grad_mu,
                                       n_threads=n_threads))
+
+    def enumerated_loss(self, paths, scores, gold, token_weight=None):
+        # Docstring inherited: Definition 2, -sum_t w_t log p(y_t = y*_t | x).
+        return _enumerated_pointwise(paths, scores, gold, token_weight)
 
 
 class MixedLoss(BaseLoss):
@@ -218,6 +234,13 @@ class MixedLoss(BaseLoss):
         mix = 1.0 - lam
         return (lam * l1 + mix * l0, lam * d_unary + mix * pU, lam * d_trans + mix * pT,
                 lam * d_start + mix * ps, lam * d_end + mix * pe)
+
+    def enumerated_loss(self, paths, scores, gold, token_weight=None):
+        # Docstring inherited: Definition 3, lam (log Z - score(y*)) + (1 - lam) pointwise.
+        lam = self._lambda()
+        cll = float(logsumexp(scores)) - enumerated_gold_score(paths, scores, gold)
+        return lam * cll + (1.0 - lam) * _enumerated_pointwise(paths, scores, gold,
+                                                               token_weight)
 
 
 class LabelwiseAccuracyLoss(BaseLoss):
@@ -354,3 +377,18 @@ class LabelwiseAccuracyLoss(BaseLoss):
             grad_mu[rows, rival] += w * dq
         return (value, *marginals_vjp(unary, transition, start, end, offsets, grad_mu,
                                       n_threads=n_threads))
+
+    def enumerated_loss(self, paths, scores, gold, token_weight=None):
+        # Docstring inherited: sum_t w_t (1 - Q(.)) with the last alpha (Eqs. (9)-(10)).
+        if self.q == "log":
+            return _enumerated_pointwise(paths, scores, gold, token_weight)
+        mu = enumerated_marginals(paths, scores)
+        gold_mu, tw = _enumerated_gold_marginals(paths, scores, gold, token_weight)
+        if self.q == "identity":
+            return float(np.dot(tw, 1.0 - gold_mu))
+        alpha = float(self.stages()[-1].alpha)
+        total = 0.0
+        for t in range(gold.shape[0]):
+            rival = max(mu[t, j] for j in range(mu.shape[1]) if j != gold[t])
+            total += tw[t] * (1.0 - 1.0 / (1.0 + np.exp(-alpha * (gold_mu[t] - rival))))
+        return float(total)

@@ -7,7 +7,7 @@
 from numbers import Real
 
 import numpy as np
-from scipy.special import expit, log_expit
+from scipy.special import expit, log_expit, logsumexp
 
 from .._compat import Interval, StrOptions
 from ..inference import (
@@ -18,7 +18,7 @@ from ..inference import (
     sequence_scores,
     viterbi_excluding,
 )
-from ._base import BaseLoss, gold_counts
+from ._base import BaseLoss, enumerated_gold_score, gold_counts
 
 __all__ = ["MinimumClassificationError", "SegmentFScoreMCE"]
 
@@ -55,6 +55,20 @@ def _add_path_counts(grads, path, offsets, coef, rows):
     d_trans += trans
     d_start += start
     d_end += end
+
+
+def _enumerated_smooth(loss, d):
+    """l(d) of Eq. 8, written from its definition (definitions by enumeration)."""
+    z = loss.alpha * d + loss.beta
+    if getattr(loss, "smoothing", "sigmoid") == "sigmoid":
+        return 1.0 / (1.0 + np.exp(-z))
+    return np.log1p(np.exp(z)) / loss.alpha
+
+
+def _enumerated_margin(paths, scores, ref, begin, stop):
+    """Best score carrying ``ref[begin:stop]`` minus the best score not carrying it."""
+    carry = np.all(paths[:, begin:stop] == ref[None, begin:stop], axis=1)
+    return scores[carry].max() - scores[~carry].max()
 
 
 class _SmoothedErrorLoss(BaseLoss):
@@ -209,6 +223,17 @@ class MinimumClassificationError(_SmoothedErrorLoss):
             grads[3][:] += fbw.end_counts
             _add_path_counts(grads, y, offsets, -r_c, rows)
         return (value,) + grads
+
+    def enumerated_loss(self, paths, scores, gold, token_weight=None):
+        # Docstring inherited: l(d(y*, x)) from Eqs. 5, 7 and 8, with A = 1 / (|Y| - 1).
+        g_star = enumerated_gold_score(paths, scores, gold)
+        wrong = np.any(paths != gold[None, :], axis=1)
+        if np.isinf(self.psi):
+            d = scores[wrong].max() - g_star  # Eq. 5
+        else:  # Eq. 7
+            d = -g_star + (np.log(1.0 / (len(paths) - 1))
+                           + logsumexp(self.psi * scores[wrong])) / self.psi
+        return float(_enumerated_smooth(self, d))
 
 
 class SegmentFScoreMCE(_SmoothedErrorLoss):
@@ -426,3 +451,42 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         _, _, grad_f = segment_margins(unary, transition, start, end, offsets, wrong_path,
                                        fp_segs, coef=coef_f, mm=mm, n_threads=n_threads)
         return (value,) + tuple(a + b for a, b in zip(grad_g, grad_f))
+
+    def enumerated_batch_loss(self, paths, scores, gold, sample_weight=None,
+                              token_weight=None):
+        """Eq. 16 times the weighted number of gold segments, by enumeration.
+
+        Not a sum over sequences: the smoothed counts ``TP_l``, ``FN_l`` and
+        ``FP_l`` are summed over the batch first. Segment margins are the
+        best score of the paths carrying a segment's labels minus the best
+        of the others; the false positives are the segments of the maximum
+        incorrect (or, with ``false_positives='viterbi'``, the best) path
+        that are not gold segments. Parameters, return value and errors as
+        in :meth:`BaseLoss.enumerated_batch_loss`.
+        """
+        from ..segments import get_segments
+
+        classes = np.asarray(self.classes_)
+        w = np.ones(len(paths)) if sample_weight is None else np.asarray(sample_weight, float)
+        tp = fn = fp = n_gold = 0.0
+        for P, S, g, wi in zip(paths, scores, gold, w):
+            if self.false_positives == "viterbi":
+                wrong_path = P[np.argmax(S)]
+            else:  # Eq. 5: the best path other than the gold one
+                wrong = np.flatnonzero(np.any(P != g[None, :], axis=1))
+                wrong_path = P[wrong[np.argmax(S[wrong])]]
+            gold_segs = get_segments(list(classes[g]), scheme=self.scheme)
+            for a, b, _ in gold_segs:
+                lg = _enumerated_smooth(self, -_enumerated_margin(P, S, g, a, b))
+                tp += wi * (1.0 - lg)
+                fn += wi * lg
+                n_gold += wi
+            for seg in get_segments(list(classes[wrong_path]), scheme=self.scheme):
+                if seg not in set(gold_segs):
+                    lf = _enumerated_smooth(self, _enumerated_margin(P, S, wrong_path, *seg[:2]))
+                    if self.false_positives == "viterbi":
+                        l0 = 1.0 / (1.0 + np.exp(-self.beta))
+                        lf = (lf - l0) / (1.0 - l0)
+                    fp += wi * lf
+        g2 = self.gamma ** 2
+        return float(n_gold * (g2 * fn + fp) / ((g2 + 1.0) * tp))
