@@ -17,7 +17,7 @@ References
 
 import os
 import re
-from itertools import repeat
+from itertools import combinations, repeat
 
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
@@ -73,46 +73,13 @@ Examples
 U05:%x[-1,0]/%x[0,0]
 """
 
-SUZUKI2006_TEMPLATE = """\
-# Kudo & Matsumoto's basic set: words (column 0), POS tags (column 1) at -2..2
-U00:%x[-2,0]
-U01:%x[-1,0]
-U02:%x[0,0]
-U03:%x[1,0]
-U04:%x[2,0]
-U10:%x[-2,1]
-U11:%x[-1,1]
-U12:%x[0,1]
-U13:%x[1,1]
-U14:%x[2,1]
-
-# Bigram combinations of two positions in the window -2..2: words
-U20:%x[-2,0]/%x[-1,0]
-U21:%x[-2,0]/%x[0,0]
-U22:%x[-2,0]/%x[1,0]
-U23:%x[-2,0]/%x[2,0]
-U24:%x[-1,0]/%x[0,0]
-U25:%x[-1,0]/%x[1,0]
-U26:%x[-1,0]/%x[2,0]
-U27:%x[0,0]/%x[1,0]
-U28:%x[0,0]/%x[2,0]
-U29:%x[1,0]/%x[2,0]
-
-# Bigram combinations of two positions in the window -2..2: POS tags
-U30:%x[-2,1]/%x[-1,1]
-U31:%x[-2,1]/%x[0,1]
-U32:%x[-2,1]/%x[1,1]
-U33:%x[-2,1]/%x[2,1]
-U34:%x[-1,1]/%x[0,1]
-U35:%x[-1,1]/%x[1,1]
-U36:%x[-1,1]/%x[2,1]
-U37:%x[0,1]/%x[1,1]
-U38:%x[0,1]/%x[2,1]
-U39:%x[1,1]/%x[2,1]
-
-# Label bigram (the dense transition matrix)
-B
-"""
+SUZUKI2006_TEMPLATE = "\n".join(
+    ["# Kudo & Matsumoto's basic set: words (column 0), POS tags (column 1) at -2..2"]
+    + [f"U{c}{k}:%x[{o},{c}]" for c in (0, 1) for k, o in enumerate(range(-2, 3))]
+    + ["# Bigram combinations of two positions of the window: words (U2x), POS (U3x)"]
+    + [f"U{2 + c}{k}:%x[{i},{c}]/%x[{j},{c}]" for c in (0, 1)
+       for k, (i, j) in enumerate(combinations(range(-2, 3), 2))]
+    + ["# Label bigram (the dense transition matrix)", "B", ""])
 """The chunking features of Suzuki, McDermott & Isozaki (2006), section 5.2 (str).
 
 The paper: "As regards the basic feature set for Chunking, we followed (Kudo
@@ -149,6 +116,8 @@ T. Kudo, Y. Matsumoto (2001). Chunking with support vector machines. NAACL.
 Examples
 --------
 >>> from sklearn_crfloss.features import SUZUKI2006_TEMPLATE, TemplateFeatures
+>>> print(SUZUKI2006_TEMPLATE.splitlines()[22])
+U27:%x[0,0]/%x[1,0]
 >>> feats = TemplateFeatures(SUZUKI2006_TEMPLATE).fit([])
 >>> len(feats.keys_)
 30
