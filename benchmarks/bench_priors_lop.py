@@ -13,13 +13,23 @@ F1 (same model, no refit), the fraction of exactly-zero parameters
 (``sparsity_``), the number of C values tried and the total training time.
 ``ner-lop``: the unregularised monolithic CRF (the LOP's first expert) and
 the LOP with trained weights (``weights='fit'``) and with uniform fixed
-weights, on testa and testb. ``pos-*``: the same on CoNLL-2000 with the POS
+weights, on testa and testb. ``lop-pipeline``: the opinion pool as a user builds it,
+``make_pipeline(TemplateFeatures(), LOPTagger(experts=..., weights='cv'))``
+on the (word, POS) tokens of CoNLL-2002 (CRF++'s CoNLL-2000 template, every
+LOPTagger default but the weights), compared with the unregularised
+monolithic CRF (its first expert) for three ways of setting the weights:
+uniform, held-out folds (``'cv'``, 3 folds, experts refitted per fold) and
+the training likelihood (``'fit'``, computed on the same experts); paired
+bootstrap and McNemar tests on esp.testb against the monolithic CRF.
+``--weights uniform`` fits the default pool only (no folds).
+``pos-*``: the same on CoNLL-2000 with the POS
 tags collapsed to 5 classes (section 5.2), features from words only, the
 last 1,000 training sentences as the development split; accuracy.
 """
 
 import argparse
 import json
+import sys
 import time
 
 import numpy as np
@@ -151,7 +161,7 @@ def run_prior(args, data, metric, dev, test):
 
 
 def run_lop(args, data, feats, metric, dev, test):
-    lop = LOPTagger(experts=args.experts, positions=template_positions(feats),
+    lop = LOPTagger(experts=args.experts, positions=template_positions(feats), weights="fit",
                     estimator=CRFTagger(prior="none", n_jobs=1), random_state=0, n_jobs=1)
     t0 = time.perf_counter()
     lop.fit(*data["train"])
@@ -168,9 +178,62 @@ def run_lop(args, data, feats, metric, dev, test):
                               total_fit_s=round(fit_s, 1))), flush=True)
 
 
+def run_lop_pipeline(args):
+    """Pipeline([TemplateFeatures(), LOPTagger(...)]) vs the unregularised CRF on CoNLL-2002."""
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_crfloss.lop import _fit_weights
+    from sklearn_crfloss.metrics import mcnemar_test, paired_bootstrap_test
+
+    data = {sub: load_conll2002("esp", sub) for sub in ("train", "testa", "testb")}
+    X, y = data["train"]
+    if args.train_sentences:
+        X, y = X[:args.train_sentences], y[:args.train_sentences]
+    pipe = make_pipeline(TemplateFeatures(), LOPTagger(experts=args.experts, weights=args.weights))
+    t0 = time.perf_counter()
+    pipe.fit(X, y)
+    fit_s = time.perf_counter() - t0
+    feats, lop = pipe
+    n = len(lop.experts_)
+    models = {"unreg. monolithic": lop.with_weights(np.eye(n)[0]),
+              "uniform": lop.with_weights(np.ones(n))}
+    if args.weights == "cv":
+        models["cv (3 folds)"] = lop
+    # weights on the training likelihood, same experts
+    F = feats.transform(X)
+    pool = lop.pool_
+    unary, offsets = pool._potentials(F)
+    y_enc = np.searchsorted(pool.classes_, np.concatenate(y))
+    parts = [(e._potentials(F)[0], e.transition_, e.start_, e.end_) for e in lop.experts_]
+    w_fit, _ = _fit_weights([(parts, y_enc, offsets)], lop.max_iter, lop.tol)
+    models["fit (training likelihood)"] = lop.with_weights(w_fit)
+    base = None
+    for name, model in models.items():
+        pred = {sub: [[str(t) for t in p] for p in model.predict(feats.transform(data[sub][0]))]
+                for sub in ("testa", "testb")}
+        row = dict(model=name, experts=args.experts, weights=np.round(model.weights_, 4).tolist(),
+                   testa=round(100 * segment_f1_score(data["testa"][1], pred["testa"]), 2),
+                   testb=round(100 * segment_f1_score(data["testb"][1], pred["testb"]), 2),
+                   train_sentences=len(X), expert_sizes=[len(c) for c in lop.expert_columns_],
+                   total_fit_s=round(fit_s, 1))
+        if base is None:
+            base = pred["testb"]
+        else:
+            y_b = data["testb"][1]
+            boot = paired_bootstrap_test(y_b, pred["testb"], base, random_state=0)
+            row.update(diff_testb=round(100 * boot.difference, 2),
+                       ci=[round(100 * v, 2) for v in boot.confidence_interval],
+                       p_bootstrap=round(boot.pvalue, 4),
+                       p_mcnemar_sent=float("%.3g" % mcnemar_test(y_b, pred["testb"], base).pvalue),
+                       p_mcnemar_tok=float("%.3g" % mcnemar_test(y_b, pred["testb"], base,
+                                                                 unit="token").pvalue))
+        print(json.dumps(row), flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("task", choices=["ner-prior", "ner-lop", "pos-prior", "pos-lop"])
+    parser.add_argument("task", choices=["ner-prior", "ner-lop", "pos-prior", "pos-lop",
+                                         "lop-pipeline"])
     parser.add_argument("--prior", default="l2",
                         choices=["none", "l2", "l1", "hyperbolic", "l2-fd", "l1-fd",
                                  "hyperbolic-fd"])
@@ -182,7 +245,12 @@ def main(argv=None):
                         help="max_iter of the prior fits (default: CRFTagger's, 1000)")
     parser.add_argument("--train-sentences", type=int, default=None,
                         help="train on this prefix of the training set only")
+    parser.add_argument("--weights", choices=["cv", "uniform"], default="cv",
+                        help="lop-pipeline: the pool's weights ('cv' also reports uniform)")
     args = parser.parse_args(argv)
+    print("command:", " ".join(["python"] + sys.argv), flush=True)
+    if args.task == "lop-pipeline":
+        return run_lop_pipeline(args)
     if args.task.startswith("ner"):
         data, feats = ner_data()
         metric, dev, test = segment_f1_score, "testa", "testb"

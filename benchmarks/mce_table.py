@@ -16,16 +16,27 @@ continued with ``set_params(loss=...)`` and ``warm_start=True``, which is what
 ``init='cll'`` does in one fit). alpha=1, beta=0, psi=inf as in the paper.
 
 C: ``--C 1`` uses one value for every row; ``--C-grid 0.1 1 10`` selects C
-per row on a development split, the last ``--dev`` training sentences (the
-paper: the last 2,000), trained on the rest, then refits on the full
-training set; ``--select map`` chooses C for the MAP row only and uses it
-for every row (one grid instead of one per row; ML has no C). Features: the CRF++ template (``CONLL2000_TEMPLATE``),
-computed once.
+on a development split, the last ``--dev`` training sentences (the paper's
+footnote 3: the last 2,000), trained on the rest, then refits on the full
+training set. ``--select each`` (default) chooses C separately for MAP and
+for every MCE row and initialisation; the ``map`` initialisation starts
+from the MAP model with MAP's chosen C (on the development split: the MAP
+fit on the rest), then trains the row's loss with the row's C.
+``--select map`` chooses C for the MAP row only and uses it for every row
+(one grid instead of one per row; ML has no C). The paper's grid is
+``--C-grid 1e-5 1e-4 ... 1e5``. Features: ``--template conll2000`` (the
+CRF++ template, ``CONLL2000_TEMPLATE``, default) or ``suzuki2006`` (the
+paper's section 5.2, ``SUZUKI2006_TEMPLATE``), computed once.
 
 Reports test segment F1 (conlleval), sentence accuracy, fit seconds, L-BFGS
 iterations, seconds per iteration (between the first and the last
 iteration callback, so vectorisation is excluded) and that time relative to
-the ``map`` row's (CLL). Run from a checkout::
+the ``map`` row's (CLL). With a ``map`` row, a second table tests every
+other row against it on the test set (as the paper's section 5.3): the
+paired bootstrap of segment F1 over sentences
+(:func:`sklearn_crfloss.metrics.paired_bootstrap_test`, ``--n-resamples``,
+``random_state=0``) and McNemar's test on sentence and on token correctness
+(:func:`sklearn_crfloss.metrics.mcnemar_test`). Run from a checkout::
 
     SKLEARN_CRFLOSS_DATA=../shared/data python benchmarks/mce_table.py \\
         --rows map mcef_sig --init map --C 1 --n-jobs 1
@@ -45,9 +56,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import training_objective  # noqa: E402
 from sklearn_crfloss import CRFTagger
 from sklearn_crfloss.datasets import load_conll2000
-from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures
+from sklearn_crfloss.features import CONLL2000_TEMPLATE, SUZUKI2006_TEMPLATE, TemplateFeatures
 from sklearn_crfloss.losses import MinimumClassificationError, SegmentFScoreMCE, get_loss
-from sklearn_crfloss.metrics import segment_f1_score, sequence_accuracy
+from sklearn_crfloss.metrics import (mcnemar_test, paired_bootstrap_test, segment_f1_score,
+                                     sequence_accuracy)
+
+TEMPLATES = {"conll2000": CONLL2000_TEMPLATE, "suzuki2006": SUZUKI2006_TEMPLATE}
 
 ROWS = {
     "ml": ("ML", lambda: "cll", "none"),
@@ -82,15 +96,15 @@ def fit(X, y, loss, prior, C, args, warm_from=None):
                         n_jobs=args.n_jobs, callback=clock)
     else:
         crf = warm_from
-        crf.set_params(loss=loss, warm_start=True, callback=clock, max_iter=max_iter)
+        crf.set_params(loss=loss, C=C, warm_start=True, callback=clock, max_iter=max_iter)
     t0 = time.perf_counter()
     crf.fit(X, y)
     return crf, time.perf_counter() - t0, clock.per_iteration()
 
 
 def evaluate(crf, X, y):
-    pred = crf.predict(X)
-    return 100 * segment_f1_score(y, pred), 100 * sequence_accuracy(y, pred)
+    pred = [[str(t) for t in p] for p in crf.predict(X)]  # lists of str, whatever predict returns
+    return 100 * segment_f1_score(y, pred), 100 * sequence_accuracy(y, pred), pred
 
 
 def copy_fitted(crf):
@@ -100,33 +114,91 @@ def copy_fitted(crf):
     return copy.deepcopy(crf)
 
 
-def run_rows(X_tr, y_tr, X_te, y_te, rows, inits, C_of, args, log):
+def run_rows(X_tr, y_tr, X_te, y_te, rows, inits, C_of, args, log, map_models=None):
+    """Fit and score ``rows`` x ``inits``; ``C_of(key, init)`` gives C (init '-' for ML, MAP).
+
+    The ``map`` initialisation continues the MAP model of C ``C_of('map', '-')``
+    (fitted once, kept in ``map_models``: C -> (model, seconds, s/iter)).
+    """
     results = []
-    map_models = {}
+    map_models = {} if map_models is None else map_models
     for key in rows:
         name, make_loss, prior = ROWS[key]
-        C = C_of(key)
         plain = key in ("ml", "map")
-        for init in (["zero"] if plain else inits):
+        for init in (["-"] if plain else inits):
+            C = C_of(key, init)
             if init == "map":
-                if C not in map_models:
-                    map_models[C] = fit(X_tr, y_tr, "cll", "l2", C, args)
-                base = copy_fitted(map_models[C][0])
+                C_map = C_of("map", "-")
+                if C_map not in map_models:
+                    map_models[C_map] = fit(X_tr, y_tr, "cll", "l2", C_map, args)
+                base = copy_fitted(map_models[C_map][0])
                 crf, sec, per_it = fit(X_tr, y_tr, make_loss(), prior, C, args, warm_from=base)
-                sec_total = sec + map_models[C][1]
+                sec_total = sec + map_models[C_map][1]
             else:
                 crf, sec, per_it = fit(X_tr, y_tr, make_loss(), prior, C, args)
                 sec_total = sec
                 if key == "map":
                     map_models[C] = (crf, sec, per_it)
-            f1, acc = evaluate(crf, X_te, y_te)
-            row = dict(row=name, init=init if not plain else "-", C=C, f1=f1, acc=acc,
+            f1, acc, pred = evaluate(crf, X_te, y_te)
+            row = dict(row=name, key=key, init=init, C=C, f1=f1, acc=acc,
                        max_iter=crf.max_iter,
                        fit_s=sec_total, n_iter=crf.n_iter_, s_per_iter=per_it,
-                       converged=crf.converged_)
+                       converged=crf.converged_, pred=pred)
             results.append(row)
             log(row)
     return results, map_models
+
+
+def select_C(F, y, args, log):
+    """C per (row, init) on the development split (the last ``args.dev`` sentences)."""
+    n_fit = len(F) - args.dev
+    split = (F[:n_fit], y[:n_fit], F[n_fit:], y[n_fit:])
+    chosen = {("ml", "-"): args.C_grid[0]}  # ML has no C
+    dev_maps = {}
+
+    def best(key, init):
+        scores = []
+        for C in args.C_grid:
+            print(f"dev: {key} init={init} C={C:g}", flush=True)
+            res = run_rows(*split, [key], [init],
+                           lambda k, i, C=C: C if (k, i) == (key, init) else chosen[("map", "-")],
+                           args, log, dev_maps)[0]
+            scores.append(res[-1]["f1"])
+        chosen[(key, init)] = args.C_grid[int(np.argmax(scores))]
+
+    best("map", "-")
+    for key in args.rows:
+        if key in ("ml", "map"):
+            continue
+        for init in args.init:
+            if args.select == "map":
+                chosen[(key, init)] = chosen[("map", "-")]
+            else:
+                best(key, init)
+    return chosen
+
+
+def significance_table(results, y_test, n_resamples):
+    """Markdown table: every row against the MAP row on the test set."""
+    base = next(r for r in results if r["key"] == "map")
+    print(f"\nAgainst MAP (C={base['C']:g}) on the test set: paired bootstrap of segment F1 "
+          f"({n_resamples} resamples, random_state=0), McNemar on sentences and tokens\n")
+    print("| Row | init | C | F1 - MAP | 95% CI | p (bootstrap) | sent. acc. - MAP "
+          "| p (McNemar, sent.) | p (McNemar, tokens) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        if r is base:
+            continue
+        boot = paired_bootstrap_test(y_test, r["pred"], base["pred"], n_resamples=n_resamples,
+                                     random_state=0)
+        sent = mcnemar_test(y_test, r["pred"], base["pred"], unit="sentence")
+        tok = mcnemar_test(y_test, r["pred"], base["pred"], unit="token")
+        lo, hi = boot.confidence_interval
+        C = "-" if r["key"] == "ml" else f"{r['C']:g}"
+        print(f"| {r['row']} | {r['init']} | {C} | {100 * boot.difference:+.2f} "
+              f"| [{100 * lo:+.2f}, {100 * hi:+.2f}] | {boot.pvalue:.3g} "
+              f"| {100 * sent.difference:+.2f} | {sent.pvalue:.3g} | {tok.pvalue:.3g} |",
+              flush=True)
 
 
 def time_evaluations(F, y, map_crf, keys, repeats):
@@ -174,6 +246,10 @@ def main(argv=None):
                         "at the MAP solution (full training set)")
     p.add_argument("--mce-max-iter", type=int, default=None,
                    help="max_iter of the MCE stages (default: --max-iter)")
+    p.add_argument("--template", choices=list(TEMPLATES), default="conll2000",
+                   help="feature template: CONLL2000_TEMPLATE or SUZUKI2006_TEMPLATE")
+    p.add_argument("--n-resamples", type=int, default=9999,
+                   help="paired bootstrap resamples of the tests against MAP")
     args = p.parse_args(argv)
     if (args.C is None) == (args.C_grid is None):
         p.error("give exactly one of --C and --C-grid")
@@ -185,7 +261,7 @@ def main(argv=None):
         X_train, y_train = X_train[:args.train_sentences], y_train[:args.train_sentences]
     if args.test_sentences:
         X_test, y_test = X_test[:args.test_sentences], y_test[:args.test_sentences]
-    feats = TemplateFeatures(CONLL2000_TEMPLATE).fit(X_train)
+    feats = TemplateFeatures(TEMPLATES[args.template]).fit(X_train)
     F_train, F_test = feats.transform(X_train), feats.transform(X_test)
     print(f"train {len(F_train)} sentences, test {len(F_test)}", flush=True)
 
@@ -195,31 +271,17 @@ def main(argv=None):
               f"s/iter={row['s_per_iter']:.3f} converged={row['converged']}", flush=True)
 
     if args.C is not None:
-        C_of = {k: args.C for k in args.rows}.get
-    else:  # per row, on the last --dev training sentences
-        n_fit = len(F_train) - args.dev
-        chosen = {}
-        for key in (["map"] if args.select == "map" else args.rows):
-            if key == "ml":  # no prior: C is unused
-                chosen[key] = args.C_grid[0]
-                continue
-            scores = []
-            for C in args.C_grid:
-                print(f"dev: {key} C={C}", flush=True)
-                res = run_rows(F_train[:n_fit], y_train[:n_fit], F_train[n_fit:], y_train[n_fit:],
-                               [key], args.init[-1:], lambda k, C=C: C, args, log)[0]
-                scores.append(res[-1]["f1"])
-            chosen[key] = args.C_grid[int(np.argmax(scores))]
-        if args.select == "map":
-            chosen = {k: chosen["map"] for k in args.rows}
-        print("chosen C:", chosen, flush=True)
-        C_of = chosen.get
+        C_of = lambda key, init: args.C  # noqa: E731
+    else:  # on the last --dev training sentences
+        chosen = select_C(F_train, y_train, args, log)
+        print("chosen C:", {f"{k}/{i}": C for (k, i), C in chosen.items()}, flush=True)
+        C_of = lambda key, init: chosen[(key, init)]  # noqa: E731
 
     print("test:", flush=True)
     results, map_models = run_rows(F_train, y_train, F_test, y_test, args.rows, args.init,
                                    C_of, args, log)
     if args.time_evals:
-        C = C_of("map") if "map" in args.rows else next(iter(map_models))
+        C = C_of("map", "-") if "map" in args.rows else next(iter(map_models))
         t = time_evaluations(F_train, y_train, map_models[C][0], args.rows, args.time_evals)
         print("seconds per objective evaluation at the MAP solution (C=%g):" % C, flush=True)
         for key, sec in t.items():
@@ -230,9 +292,12 @@ def main(argv=None):
           "s/iter vs CLL |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        print(f"| {r['row']} | {r['init']} | {r['C']:g} | {r['f1']:.2f} | {r['acc']:.2f} | "
+        C = "-" if r["key"] == "ml" else f"{r['C']:g}"  # ML has no prior
+        print(f"| {r['row']} | {r['init']} | {C} | {r['f1']:.2f} | {r['acc']:.2f} | "
               f"{r['fit_s']:.0f} | {r['n_iter']} | {r['s_per_iter']:.3f} | "
               f"{r['s_per_iter'] / cll_per_iter:.2f} |")
+    if any(r["key"] == "map" for r in results) and len(results) > 1:
+        significance_table(results, y_test, args.n_resamples)
 
 
 if __name__ == "__main__":

@@ -17,13 +17,13 @@ References
 
 import os
 import re
-from itertools import repeat
+from itertools import combinations, repeat
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["CONLL2000_TEMPLATE", "TemplateFeatures"]
+__all__ = ["CONLL2000_TEMPLATE", "SUZUKI2006_TEMPLATE", "TemplateFeatures"]
 
 CONLL2000_TEMPLATE = """\
 # Unigram
@@ -72,6 +72,58 @@ Examples
 >>> from sklearn_crfloss.features import CONLL2000_TEMPLATE
 >>> print(CONLL2000_TEMPLATE.splitlines()[6])
 U05:%x[-1,0]/%x[0,0]
+"""
+
+SUZUKI2006_TEMPLATE = "\n".join(
+    ["# Kudo & Matsumoto's basic set: words (column 0), POS tags (column 1) at -2..2"]
+    + [f"U{c}{k}:%x[{o},{c}]" for c in (0, 1) for k, o in enumerate(range(-2, 3))]
+    + ["# Bigram combinations of two positions of the window: words (U2x), POS (U3x)"]
+    + [f"U{2 + c}{k}:%x[{i},{c}]/%x[{j},{c}]" for c in (0, 1)
+       for k, (i, j) in enumerate(combinations(range(-2, 3), 2))]
+    + ["# Label bigram (the dense transition matrix)", "B", ""])
+"""The chunking features of Suzuki, McDermott & Isozaki (2006), section 5.2 (str).
+
+The paper: "As regards the basic feature set for Chunking, we followed (Kudo
+and Matsumoto, 2001) ... We expanded the basic features by using bigram
+combinations of the same types of features, such as words and part-of-speech
+tags, within window size 5." This template is our reading of that sentence
+(the paper lists no template); it contains exactly 30 unigram templates:
+
+- ``U00``-``U04``: the word (column 0) at relative positions -2, -1, 0, 1, 2;
+- ``U10``-``U14``: the POS tag (column 1) at -2..2 -- Kudo & Matsumoto's
+  static features (their dynamic features, the chunk tags of the two
+  previous tokens, are the CRF's label transitions here; a first-order CRF
+  has only the previous one);
+- ``U20``-``U29``: every pair of two different positions ``i < j`` of the
+  window -2..2 (10 pairs: (-2,-1), (-2,0), (-2,1), (-2,2), (-1,0), (-1,1),
+  (-1,2), (0,1), (0,2), (1,2)) of words, ``word_i/word_j``;
+- ``U30``-``U39``: the same 10 pairs of POS tags, ``pos_i/pos_j``;
+
+and the plain bigram line ``B`` (the dense label transition matrix). "Bigram
+combinations" is read as all pairs of positions, not only adjacent ones (the
+adjacent pairs are ``U20``, ``U24``, ``U27``, ``U29`` and ``U30``, ``U34``,
+``U37``, ``U39``); there are no trigrams, unlike :data:`CONLL2000_TEMPLATE`.
+Expects tokens ``(word, POS, ...)``; the words are not lower-cased. On the
+CoNLL-2000 training set it yields far more attributes than
+:data:`CONLL2000_TEMPLATE` (the word pairs at distance 2 to 4 are mostly
+unique).
+
+References
+----------
+J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
+fields with multivariate evaluation measures. ACL, section 5.2.
+T. Kudo, Y. Matsumoto (2001). Chunking with support vector machines. NAACL.
+
+Examples
+--------
+>>> from sklearn_crfloss.features import SUZUKI2006_TEMPLATE, TemplateFeatures
+>>> print(SUZUKI2006_TEMPLATE.splitlines()[22])
+U27:%x[0,0]/%x[1,0]
+>>> feats = TemplateFeatures(SUZUKI2006_TEMPLATE).fit([])
+>>> len(feats.keys_)
+30
+>>> feats.transform([[("He", "PRP"), ("reckons", "VBZ")]])[0][0]["U28"]
+'He/_B+2'
 """
 
 _MACRO_RE = re.compile(r"%x\[([-+]?\d+),(\d+)\]")

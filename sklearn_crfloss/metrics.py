@@ -7,7 +7,8 @@ strings); the first axis is the sequence, as everywhere in
 type)`` of the package's one chunk decoder (:mod:`sklearn_crfloss.segments`,
 which documents the tagging schemes ``scheme`` and ``mode``), also used by the
 training losses that need segments. Token metrics compare the concatenated
-labels with :mod:`sklearn.metrics`.
+labels with :mod:`sklearn.metrics`. :func:`paired_bootstrap_test` and
+:func:`mcnemar_test` test whether two taggers differ on one test set.
 
 Counting
 --------
@@ -72,6 +73,9 @@ __all__ = [
     "hamming_scorer",
     "token_accuracy_scorer",
     "sequence_accuracy_scorer",
+    "PairedTestResult",
+    "paired_bootstrap_test",
+    "mcnemar_test",
 ]
 
 _AVERAGES = ("micro", "macro", "weighted")
@@ -158,8 +162,15 @@ def _type_order(names):
                       key=lambda j: (type(names[j]).__name__, repr(names[j])))
 
 
-def _counts(codes_true, codes_pred, offsets, classes, scheme, mode):
-    """(types, n_pred, n_true, n_correct) of coded sequences; see segment_counts."""
+def _chunks(codes_true, codes_pred, offsets, classes, scheme, mode):
+    """The chunks of conlleval's stream of coded sequences.
+
+    Returns ``(type_names, gold_start, gold_type, pred_start, pred_type,
+    correct_end, correct_type)``: stream positions and type indices of the
+    gold and predicted chunks, and of the correct chunks (position of their
+    last token, type credited as conlleval). The stream has an "O" after
+    every sequence, so sequence ``i`` starts at ``offsets[i] + i``.
+    """
     class_types = _chunk_types(classes, scheme, codes_true, codes_pred, offsets)
     # conlleval's file: an "O" (code 0) after every sequence, decoded as one sequence
     stream_true = np.insert(codes_true, offsets[1:], 0)
@@ -184,7 +195,15 @@ def _counts(codes_true, codes_pred, offsets, classes, scheme, mode):
     # conlleval credits a correct chunk to the type of its last token
     latest = np.ones(end.shape, dtype=bool)
     latest[:-1] = end[1:] != end[:-1]
-    credited = token_type_true[end[latest] - 1]
+    correct_end = end[latest] - 1
+    return (type_names, gold_start, gold_type, pred_start, pred_type, correct_end,
+            token_type_true[correct_end])
+
+
+def _counts(codes_true, codes_pred, offsets, classes, scheme, mode):
+    """(types, n_pred, n_true, n_correct) of coded sequences; see segment_counts."""
+    type_names, _, gold_type, _, pred_type, _, credited = _chunks(
+        codes_true, codes_pred, offsets, classes, scheme, mode)
     n_types = len(type_names)
     n_true = np.bincount(gold_type, minlength=n_types)
     n_pred = np.bincount(pred_type, minlength=n_types)
@@ -668,3 +687,11 @@ hamming_scorer = make_scorer(hamming_loss, greater_is_better=False)
 token_accuracy_scorer = make_scorer(token_accuracy)
 #: Whole-sequence accuracy.
 sequence_accuracy_scorer = make_scorer(sequence_accuracy)
+
+
+# ---------------------------------------------------------------------------
+# Significance tests (sklearn_crfloss/_significance.py, which reads the counts
+# above: imported last)
+# ---------------------------------------------------------------------------
+
+from ._significance import PairedTestResult, mcnemar_test, paired_bootstrap_test  # noqa: E402

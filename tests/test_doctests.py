@@ -8,6 +8,7 @@ import pytest
 MODULES = [
     "sklearn_crfloss._tagger",
     "sklearn_crfloss.metrics",
+    "sklearn_crfloss._significance",
     "sklearn_crfloss.segments",
     "sklearn_crfloss.features",
     "sklearn_crfloss.datasets._conll",

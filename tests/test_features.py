@@ -383,3 +383,17 @@ def test_first_100_conll2000_sentences(corpus):
     vec = DictVectorizer().fit([d for s in feats for d in s])
     assert "U02=Confidence" in vec.vocabulary_
     assert "U05=_B-1/Confidence" in vec.vocabulary_
+
+
+def test_suzuki2006_template_is_the_documented_set():
+    # words and POS at -2..2, and every pair of two window positions of each type
+    from itertools import combinations
+
+    from sklearn_crfloss.features import SUZUKI2006_TEMPLATE
+
+    feats = TemplateFeatures(SUZUKI2006_TEMPLATE).fit([])
+    macros = [m for _, m, _ in feats.templates_]
+    window = range(-2, 3)
+    expected = ([((o, c),) for c in (0, 1) for o in window]
+                + [((a, c), (b, c)) for c in (0, 1) for a, b in combinations(window, 2)])
+    assert macros == expected

@@ -71,10 +71,20 @@ def test_weight_gradient_finite_differences():
     fd = finite_difference_gradient(lambda v: _pool_nll(v, parts, y, off)[0], w)
     assert_allclose(grad, fd, rtol=1e-6, atol=1e-8)
     # Trained weights: on the simplex and no worse than uniform.
-    w_fit, _ = _fit_weights(parts, y, off, max_iter=200, tol=1e-10)
+    w_fit, _ = _fit_weights([(parts, y, off)], max_iter=200, tol=1e-10)
     assert_allclose(w_fit.sum(), 1.0)
     assert np.all(w_fit >= 0)
     assert _pool_nll(w_fit, parts, y, off)[0] <= _pool_nll(np.full(3, 1 / 3), parts, y, off)[0]
+    # Several blocks (held-out folds): their likelihoods add up. Another
+    # block with other experts moves the optimum; the same block twice does not.
+    w_twice, _ = _fit_weights([(parts, y, off)] * 2, max_iter=200, tol=1e-10)
+    assert_allclose(w_twice, w_fit, atol=1e-5)
+    U2, T2, s2, e2, y2, off2 = random_problem(rng, 3, lengths=(3, 3))
+    other = [(U2 * k, T2, s2, e2) for k in (3.0, 0.1, -1.0)]
+    w_two, _ = _fit_weights([(parts, y, off), (other, y2, off2)], max_iter=200, tol=1e-10)
+    both = lambda w: _pool_nll(w, parts, y, off)[0] + _pool_nll(w, other, y2, off2)[0]
+    assert both(w_two) <= min(both(w_fit), both(np.full(3, 1 / 3))) + 1e-9
+    assert not np.allclose(w_two, w_fit, atol=1e-3)
 
 
 def test_expert_sets():
@@ -112,8 +122,10 @@ def test_expert_sets():
 
 def test_parallel_experts_match_serial():
     X, y = _toy(30)
-    a = LOPTagger(experts="random", random_state=1, n_jobs=1, estimator=FAST).fit(X, y)
-    b = LOPTagger(experts="random", random_state=1, n_jobs=2, estimator=FAST).fit(X, y)
+    a = LOPTagger(experts="random", random_state=1, n_jobs=1, weights="fit",
+                  estimator=FAST).fit(X, y)
+    b = LOPTagger(experts="random", random_state=1, n_jobs=2, weights="fit",
+                  estimator=FAST).fit(X, y)
     assert_allclose(a.weights_, b.weights_, rtol=1e-8)
     assert_allclose(a.pool_.coef_, b.pool_.coef_, rtol=1e-8, atol=1e-10)
 
@@ -181,7 +193,7 @@ def test_gridsearch_over_expert_sets_and_weights_on_conll2002_subset(corpus):
 
 def test_with_weights_equals_fixed_weights_fit():
     X, y = _toy(30)
-    fitted = LOPTagger(experts="simple", estimator=FAST).fit(X, y)
+    fitted = LOPTagger(experts="simple", weights="fit", estimator=FAST).fit(X, y)
     fixed = LOPTagger(experts="simple", weights=[0.3, 0.7], estimator=FAST).fit(X, y)
     moved = fitted.with_weights([3, 7])
     assert_allclose(moved.weights_, [0.3, 0.7])
@@ -219,7 +231,7 @@ def test_pool_and_experts_are_fitted_taggers():
     from sklearn_crfloss.lop import _pool_nll
 
     X, y = _toy(30)
-    lop = LOPTagger(experts="positional", estimator=FAST).fit(X, y)
+    lop = LOPTagger(experts="positional", weights="fit", estimator=FAST).fit(X, y)
     pool = lop.pool_
     assert pool.n_iter_ == lop.weights_n_iter_ > 0
     assert pool.converged_ is True and len(pool.loss_curve_) == pool.n_iter_
@@ -240,3 +252,75 @@ def test_pool_and_experts_are_fitted_taggers():
     for expert, cols in zip(lop.experts_, lop.expert_columns_):
         assert_array_equal(expert.attributes_, lop.attributes_[cols])
         assert len(expert.predict(X)) == len(X)
+
+
+def test_boundary_positions_equal_the_template_offsets(corpus):
+    # On real sentences the offsets read from the boundary symbols are the
+    # template's, for every key that has an offset other than 0.
+    from sklearn_crfloss.lop import boundary_positions
+
+    X, _ = corpus("conll2002", "esp", "train")
+    feats = TemplateFeatures().fit(X[:200])
+    inferred = boundary_positions(feats.transform(X[:200]))
+    exact = template_positions(feats)
+    assert inferred == {k: v for k, v in exact.items() if v != (0,)}
+    assert set(exact) - set(inferred) == {"U02", "U12"}
+    # a key spanning both sides, on length-1 sentences, is "at"; non-str values are ignored
+    assert boundary_positions([[{"a": "_B-1/_B+1", "n": 1.0}]] * 2) == {"a": (-1, 0, 1)}
+    assert boundary_positions([[], [{"w": "x"}]]) == {}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("experts", ["simple", "positional", "label", "random"])
+def test_every_expert_set_after_template_features(corpus, experts):
+    # Pipeline([TemplateFeatures(), LOPTagger(experts=...)]) with defaults
+    # (only the experts' fit shortened): the positional groups are the
+    # template's behind / at / ahead keys, the simple expert's the current token's.
+    from sklearn.pipeline import make_pipeline
+
+    X, y = corpus("conll2002", "esp", "train")
+    X, y = X[:40], y[:40]
+    pipe = make_pipeline(TemplateFeatures(), LOPTagger(experts=experts, estimator=FAST,
+                                                       random_state=0)).fit(X, y)
+    lop = pipe[-1]
+    assert_allclose(lop.weights_, np.full(len(lop.experts_), 1 / len(lop.experts_)))
+    keys = [sorted({a.split("=")[0] for a in lop.attributes_[c]})
+            for c in lop.expert_columns_[1:]]
+    offsets = template_positions(pipe[0])
+    if experts == "positional":
+        assert keys == [sorted(k for k, o in offsets.items() if max(o) < 0),
+                        sorted(k for k, o in offsets.items() if min(o) <= 0 <= max(o)),
+                        sorted(k for k, o in offsets.items() if min(o) > 0)]
+    elif experts == "simple":
+        assert keys == [["U02", "U12"]]
+    pred = pipe.predict(X[:5])
+    assert [len(p) for p in pred] == [len(s) for s in X[:5]]
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_cv_weights_maximise_the_held_out_likelihood():
+    # weights='cv' equals the weights fitted by hand on held-out folds, each
+    # scored by experts refitted without it; the pooled experts are the full fits.
+    from sklearn.base import clone
+
+    X, y = _toy(40)
+    cv = KFold(2)
+    lop = LOPTagger(experts="positional", weights="cv", cv=cv, estimator=FAST).fit(X, y)
+    full = LOPTagger(experts="positional", estimator=FAST).fit(X, y)
+    assert_allclose(lop.pool_.coef_.shape, full.pool_.coef_.shape)
+    for a, b in zip(lop.experts_, full.experts_):
+        assert_allclose(a.coef_, b.coef_)
+    blocks = []
+    for train, test in cv.split(X):
+        fold = LOPTagger(experts="positional", estimator=FAST).fit(
+            [X[i] for i in train], [y[i] for i in train])
+        Xt, yt = [X[i] for i in test], [y[i] for i in test]
+        unary_offsets = [e._potentials(Xt) for e in fold.experts_]
+        parts = [(u, e.transition_, e.start_, e.end_)
+                 for (u, _), e in zip(unary_offsets, fold.experts_)]
+        y_enc = np.searchsorted(fold.classes_, np.concatenate(yt))
+        blocks.append((parts, y_enc, unary_offsets[0][1]))
+    expected, _ = _fit_weights(blocks, max_iter=200, tol=1e-7)
+    assert_allclose(lop.weights_, expected, rtol=1e-6)
+    assert lop.weights_n_iter_ > 0 and not np.allclose(lop.weights_, 0.25)
+    assert clone(lop).get_params()["cv"].n_splits == 2

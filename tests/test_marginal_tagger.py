@@ -182,17 +182,46 @@ def test_make_hmm_sequences_shapes_and_noise():
     assert set(np.concatenate(all_flipped)) == {"I"}
 
 
-def test_make_hmm_sequences_statistics_match_the_documented_chain():
-    from sklearn_crfloss.datasets._synthetic import HMM_EMISSION, HMM_TRANSITION
+@pytest.mark.parametrize("name", ["long_runs", "strong_emissions", "short_runs", "explicit"])
+def test_make_hmm_sequences_statistics_match_the_documented_chain(name):
+    from sklearn_crfloss.datasets import HMM_PARAMETERS
 
-    X, _, y = make_hmm_sequences(400, 100, random_state=0)
+    if name == "explicit":  # arrays override the named set
+        transition, emission = [[0.7, 0.3], [0.2, 0.8]], [[0.1, 0.2, 0.3, 0.4]] * 2
+        kw = dict(transition=transition, emission=emission)
+    else:
+        transition, emission = HMM_PARAMETERS[name]
+        kw = dict(parameters=name)
+    X, _, y = make_hmm_sequences(400, 100, random_state=0, **kw)
     states = np.array([[s == "I" for s in seq] for seq in y], dtype=int)
     letters = np.array([["ACGT".index(t["base"]) for t in seq] for seq in X])
     for i in range(2):
         prev = states[:, :-1] == i
-        assert abs((states[:, 1:][prev] == i).mean() - HMM_TRANSITION[i, i]) < 0.01
+        assert abs((states[:, 1:][prev] == i).mean() - transition[i][i]) < 0.01
         emit = np.bincount(letters[states == i], minlength=4) / (states == i).sum()
-        assert_allclose(emit, HMM_EMISSION[i], atol=0.01)
+        assert_allclose(emit, emission[i], atol=0.01)
+    # the first state follows the stationary distribution (C: p_IC / (p_CI + p_IC))
+    p_c = transition[1][0] / (transition[0][1] + transition[1][0])
+    assert abs((states[:, 0] == 0).mean() - p_c) < 0.08
+
+
+def test_make_hmm_sequences_default_and_old_parameters():
+    from sklearn_crfloss.datasets import HMM_PARAMETERS
+
+    default = make_hmm_sequences(5, 50, noise=0.3, random_state=3)
+    assert default == make_hmm_sequences(5, 50, noise=0.3, parameters="long_runs",
+                                         random_state=3)
+    old = make_hmm_sequences(5, 50, noise=0.3, parameters="short_runs", random_state=3)
+    T, E = HMM_PARAMETERS["short_runs"]
+    assert old == make_hmm_sequences(5, 50, noise=0.3, transition=T, emission=E,
+                                     start=[1 / 3, 2 / 3], random_state=3)
+    assert old != default
+    with pytest.raises(ValueError, match="transition must be an array of shape"):
+        make_hmm_sequences(5, 5, transition=[[0.5, 0.6], [0.5, 0.5]])
+    with pytest.raises(ValueError, match="emission"):
+        make_hmm_sequences(5, 5, emission=[[1.0, 0, 0], [1.0, 0, 0]])
+    with pytest.raises(ValueError, match="parameters"):
+        make_hmm_sequences(5, 5, parameters="paper")
 
 
 def test_make_hmm_sequences_validates():

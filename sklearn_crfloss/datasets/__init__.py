@@ -14,9 +14,10 @@ from ._conll import (
     read_conll,
     write_conll,
 )
-from ._synthetic import make_hmm_sequences
+from ._synthetic import HMM_PARAMETERS, make_hmm_sequences
 
 __all__ = [
+    "HMM_PARAMETERS",
     "get_data_home",
     "load_conll2000",
     "load_conll2002",
