@@ -24,7 +24,7 @@ import numpy as np
 
 from scipy.special import logsumexp
 
-from ._forward_backward import forward_backward_batch
+from ._forward_backward import forward_backward_batch, row_width, scratch_width
 from ._marginal_vjp import marginals_vjp_batch
 from ._max_marginals import max_marginals_batch, segment_margins_batch
 from ._viterbi import max_incorrect_batch, two_best_batch, viterbi_batch
@@ -248,34 +248,53 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
     weights = (np.ones(c.n_seq) if sample_weight is None
                else np.ascontiguousarray(sample_weight, dtype=np.float64))
     nonempty, sub_offsets = _nonempty(c.offsets)
-    exp_trans, exp_trans_t, exp_start, exp_end, shifts = _exp_potentials(
-        c.transition, c.start, c.end)
+    exp_trans, _, exp_start, exp_end, shifts = _exp_potentials(c.transition, c.start, c.end)
     marginals = c.rows()
     sub_log_z = np.zeros(sub_offsets.shape[0] - 1)
-    pair_acc = np.zeros((c.n_threads, L, L))
-    direct_acc = np.zeros((c.n_threads, L, L))
-    boundary_acc = np.zeros((c.n_threads, 2, L))
+    acc = _SumProductAccumulators(c.n_threads, L)
     max_length = int(np.diff(c.offsets).max()) if c.n_seq else 0
     n_fallback = forward_backward_batch(
-        c.unary, c.transition, c.start, c.end, exp_trans, exp_trans_t, exp_start, exp_end,
+        c.unary, c.transition, c.start, c.end, exp_trans, exp_start, exp_end,
         sub_offsets, np.ascontiguousarray(weights[nonempty]), marginals, sub_log_z,
-        pair_acc, direct_acc, boundary_acc, c.scratch((max_length + 3) * L),
-        shifts[1], shifts[2], shifts[0], c.n_threads,
+        acc.pair, acc.direct, acc.boundary, c.scratch(scratch_width(L, max_length)),
+        max_length, shifts[1], shifts[2], shifts[0], c.n_threads,
     )
     log_z = np.zeros(c.n_seq)
     log_z[nonempty] = sub_log_z
-    counts = pair_acc.sum(axis=0) * exp_trans
-    if n_fallback:
-        counts += direct_acc.sum(axis=0)
-    boundary = boundary_acc.sum(axis=0)
+    counts, start_counts, end_counts = acc.counts(exp_trans, n_fallback)
     return ForwardBackwardResult(
         log_z=log_z,
         marginals=marginals,
         transition_counts=counts,
-        start_counts=boundary[0],
-        end_counts=boundary[1],
+        start_counts=start_counts,
+        end_counts=end_counts,
         n_fallback=int(n_fallback),
     )
+
+
+class _SumProductAccumulators:
+    """The per-thread accumulators of the sum-product kernels and their totals.
+
+    ``pair`` (n_threads, L, Lp) and ``boundary`` (n_threads, 2, Lp) in the
+    kernels' padded rows (Lp = ``row_width(L)``), ``direct`` (n_threads, L,
+    L) for the log-space fallback; all zeroed.
+    """
+
+    def __init__(self, n_threads, n_labels):
+        Lp = row_width(n_labels)
+        self.n_labels = n_labels
+        self.pair = np.zeros((n_threads, n_labels, Lp))
+        self.direct = np.zeros((n_threads, n_labels, n_labels))
+        self.boundary = np.zeros((n_threads, 2, Lp))
+
+    def counts(self, exp_trans, n_fallback):
+        """Expected transition, start and end counts (the pair sums times expT, once)."""
+        L = self.n_labels
+        counts = self.pair.sum(axis=0)[:, :L] * exp_trans
+        if n_fallback:
+            counts += self.direct.sum(axis=0)
+        boundary = self.boundary.sum(axis=0)[:, :L]
+        return counts, boundary[0].copy(), boundary[1].copy()
 
 
 @_chain_doc
