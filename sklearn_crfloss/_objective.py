@@ -36,6 +36,7 @@ from ._potentials import pair_counts, pair_gradient, pair_potentials
 from .inference import _exp_potentials, _SumProductAccumulators
 from .losses._base import gold_counts
 from .losses._likelihood import ConditionalLogLikelihood
+from ._vectorize import column_counts
 
 __all__ = ["CRFObjective"]
 
@@ -72,13 +73,13 @@ class _StateWeights:
     state_index : ndarray of intp
         The layout's sorted flat indices ``attribute * n_labels + label``.
     n_features, n_labels : int
-    indices : ndarray of int
-        The column index of every stored feature (attribute frequencies).
+    frequency : ndarray of int of shape (n_features,)
+        Stored features per attribute (the order of the dense rows).
     """
 
     COLD_MAX = 3
 
-    def __init__(self, state_index, n_features, n_labels, indices):
+    def __init__(self, state_index, n_features, n_labels, frequency):
         L = n_labels
         attribute = state_index // L
         label = state_index % L
@@ -87,7 +88,6 @@ class _StateWeights:
         # Labels are packed in 8 bits: with more than 256 labels every
         # attribute with a free pair is dense.
         hot = count > (self.COLD_MAX if L <= 256 else 0)
-        frequency = np.bincount(indices, minlength=n_features)
         hot_attributes = np.flatnonzero(hot)
         hot_attributes = hot_attributes[np.argsort(-frequency[hot_attributes], kind="stable")]
         n_hot = hot_attributes.shape[0]
@@ -159,7 +159,7 @@ class CRFObjective:
         L = layout.n_labels
         self.layout = layout
         self._csr = _kernel_csr(X)
-        self._weights = _StateWeights(layout.state_index, self.n_features, L, self._csr[1])
+        self._weights = _StateWeights(layout.state_index, self.n_features, L, column_counts(X))
         self.y = y
         self.offsets = offsets
         self.n_labels = L
