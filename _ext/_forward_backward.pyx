@@ -46,6 +46,43 @@ from _chain cimport (LANES, MIN_SCALE, exp_nonpos, gather_token, logsumexp_row,
                      scatter_token, vec_mat_padded)
 
 
+def exp_potentials(transition, start, end):
+    """Shifted exponentials of the transition, start and end potentials (low level).
+
+    Returns ``exp(T - max T)``, ``exp(start - max start)``,
+    ``exp(end - max end)`` and the three shifts (transition, start, end),
+    which the batch kernels add back to log Z.
+    """
+    shifts = (float(np.max(transition)), float(np.max(start)), float(np.max(end)))
+    return (np.exp(transition - shifts[0]), np.exp(start - shifts[1]),
+            np.exp(end - shifts[2]), shifts)
+
+
+class Accumulators:
+    """The per-thread accumulators of the batch kernels and their totals (low level).
+
+    ``pair`` (n_threads, L, Lp) and ``boundary`` (n_threads, 2, Lp) in the
+    kernels' padded rows (Lp = ``row_width(L)``), ``direct`` (n_threads, L,
+    L) for the log-space fallback; all zeroed.
+    """
+
+    def __init__(self, n_threads, n_labels):
+        Lp = padded_width(n_labels)
+        self.n_labels = n_labels
+        self.pair = np.zeros((n_threads, n_labels, Lp))
+        self.direct = np.zeros((n_threads, n_labels, n_labels))
+        self.boundary = np.zeros((n_threads, 2, Lp))
+
+    def counts(self, exp_trans, n_fallback):
+        """Expected transition, start and end counts (the pair sums times expT, once)."""
+        L = self.n_labels
+        counts = self.pair.sum(axis=0)[:, :L] * exp_trans
+        if n_fallback:
+            counts += self.direct.sum(axis=0)
+        boundary = self.boundary.sum(axis=0)[:, :L]
+        return counts, boundary[0].copy(), boundary[1].copy()
+
+
 def row_width(Py_ssize_t n_labels):
     """Lp, the padded row width of the accumulators (n_labels rounded up to 8)."""
     return padded_width(n_labels)

@@ -1,15 +1,16 @@
 # Unary potentials from sparse features (U = X @ W), and the chain rule back
 # to the weights (dW = X.T @ dU): the two sparse-dense products.
 #
-# Training stores only the free state weights, compactly (CRFsuite's
-# per-attribute feature lists): attribute a owns w[attr_ptr[a]:attr_ptr[a+1]]
-# for the labels pair_label[attr_ptr[a]:attr_ptr[a+1]] (sorted), which is the
-# order of theta's state block (ParameterLayout.state_index, sorted flat
-# indices attribute * n_labels + label), so w is theta's own memory. An
-# attribute with every label is a contiguous row of n_labels weights (the
-# inner loop vectorises); a rarer one scatters a few weights. Against a
-# dense (n_attributes, n_labels) W this reads 16 times less weight memory on
-# CoNLL-2000 (456,238 free of 7.4 M entries) and needs no copy of theta.
+# Training stores only the free state weights (ParameterLayout.state_index,
+# sorted flat indices attribute * n_labels + label: theta's state block is
+# attribute-major), in a hybrid form (see _chain.pxd: gather_token and
+# _objective._StateWeights): an attribute with more than COLD_MAX = 3 free
+# labels gets a dense row of W_hot (its products are whole-row vector
+# operations), the others keep their few weights where they sit in theta
+# (CRFsuite's per-attribute feature lists), with their labels packed in the
+# attribute's int64 code. Against a dense (n_attributes, n_labels) W this
+# reads a fraction of the weight memory on CoNLL-2000 (456,238 free of 7.4 M
+# entries; 14,364 dense rows, 2.8 MB) and copies nothing but the dense rows.
 #
 #   pair_potentials: U[t] = sum over (a, v) in row t of X of v * W[a]
 #                    (rows in parallel)
@@ -24,6 +25,8 @@
 # The per-token steps (gather_token, scatter_token) are the inline helpers of
 # _chain.pxd, shared with the fused conditional log-likelihood kernel of
 # _forward_backward.pyx.
+
+import numpy as np
 
 from cython.parallel cimport prange, threadid
 
@@ -69,26 +72,24 @@ def pair_gradient(const Py_ssize_t[::1] indptr, const int[::1] indices,
 
 
 def pair_counts(const Py_ssize_t[::1] indptr, const int[::1] indices, const double[::1] data,
-                bint binary, const Py_ssize_t[::1] attr_ptr, const int[::1] pair_label,
-                const Py_ssize_t[::1] y, const double[::1] token_weight, double[::1] out):
-    """out[k] += sum of token_weight[t] * v over the tokens t whose gold label is k's label
-    and whose row holds k's attribute with value v (low level; serial).
+                bint binary, const long long[::1] code, double[::1] acc, double[:, ::1] hot_acc,
+                const Py_ssize_t[::1] y, const Py_ssize_t[::1] offsets,
+                const double[::1] weights):
+    """The observed counts X.T @ (weights * onehot(y)) in the hybrid state weights (low level).
 
-    The observed counts of the free state weights (CRFsuite's feature
-    frequencies): weights of pairs that are not free are skipped.
+    Sequence k (rows offsets[k]:offsets[k+1]) has weight weights[k]. Adds
+    into acc (len(w)) and hot_acc (n_hot, Lp), zeroed by the caller:
+    CRFsuite's feature frequencies. Serial (once per training set).
     """
-    cdef Py_ssize_t t, p, k, k0, k1, n_tokens = y.shape[0]
-    cdef double v
+    cdef Py_ssize_t k, t, nnz = indices.shape[0], Lp = hot_acc.shape[1]
+    cdef double[::1] onehot = np.zeros(Lp)
     with nogil:
-        for t in range(n_tokens):
-            for p in range(indptr[t], indptr[t + 1]):
-                k0 = attr_ptr[indices[p]]
-                k1 = attr_ptr[indices[p] + 1]
-                v = token_weight[t] if binary else token_weight[t] * data[p]
-                for k in range(k0, k1):
-                    if pair_label[k] == y[t]:
-                        out[k] += v
-                        break
+        for k in range(offsets.shape[0] - 1):
+            for t in range(offsets[k], offsets[k + 1]):
+                onehot[y[t]] = 1.0
+                scatter_token(&indptr[0], &indices[0], &data[0], binary, &code[0], &acc[0],
+                              &hot_acc[0, 0], Lp, &onehot[0], weights[k], t, Lp, nnz)
+                onehot[y[t]] = 0.0
 
 
 def dense_potentials(const Py_ssize_t[::1] indptr, const int[::1] indices,

@@ -31,12 +31,12 @@ loss's annealing ``stages``) evaluate the same bound data with another loss.
 import numpy as np
 import scipy.sparse as sp
 
-from ._forward_backward import cll_features_batch, row_width, scratch_width
+from ._forward_backward import (Accumulators, cll_features_batch, exp_potentials,
+                                row_width, scratch_width)
 from ._potentials import pair_counts, pair_gradient, pair_potentials
-from .inference import _exp_potentials, _SumProductAccumulators
+from ._vectorize import column_counts
 from .losses._base import gold_counts
 from .losses._likelihood import ConditionalLogLikelihood
-from ._vectorize import column_counts
 
 __all__ = ["CRFObjective"]
 
@@ -49,7 +49,7 @@ def _kernel_csr(M):
     """
     if M.shape[1] >= 2**31:
         raise ValueError(f"at most 2**31 - 1 feature columns are supported, got {M.shape[1]}")
-    binary = bool(np.all(M.data == 1.0))
+    binary = bool(M.nnz == 0 or (M.data.min() == 1 and M.data.max() == 1))  # no (nnz,) temporary
     data = np.ones(1) if binary else np.ascontiguousarray(M.data, dtype=np.float64)
     return (np.ascontiguousarray(M.indptr, dtype=np.intp),
             np.ascontiguousarray(M.indices, dtype=np.int32), data, binary)
@@ -81,44 +81,63 @@ class _StateWeights:
 
     def __init__(self, state_index, n_features, n_labels, frequency):
         L = n_labels
-        attribute = state_index // L
-        label = state_index % L
-        first = np.searchsorted(state_index, np.arange(n_features) * L)
-        count = np.bincount(attribute, minlength=n_features)
+        # In place where it can: these arrays have one entry per attribute.
+        code = np.searchsorted(state_index, np.arange(0, (n_features + 1) * L, L)).astype(np.int64)
+        count = np.diff(code)
+        code = code[:-1]
         # Labels are packed in 8 bits: with more than 256 labels every
         # attribute with a free pair is dense.
         hot = count > (self.COLD_MAX if L <= 256 else 0)
-        hot_attributes = np.flatnonzero(hot)
-        hot_attributes = hot_attributes[np.argsort(-frequency[hot_attributes], kind="stable")]
-        n_hot = hot_attributes.shape[0]
-        row = np.zeros(n_features, dtype=np.int64)
-        row[hot_attributes] = np.arange(n_hot)
-        code = first.astype(np.int64) | (np.minimum(count, self.COLD_MAX).astype(np.int64) << 32)
         for q in range(self.COLD_MAX):
-            has = ~hot & (count > q)
-            code[has] |= label[first[has] + q].astype(np.int64) << (34 + 8 * q)
-        code[hot_attributes] = -(np.arange(n_hot, dtype=np.int64) + 1)
+            has = np.flatnonzero(~hot & (count > q))
+            first = code[has] & 0xFFFFFFFF  # the low bits: the first weight
+            code[has] |= (state_index[first + q] % L).astype(np.int64) << (34 + 8 * q)
+        np.minimum(count, self.COLD_MAX, out=count)
+        count <<= 32
+        code |= count
+        del count
+        # Dense rows in decreasing attribute frequency: hot attribute
+        # hot_attributes[i] gets row row_of[i].
+        hot_attributes = np.flatnonzero(hot)
+        row_of = np.empty(hot_attributes.shape[0], dtype=np.int64)
+        row_of[np.argsort(-frequency[hot_attributes], kind="stable")] = np.arange(
+            hot_attributes.shape[0])
+        first = np.searchsorted(state_index, hot_attributes * L)
+        n_pairs = np.searchsorted(state_index, hot_attributes * L + L) - first
+        # The free pairs of the dense rows: where they sit in theta and in W_hot.
+        self.hot_index = (np.repeat(first - np.cumsum(n_pairs) + n_pairs, n_pairs)
+                          + np.arange(int(n_pairs.sum())))
+        self.Lp = row_width(L)
+        self.hot_position = (np.repeat(row_of, n_pairs) * self.Lp
+                             + state_index[self.hot_index] % L)
+        code[hot_attributes] = -(row_of + 1)
         self.code = code
         self.n_state = state_index.shape[0]
-        self.Lp = row_width(L)
-        self.hot_index = np.flatnonzero(hot[attribute])
-        self.hot_position = row[attribute[self.hot_index]] * self.Lp + label[self.hot_index]
-        self.n_hot = n_hot
-        self.W_hot = np.zeros((max(n_hot, 1), self.Lp))
+        self.n_hot = hot_attributes.shape[0]
+        self.W_hot = np.zeros((max(self.n_hot, 1), self.Lp))
 
     def weights(self, state):
         """``(code, w, W_hot)`` for the kernels, W_hot filled from ``state`` (theta's state block)."""
         self.W_hot.ravel()[self.hot_position] = state[self.hot_index]
         return self.code, state, self.W_hot
 
-    def accumulators(self, n_threads):
-        """Zeroed per-thread gradient accumulators: compact (n_threads, n_state), dense rows."""
-        return (np.zeros((n_threads, self.n_state)),
-                np.zeros((n_threads,) + self.W_hot.shape))
+    def accumulators(self, n_threads, out):
+        """Zeroed per-thread gradient accumulators: compact (n_threads, n_state), dense rows.
+
+        With one thread the compact accumulator is ``out`` itself (the
+        state block of the gradient, of shape (n_state,)).
+        """
+        if n_threads == 1:
+            out[:] = 0.0
+            acc = out[np.newaxis]
+        else:
+            acc = np.zeros((n_threads, self.n_state))
+        return acc, np.zeros((n_threads,) + self.W_hot.shape)
 
     def gradient(self, acc, hot_acc, out):
         """Sum the threads' accumulators into ``out`` (the state block of the gradient)."""
-        acc.sum(axis=0, out=out)
+        if not np.shares_memory(acc, out):
+            acc.sum(axis=0, out=out)
         out[self.hot_index] = hot_acc.sum(axis=0).ravel()[self.hot_position]
         return out
 
@@ -129,7 +148,8 @@ class CRFObjective:
     Parameters
     ----------
     X : scipy.sparse matrix of shape (n_tokens, n_features)
-        Features of all tokens of the training batch.
+        Features of all tokens of the training batch, of any numeric dtype
+        (an int8 indicator matrix is not copied).
     y : ndarray of intp of shape (n_tokens,)
         Gold label index of every token.
     offsets : ndarray of intp of shape (n_sequences + 1,)
@@ -145,16 +165,18 @@ class CRFObjective:
 
     Attributes
     ----------
+    X : scipy.sparse.csr_matrix of float64
+        The features (a property: converted once if given in another dtype).
     n_params : int
         ``layout.n_params``.
     """
 
     def __init__(self, X, y, offsets, layout, *, sample_weight=None, token_weight=None,
                  n_threads=1):
-        X = sp.csr_matrix(X, dtype=np.float64)
+        X = sp.csr_matrix(X)  # any numeric dtype: no float64 copy of an int8 indicator matrix
         if X.shape[1] != layout.n_features:
             raise ValueError(f"X has {X.shape[1]} columns, the layout {layout.n_features}")
-        self.X = X
+        self._X = X
         self.n_tokens, self.n_features = X.shape
         L = layout.n_labels
         self.layout = layout
@@ -172,9 +194,22 @@ class CRFObjective:
         self._unary = None
         self._observed = None
 
+    @property
+    def X(self):
+        """The feature matrix as float64 CSR (a copy, made once, if it is stored otherwise)."""
+        if self._X.dtype != np.float64:
+            self._X = sp.csr_matrix(self._X, dtype=np.float64)
+        return self._X
+
     def _state(self, theta):
         """The free state weights of ``theta`` as the kernels read them (a view)."""
         return np.ascontiguousarray(theta[:self.layout.n_state], dtype=np.float64)
+
+    def _sequence_weights(self):
+        """The weight of every sequence (ones without sample_weight), float64."""
+        if self.sample_weight is None:
+            return np.ones(self.offsets.shape[0] - 1)
+        return np.ascontiguousarray(self.sample_weight, dtype=np.float64)
 
     def potentials(self, theta):
         """``(U, transition, start, end)`` at ``theta``; U of shape (n_tokens, n_labels).
@@ -193,19 +228,16 @@ class CRFObjective:
         ``theta @ observed_counts()`` is ``sum_i w_i score(y_i)``; computed once.
         """
         if self._observed is None:
-            token_weight, trans, start, end = gold_counts(
-                self.y, self.offsets, self.n_labels, self.sample_weight)
-            if token_weight is None:
-                token_weight = np.ones(self.n_tokens)
-            L = self.n_labels
-            state_index = self.layout.state_index
-            state = np.zeros(self.layout.n_state)
-            pair_counts(*self._csr,
-                        np.searchsorted(state_index, np.arange(self.n_features + 1) * L),
-                        np.ascontiguousarray(state_index % L, dtype=np.int32),
-                        np.ascontiguousarray(self.y, dtype=np.intp),
-                        np.ascontiguousarray(token_weight, dtype=np.float64), state)
-            self._observed = np.concatenate([state, self.layout.pack_tail(trans, start, end)])
+            _, trans, start, end = gold_counts(self.y, self.offsets, self.n_labels,
+                                               self.sample_weight)
+            observed = np.empty(self.n_params)
+            acc, hot_acc = self._weights.accumulators(1, observed[:self.layout.n_state])
+            pair_counts(*self._csr, self._weights.code, acc[0], hot_acc[0],
+                        np.ascontiguousarray(self.y, dtype=np.intp), self.offsets,
+                        self._sequence_weights())
+            self._weights.gradient(acc, hot_acc, observed[:self.layout.n_state])
+            observed[self.layout.n_state:] = self.layout.pack_tail(trans, start, end)
+            self._observed = observed
         return self._observed
 
     def _cll_value_and_grad(self, theta):
@@ -219,13 +251,12 @@ class CRFObjective:
         transition = np.ascontiguousarray(transition, dtype=np.float64)
         start = np.ascontiguousarray(start, dtype=np.float64)
         end = np.ascontiguousarray(end, dtype=np.float64)
-        exp_trans, _, exp_start, exp_end, shifts = _exp_potentials(transition, start, end)
-        n_seq = self.offsets.shape[0] - 1
-        weights = (np.ones(n_seq) if self.sample_weight is None
-                   else np.ascontiguousarray(self.sample_weight, dtype=np.float64))
-        log_z = np.empty(n_seq)
-        grad_acc, hot_acc = self._weights.accumulators(self.n_threads)
-        acc = _SumProductAccumulators(self.n_threads, L)
+        exp_trans, exp_start, exp_end, shifts = exp_potentials(transition, start, end)
+        weights = self._sequence_weights()
+        log_z = np.empty(weights.shape[0])
+        grad = np.empty(self.n_params)
+        grad_acc, hot_acc = self._weights.accumulators(self.n_threads, grad[:layout.n_state])
+        acc = Accumulators(self.n_threads, L)
         max_length = int(np.diff(self.offsets).max())
         scratch = np.empty((self.n_threads, scratch_width(L, max_length)))
         n_fallback = cll_features_batch(
@@ -236,7 +267,6 @@ class CRFObjective:
         )
         observed = self.observed_counts()
         value = float(np.dot(weights, log_z)) - float(np.dot(theta, observed))
-        grad = np.empty(self.n_params)
         self._weights.gradient(grad_acc, hot_acc, grad[:layout.n_state])
         grad[layout.n_state:] = layout.pack_tail(*acc.counts(exp_trans, n_fallback))
         grad -= observed
@@ -268,7 +298,7 @@ class CRFObjective:
         )
         grad = np.empty(self.n_params)
         n_state = self.layout.n_state
-        grad_acc, hot_acc = self._weights.accumulators(self.n_threads)
+        grad_acc, hot_acc = self._weights.accumulators(self.n_threads, grad[:n_state])
         pair_gradient(*self._csr, self._weights.code,
                       np.ascontiguousarray(d_unary, dtype=np.float64), grad_acc, hot_acc,
                       self.n_threads)

@@ -17,7 +17,11 @@ without its Python list of one float object per stored value: on CoNLL-2000
 it is 2-3 times faster in ``fit`` and peaks at the size of the matrix, and
 at predict time, through a two-level table ``key -> {value -> column}``
 built on first use (entries in decreasing training frequency, so that the
-frequent ones share the cache), 6 times faster.
+frequent ones share the cache), 6 times faster. When every value is 1
+(indicator features, e.g. every string value) the matrix stores its values
+as int8: 4 MB instead of 32 for CoNLL-2000's 4 million features; the
+kernels do not read them then, and every product with a float64 array is
+float64.
 """
 
 import copy
@@ -41,7 +45,7 @@ def column_counts(X):
     """
     X = sp.csr_matrix(X)
     counts = np.zeros(X.shape[1], dtype=np.intp)
-    step = 1 << 20
+    step = 1 << 18
     for start in range(0, X.indices.shape[0], step):
         counts += np.bincount(X.indices[start:start + step], minlength=X.shape[1])
     return counts
@@ -94,7 +98,8 @@ class SequenceVectorizer:
 
         Returns
         -------
-        scipy.sparse.csr_matrix of float64 of shape (n_tokens, n_features)
+        scipy.sparse.csr_matrix of shape (n_tokens, n_features)
+            float64, or int8 for feature dicts whose values are all 1.
 
         Raises
         ------
@@ -158,8 +163,9 @@ class SequenceVectorizer:
         indptr, indices, data = rows
         if indices.shape[0] < 2**31:  # scipy's index dtype, as DictVectorizer's output
             indptr = indptr.astype(np.int32)
-        Xc = sp.csr_matrix((np.ones(indices.shape[0]) if data is None else data, indices, indptr),
-                           shape=(len(tokens), len(dv.feature_names_)))
+        if data is None:  # indicator features: the values 1 in a byte each, not 8
+            data = np.ones(indices.shape[0], dtype=np.int8)
+        Xc = sp.csr_matrix((data, indices, indptr), shape=(len(tokens), len(dv.feature_names_)))
         Xc.sort_indices()  # DictVectorizer's order within a row
         return Xc
 

@@ -24,7 +24,8 @@ import numpy as np
 
 from scipy.special import logsumexp
 
-from ._forward_backward import forward_backward_batch, row_width, scratch_width
+from ._forward_backward import (Accumulators, exp_potentials, forward_backward_batch,
+                                scratch_width)
 from ._marginal_vjp import marginals_vjp_batch
 from ._max_marginals import max_marginals_batch, segment_margins_batch
 from ._viterbi import max_incorrect_batch, two_best_batch, viterbi_batch
@@ -168,18 +169,6 @@ class _Chain(NamedTuple):
         return y
 
 
-def _exp_potentials(transition, start, end):
-    """Shifted exponentials for the scaled kernels: exp(x - max x) of each potential.
-
-    Returns ``exp_trans``, its contiguous transpose, ``exp_start``, ``exp_end``
-    and the three shifts (transition, start, end).
-    """
-    shifts = transition.max(), start.max(), end.max()
-    exp_trans = np.exp(transition - shifts[0])
-    return (exp_trans, np.ascontiguousarray(exp_trans.T), np.exp(start - shifts[1]),
-            np.exp(end - shifts[2]), shifts)
-
-
 def _nonempty(offsets):
     """Indices of the non-empty sequences and their offsets alone (the scaled kernels' input)."""
     nonempty = np.flatnonzero(np.diff(offsets) > 0)
@@ -248,10 +237,10 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
     weights = (np.ones(c.n_seq) if sample_weight is None
                else np.ascontiguousarray(sample_weight, dtype=np.float64))
     nonempty, sub_offsets = _nonempty(c.offsets)
-    exp_trans, _, exp_start, exp_end, shifts = _exp_potentials(c.transition, c.start, c.end)
+    exp_trans, exp_start, exp_end, shifts = exp_potentials(c.transition, c.start, c.end)
     marginals = c.rows()
     sub_log_z = np.zeros(sub_offsets.shape[0] - 1)
-    acc = _SumProductAccumulators(c.n_threads, L)
+    acc = Accumulators(c.n_threads, L)
     max_length = int(np.diff(c.offsets).max()) if c.n_seq else 0
     n_fallback = forward_backward_batch(
         c.unary, c.transition, c.start, c.end, exp_trans, exp_start, exp_end,
@@ -271,30 +260,6 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
         n_fallback=int(n_fallback),
     )
 
-
-class _SumProductAccumulators:
-    """The per-thread accumulators of the sum-product kernels and their totals.
-
-    ``pair`` (n_threads, L, Lp) and ``boundary`` (n_threads, 2, Lp) in the
-    kernels' padded rows (Lp = ``row_width(L)``), ``direct`` (n_threads, L,
-    L) for the log-space fallback; all zeroed.
-    """
-
-    def __init__(self, n_threads, n_labels):
-        Lp = row_width(n_labels)
-        self.n_labels = n_labels
-        self.pair = np.zeros((n_threads, n_labels, Lp))
-        self.direct = np.zeros((n_threads, n_labels, n_labels))
-        self.boundary = np.zeros((n_threads, 2, Lp))
-
-    def counts(self, exp_trans, n_fallback):
-        """Expected transition, start and end counts (the pair sums times expT, once)."""
-        L = self.n_labels
-        counts = self.pair.sum(axis=0)[:, :L] * exp_trans
-        if n_fallback:
-            counts += self.direct.sum(axis=0)
-        boundary = self.boundary.sum(axis=0)[:, :L]
-        return counts, boundary[0].copy(), boundary[1].copy()
 
 
 @_chain_doc
@@ -367,8 +332,8 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     if nonempty.shape[0] == 0:
         return d_unary, np.zeros((L, L)), np.zeros(L), np.zeros(L)
     max_length = int(np.diff(sub_offsets).max())
-    exp_trans, exp_trans_t, exp_start, exp_end, _ = _exp_potentials(
-        c.transition, c.start, c.end)
+    exp_trans, exp_start, exp_end, _ = exp_potentials(c.transition, c.start, c.end)
+    exp_trans_t = np.ascontiguousarray(exp_trans.T)
     pair_acc = np.zeros((c.n_threads, L, L))
     boundary_acc = np.zeros((c.n_threads, 2, L))
     failed = np.zeros(sub_offsets.shape[0] - 1, dtype=np.int8)

@@ -142,3 +142,18 @@ def test_exp_nonpositive_is_within_two_ulp():
     exp_nonpositive(tail, out)
     assert_array_equal(out[:4], 0.0)
     assert np.isnan(out[4])
+
+
+def test_int8_indicator_matrix_is_not_copied_and_gives_the_same_objective():
+    rng = np.random.default_rng(6)
+    objective, theta, X = make_objective(rng)
+    X8 = sp.csr_matrix((np.ones(X.nnz, dtype=np.int8), X.indices, X.indptr), shape=X.shape)
+    objective8 = CRFObjective(X8, objective.y, objective.offsets, objective.layout)
+    assert np.shares_memory(objective8._X.data, X8.data)
+    for loss in (ConditionalLogLikelihood(), GenericCLL()):
+        value, grad = objective8.loss_value_and_grad(theta, loss)
+        ref_value, ref_grad = objective.loss_value_and_grad(theta, loss)
+        assert value == ref_value
+        assert_array_equal(grad, ref_grad)
+    assert objective8.X.dtype == np.float64  # what the online solvers read
+    assert_array_equal(objective8.X.toarray(), X.toarray())
