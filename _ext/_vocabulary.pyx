@@ -25,7 +25,7 @@ cdef extern from "Python.h":
     PyObject* PyDict_GetItemWithError(object d, object key) except? NULL
 
 
-def vocabulary_rows(list tokens, dict vocabulary, str separator):
+def vocabulary_rows(list tokens, dict vocabulary, str separator, dict table=None):
     """CSR arrays of feature dicts against a DictVectorizer vocabulary (low level).
 
     Parameters
@@ -35,6 +35,10 @@ def vocabulary_rows(list tokens, dict vocabulary, str separator):
         ``DictVectorizer.vocabulary_`` (column name -> column index).
     separator : str
         ``DictVectorizer.separator``.
+    table : dict or None, default=None
+        The same vocabulary as a two-level table key -> {value -> column}
+        for the string values: looked up as table[key][value], no column
+        name is built. None: look up 'key<separator>value' in vocabulary.
 
     Returns
     -------
@@ -42,63 +46,6 @@ def vocabulary_rows(list tokens, dict vocabulary, str separator):
         indptr (n_tokens + 1,) intp, indices (nnz,) int32 in each dict's
         order, data (nnz,) float64 or None when every value is 1. None if a
         token, key or value has a type outside the fast path.
-    """
-    cdef Py_ssize_t n = len(tokens), cap = 0, nnz = 0, i, pos
-    cdef PyObject* key_p
-    cdef PyObject* value_p
-    cdef PyObject* col_p
-    cdef object token, key, value, name
-    cdef double x
-    cdef bint has_data = False
-    cdef Py_ssize_t[::1] ptr
-    cdef int[::1] ind
-    cdef double[::1] val
-    for token in tokens:
-        if type(token) is not dict:
-            return None
-        cap += len(<dict>token)
-    indptr = np.empty(n + 1, dtype=np.intp)
-    indices = np.empty(max(cap, 1), dtype=np.int32)
-    data = None
-    ptr = indptr
-    ind = indices
-    ptr[0] = 0
-    for i in range(n):
-        token = tokens[i]
-        pos = 0
-        while PyDict_Next(token, &pos, &key_p, &value_p):
-            key = <object>key_p
-            value = <object>value_p
-            if type(key) is not str:
-                return None
-            if type(value) is str:
-                name = f"{key}{separator}{value}"
-                x = 1.0
-            elif type(value) is float or type(value) is int or type(value) is bool:
-                name = key
-                x = float(value)
-            else:
-                return None
-            col_p = PyDict_GetItemWithError(vocabulary, name)
-            if col_p == NULL:
-                continue
-            ind[nnz] = <object>col_p
-            if x != 1.0 and not has_data:
-                data = np.ones(max(cap, 1))
-                val = data
-                has_data = True
-            if has_data:
-                val[nnz] = x
-            nnz += 1
-        ptr[i + 1] = nnz
-    return indptr, indices[:nnz], (data[:nnz] if has_data else None)
-
-
-def table_rows(list tokens, dict table, dict vocabulary):
-    """Like vocabulary_rows, through a two-level table key -> {value -> column} (low level).
-
-    String values are looked up as table[key][value] (no column name is
-    built); numbers as vocabulary[key].
     """
     cdef Py_ssize_t n = len(tokens), cap = 0, nnz = 0, i, pos
     cdef PyObject* key_p
@@ -130,14 +77,16 @@ def table_rows(list tokens, dict table, dict vocabulary):
             if type(key) is not str:
                 return None
             if type(value) is str:
-                sub_p = PyDict_GetItemWithError(table, key)
-                if sub_p == NULL:
-                    continue
-                col_p = PyDict_GetItemWithError(<object>sub_p, value)
                 x = 1.0
+                if table is None:
+                    col_p = PyDict_GetItemWithError(vocabulary, f"{key}{separator}{value}")
+                else:
+                    sub_p = PyDict_GetItemWithError(table, key)
+                    col_p = NULL if sub_p == NULL else PyDict_GetItemWithError(<object>sub_p,
+                                                                               value)
             elif type(value) is float or type(value) is int or type(value) is bool:
-                col_p = PyDict_GetItemWithError(vocabulary, key)
                 x = float(value)
+                col_p = PyDict_GetItemWithError(vocabulary, key)
             else:
                 return None
             if col_p == NULL:

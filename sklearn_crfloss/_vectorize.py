@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from sklearn.feature_extraction import DictVectorizer, FeatureHasher
 
 from ._validation import check_finite_tokens
-from ._vocabulary import table_rows, vocabulary_rows
+from ._vocabulary import vocabulary_rows
 
 __all__ = ["SequenceVectorizer", "column_counts"]
 
@@ -154,10 +154,7 @@ class SequenceVectorizer:
         vocabulary; ``DictVectorizer.transform`` for values of other types.
         """
         dv = self.vectorizer
-        if table is not None:
-            rows = table_rows(tokens, table, dv.vocabulary_)
-        else:
-            rows = vocabulary_rows(tokens, dv.vocabulary_, dv.separator)
+        rows = vocabulary_rows(tokens, dv.vocabulary_, dv.separator, table)
         if rows is None:
             return dv.transform(tokens).tocsr()
         indptr, indices, data = rows
