@@ -258,25 +258,22 @@ cdef inline void vec_mat_padded(const double* x, const double* M, double* out,
 
 cdef inline void outer_acc_padded(const double* A, const double* V, Py_ssize_t m,
                                   Py_ssize_t L, Py_ssize_t Lp, double weight,
-                                  double* out) noexcept nogil:
+                                  double* At, double* tmp, double* out) noexcept nogil:
     """out[i, :] += weight * sum_{t < m} A[t, i] * V[t, :] (rows of Lp; i < L).
 
-    The pair expectations of one sequence, sum_t outer(alpha_hat[t-1], v_t),
-    accumulated in registers over the sequence and added to out once.
+    The pair expectations of one sequence, sum_t outer(alpha_hat[t-1], v_t):
+    A's columns are copied into the rows of At (L rows of m), and each row
+    of the sum is a :func:`vec_mat_padded` (its sums in registers, in
+    increasing t), added to out once. tmp has Lp doubles.
     """
-    cdef Py_ssize_t i, t, jb, jj
-    cdef double acc[LANES]
-    cdef double a
+    cdef Py_ssize_t i, t, j
+    for t in range(m):
+        for i in range(L):
+            At[i * m + t] = A[t * Lp + i]
     for i in range(L):
-        for jb in range(0, Lp, 8):  # LANES
-            for jj in range(LANES):
-                acc[jj] = 0.0
-            for t in range(m):
-                a = A[t * Lp + i]
-                for jj in range(LANES):
-                    acc[jj] += a * V[t * Lp + jb + jj]
-            for jj in range(LANES):
-                out[i * Lp + jb + jj] += weight * acc[jj]
+        vec_mat_padded(&At[i * m], V, tmp, m, Lp)
+        for j in range(Lp):
+            out[i * Lp + j] += weight * tmp[j]
 
 
 cdef inline double row_max_padded(const double* u, Py_ssize_t Lp) noexcept nogil:

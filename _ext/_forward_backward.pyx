@@ -91,13 +91,14 @@ def row_width(Py_ssize_t n_labels):
 def scratch_width(Py_ssize_t n_labels, Py_ssize_t max_length):
     """Doubles of scratch per thread for sequences of at most max_length tokens."""
     cdef Py_ssize_t Lp = padded_width(n_labels)
-    return 2 * Lp * Lp + 4 * Lp + padded_width(max_length) + 3 * max_length * Lp + LANES
+    return 2 * Lp * Lp + 4 * Lp + padded_width(max_length) + 4 * max_length * Lp + LANES
 
 
 cdef struct Buffers:
     # A thread's padded rows (see scratch_width): expT and its transpose,
     # exp_start, exp_end, two rows of scratch, the inverse scales, and the
-    # psi, alpha and marginal rows of the current sequence.
+    # psi, alpha and marginal rows of the current sequence, and alpha
+    # transposed (for the pair sums).
     double* E
     double* Et
     double* es
@@ -107,6 +108,7 @@ cdef struct Buffers:
     double* psi
     double* alpha
     double* mu
+    double* alpha_t
 
 
 cdef inline Buffers _buffers(double* row, Py_ssize_t Lp, Py_ssize_t max_len) noexcept nogil:
@@ -121,6 +123,7 @@ cdef inline Buffers _buffers(double* row, Py_ssize_t Lp, Py_ssize_t max_len) noe
     b.psi = b.rs + padded_width(max_len)
     b.alpha = b.psi + max_len * Lp
     b.mu = b.alpha + max_len * Lp
+    b.alpha_t = b.mu + max_len * Lp
     return b
 
 
@@ -227,7 +230,7 @@ cdef inline int _run(Buffers* b, Py_ssize_t n, Py_ssize_t L, Py_ssize_t Lp, doub
     cdef double lz = 0.0
     if _scaled_core(b.psi, b.alpha, b.mu, b.rs, n, L, Lp, b.E, b.Et, b.es, b.ee, b.tmp, &lz):
         return 1
-    outer_acc_padded(b.alpha, b.psi + Lp, n - 1, L, Lp, weight, pair_acc)
+    outer_acc_padded(b.alpha, b.psi + Lp, n - 1, L, Lp, weight, b.alpha_t, b.tmp, pair_acc)
     for j in range(Lp):
         start_acc[j] += weight * b.mu[j]
         end_acc[j] += weight * b.mu[(n - 1) * Lp + j]

@@ -136,7 +136,7 @@ class _StateWeights:
 
     def gradient(self, acc, hot_acc, out):
         """Sum the threads' accumulators into ``out`` (the state block of the gradient)."""
-        if not np.shares_memory(acc, out):
+        if not np.may_share_memory(acc, out):  # else acc is out (one thread)
             acc.sum(axis=0, out=out)
         out[self.hot_index] = hot_acc.sum(axis=0).ravel()[self.hot_position]
         return out
