@@ -91,8 +91,11 @@ s / iteration
     between the callbacks of the first and the last iteration divided by
     the iterations between them (sklearn-crfloss), CRFsuite's logged
     seconds of iterations 2..n (its log also gives its split between
-    feature generation and training). ``CPU s / iteration`` is the same
-    for process CPU time (CRFsuite: = wall, single-threaded).
+    feature generation and training). CRFsuite times its iterations with
+    ``clock()`` (``train_lbfgs.c: lbfgs_progress``): process CPU seconds,
+    equal to its wall seconds (it is single-threaded) only on a quiet
+    machine; under load its logged figure is smaller than its wall time
+    while ours is wall time. ``CPU s / iteration`` compares CPU with CPU.
 parameters / features
     ``CRFTagger.n_parameters_`` (free state weights + L x L transitions +
     start + end) vs CRFsuite's "Number of features" from its training log
@@ -603,7 +606,8 @@ def main(argv=None):
               "for time and memory, higher for quality and tokens/s).")
     print("- s / iteration (L-BFGS only): sklearn-crfloss from callback time stamps "
           "(last - first) / (n - 1); CRFsuite from its logged per-iteration seconds "
-          "of iterations 2..n. sklearn-crfloss (n_jobs="
+          "of iterations 2..n, which are CPU seconds (clock()): equal to its wall "
+          "seconds on a quiet machine only. sklearn-crfloss (n_jobs="
           f"{first['n_jobs']}): {_fmt(first['setup_to_first_iter_s'], '.1f')} s from fit() "
           "to the end of iteration 1 (vectorisation, feature index, first iteration), "
           f"{_fmt(first['after_last_iter_s'], '.1f')} s after the last iteration.")
