@@ -20,7 +20,6 @@
 #                    accumulator, the wrapper sums the rows
 #   pair_counts:     the same scatter of the gold labels' indicators: the
 #                    observed feature counts, once per training set
-#   dense_potentials: U = X @ W for a dense W (prediction from coef_)
 #
 # The per-token steps (gather_token, scatter_token) are the inline helpers of
 # _chain.pxd, shared with the fused conditional log-likelihood kernel of
@@ -30,7 +29,7 @@ import numpy as np
 
 from cython.parallel cimport prange, threadid
 
-from _chain cimport PREFETCH_NEAR, gather_token, prefetch, scatter_token
+from _chain cimport gather_token, scatter_token
 
 
 def pair_potentials(const Py_ssize_t[::1] indptr, const int[::1] indices,
@@ -90,32 +89,3 @@ def pair_counts(const Py_ssize_t[::1] indptr, const int[::1] indices, const doub
                 scatter_token(&indptr[0], &indices[0], &data[0], binary, &code[0], &acc[0],
                               &hot_acc[0, 0], Lp, &onehot[0], weights[k], t, Lp, nnz)
                 onehot[y[t]] = 0.0
-
-
-def dense_potentials(const Py_ssize_t[::1] indptr, const int[::1] indices,
-                     const double[::1] data, bint binary, const double[:, ::1] W,
-                     double[:, ::1] out, int n_threads):
-    """U = X @ W for CSR X and dense W (n_attributes, n_labels) (low level).
-
-    With ``binary`` every stored value of X is 1 and ``data`` is not read.
-    The row of W each entry needs is prefetched PREFETCH_NEAR entries ahead (rows
-    of rare attributes are cache misses that the hardware cannot predict).
-    """
-    cdef Py_ssize_t t, p, q, j, n_tokens = out.shape[0], L = out.shape[1]
-    cdef Py_ssize_t nnz = indices.shape[0]
-    cdef double v
-    cdef const double* m
-    with nogil:
-        for t in prange(n_tokens, num_threads=n_threads, schedule='static', chunksize=256):
-            for j in range(L):
-                out[t, j] = 0.0
-            for p in range(indptr[t], indptr[t + 1]):
-                q = p + PREFETCH_NEAR
-                if q < nnz:
-                    m = &W[indices[q], 0]
-                    for j in range(0, L, 8):
-                        prefetch(m + j)
-                m = &W[indices[p], 0]
-                v = 1.0 if binary else data[p]
-                for j in range(L):
-                    out[t, j] += v * m[j]
