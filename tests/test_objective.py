@@ -157,3 +157,16 @@ def test_int8_indicator_matrix_is_not_copied_and_gives_the_same_objective():
         assert_array_equal(grad, ref_grad)
     assert objective8.X.dtype == np.float64  # what the online solvers read
     assert_array_equal(objective8.X.toarray(), X.toarray())
+
+
+def test_fused_cll_matches_generic_path_with_padded_rows():
+    # 13 labels: rows of 16 doubles, pads on both the dense weight rows and
+    # the forward-backward rows.
+    rng = np.random.default_rng(7)
+    objective, theta, _ = make_objective(rng, n_labels=13, n_features=20, binary=False,
+                                         weighted=True, n_threads=2)
+    assert objective._weights.Lp == 16
+    value, grad = objective.loss_value_and_grad(theta, ConditionalLogLikelihood())
+    ref_value, ref_grad = objective.loss_value_and_grad(theta, GenericCLL())
+    assert_allclose(value, ref_value, rtol=1e-12)
+    assert_allclose(grad, ref_grad, rtol=1e-12, atol=1e-12)
