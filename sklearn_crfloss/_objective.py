@@ -223,9 +223,13 @@ class CRFObjective:
         return (self._unary, *self.layout.unpack_tail(theta))
 
     def observed_counts(self):
-        """The weighted gold counts of every free parameter, shape (n_params,).
+        """The weighted gold counts of every free parameter (computed once).
 
-        ``theta @ observed_counts()`` is ``sum_i w_i score(y_i)``; computed once.
+        Returns
+        -------
+        ndarray of float64 of shape (n_params,)
+            ``theta @ observed_counts()`` is ``sum_i w_i score(y_i)``, the
+            weighted score of the gold label sequences.
         """
         if self._observed is None:
             _, trans, start, end = gold_counts(self.y, self.offsets, self.n_labels,

@@ -37,11 +37,19 @@ __all__ = ["SequenceVectorizer", "column_counts"]
 
 
 def column_counts(X):
-    """Stored entries per column of a sparse matrix, shape (n_columns,) intp.
+    """Stored entries per column of a sparse matrix.
 
     ``np.bincount(X.indices)`` a block at a time: bincount converts its
     input to intp, which for the int32 indices of a large matrix is a
     temporary twice their size.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix of shape (n_rows, n_columns)
+
+    Returns
+    -------
+    ndarray of intp of shape (n_columns,)
     """
     X = sp.csr_matrix(X)
     counts = np.zeros(X.shape[1], dtype=np.intp)
