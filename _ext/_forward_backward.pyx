@@ -9,16 +9,24 @@
 #   alpha row is normalised to sum 1 and the log of its normaliser c_t kept,
 #   so log Z = sum_t log c_t plus the shifts below. The exponentials are taken
 #   once: exp(T - max T), exp(start - max), exp(end - max) once per call (by
-#   the Python wrapper), and exp(U[t] - max_j U[t, j]) once per token.
-#   The forward pass (scaled_forward), the row products and the underflow
-#   threshold MIN_SCALE are the inline helpers of _chain.pxd, shared with
-#   the marginals' VJP (_marginal_vjp.pyx).
+#   the Python wrapper), and exp(U[t] - max_j U[t, j]) once per token (the
+#   vectorised exp_nonpos of _chain.pxd).
 # * With these normalisations the node marginal is alpha_hat[t] * beta_hat[t]
 #   and the pair marginal of edge (t-1, t) is
 #   alpha_hat[t-1, i] * expT[i, j] * psi[t, j] * beta_hat[t, j] / c_t.
 #   The factor expT[i, j] is the same for every edge of every sequence, so the
 #   kernel accumulates sum_t outer(alpha_hat[t-1], psi[t] * beta_hat[t] / c_t)
 #   and the wrapper multiplies by expT once.
+# * One core (_scaled_core) runs a sequence in the thread's own buffers, rows
+#   of Lp = padded_width(L) doubles (_chain.pxd), which keeps the L x L
+#   products' sums in registers. Two front ends feed it:
+#   - forward_backward_batch copies the rows of U in and the marginals out
+#     (every loss, predict_marginals);
+#   - cll_features_batch gathers the rows of U from the sparse features and
+#     compact state weights (gather_token), and scatters the weighted node
+#     marginals straight back into the state-weight gradient
+#     (scatter_token): the conditional log-likelihood's expected counts with
+#     no (n_tokens, L) array in memory, no second pass over the features.
 # * If a normaliser underflows (all paths through a position lose their mass
 #   in double precision, which needs potentials of magnitude ~700 or more),
 #   that sequence is recomputed in log space. The fallback is exact but does
@@ -27,179 +35,407 @@
 #   sums are the same from run to run); each thread owns its scratch
 #   rows and its accumulators (no atomics); the wrapper sums them.
 
+import numpy as np
+
 from cython.parallel cimport prange, threadid
-from libc.math cimport exp
+from libc.math cimport exp, log, isfinite, INFINITY
+from libc.stdint cimport uintptr_t
 
-from _chain cimport logsumexp_row, scaled_forward, vec_mat
+from _chain cimport (LANES, MIN_SCALE, exp_nonpos, gather_token, logsumexp_row,
+                     outer_acc_padded, padded_width, row_max_padded, row_sum_padded,
+                     scatter_token, vec_mat_padded)
 
 
-cdef int _scaled_sequence(
-    const double[:, ::1] unary, const double[:, ::1] exp_trans, const double[:, ::1] exp_trans_t,
-    const double[::1] exp_start, const double[::1] exp_end, Py_ssize_t s, Py_ssize_t e,
-    double weight, double[:, ::1] marginals, double* psi, double* scratch,
-    double* pair_acc, double* start_acc, double* end_acc, double* log_z_out,
-) noexcept nogil:
-    """Scaled forward-backward for rows s:e. Returns 0, or 1 on underflow.
+def exp_potentials(transition, start, end):
+    """Shifted exponentials of the transition, start and end potentials (low level).
 
-    psi is the thread's buffer of (e - s) * L doubles; scratch has 3 * L.
-
-    On return 0: marginals[s:e] hold node marginals, pair_acc (L*L) has been
-    incremented by weight * sum_t outer(alpha_hat[t-1], psi[t]*beta_hat[t]/c_t),
-    start_acc/end_acc by weight * marginals of the first/last token, and
-    log_z_out holds log Z minus the constant shifts the wrapper adds back.
+    Returns ``exp(T - max T)``, ``exp(start - max start)``,
+    ``exp(end - max end)`` and the three shifts (transition, start, end),
+    which the batch kernels add back to log Z.
     """
-    cdef Py_ssize_t L = unary.shape[1]
-    cdef Py_ssize_t t, i, j
-    cdef double c, a
-    cdef double* v = scratch
-    cdef double* b_next = scratch + L
-    cdef double* b_cur = scratch + 2 * L
-    cdef double* tmp
+    shifts = (float(np.max(transition)), float(np.max(start)), float(np.max(end)))
+    return (np.exp(transition - shifts[0]), np.exp(start - shifts[1]),
+            np.exp(end - shifts[2]), shifts)
 
-    # Forward (shared with the VJP): normalised alpha rows in `marginals`,
-    # psi[t] = exp(U[t] - max U[t]) / c_t, the factor the backward pass needs.
-    c = scaled_forward(&unary[s, 0], e - s, L, &exp_trans[0, 0], &exp_start[0],
-                       &exp_end[0], psi, &marginals[s, 0], v, log_z_out, NULL, NULL, NULL)
-    if c == 0.0:
+
+class Accumulators:
+    """The per-thread accumulators of the batch kernels and their totals (low level).
+
+    ``pair`` (n_threads, L, Lp) and ``boundary`` (n_threads, 2, Lp) in the
+    kernels' padded rows (Lp = ``row_width(L)``), ``direct`` (n_threads, L,
+    L) for the log-space fallback; all zeroed.
+    """
+
+    def __init__(self, n_threads, n_labels):
+        Lp = padded_width(n_labels)
+        self.n_labels = n_labels
+        self.pair = np.zeros((n_threads, n_labels, Lp))
+        self.direct = np.zeros((n_threads, n_labels, n_labels))
+        self.boundary = np.zeros((n_threads, 2, Lp))
+
+    def counts(self, exp_trans, n_fallback):
+        """Expected transition, start and end counts (the pair sums times expT, once)."""
+        L = self.n_labels
+        counts = self.pair.sum(axis=0)[:, :L] * exp_trans
+        if n_fallback:
+            counts += self.direct.sum(axis=0)
+        boundary = self.boundary.sum(axis=0)[:, :L]
+        return counts, boundary[0].copy(), boundary[1].copy()
+
+
+def row_width(Py_ssize_t n_labels):
+    """Lp, the padded row width of the accumulators (n_labels rounded up to 8)."""
+    return padded_width(n_labels)
+
+
+def scratch_width(Py_ssize_t n_labels, Py_ssize_t max_length):
+    """Doubles of scratch per thread for sequences of at most max_length tokens."""
+    cdef Py_ssize_t Lp = padded_width(n_labels)
+    return 2 * Lp * Lp + 4 * Lp + padded_width(max_length) + 4 * max_length * Lp + LANES
+
+
+cdef struct Buffers:
+    # A thread's padded rows (see scratch_width): expT and its transpose,
+    # exp_start, exp_end, two rows of scratch, the inverse scales, and the
+    # psi, alpha and marginal rows of the current sequence, and alpha
+    # transposed (for the pair sums).
+    double* E
+    double* Et
+    double* es
+    double* ee
+    double* tmp
+    double* rs
+    double* psi
+    double* alpha
+    double* mu
+    double* alpha_t
+
+
+cdef inline Buffers _buffers(double* row, Py_ssize_t Lp, Py_ssize_t max_len) noexcept nogil:
+    """The thread's buffers in its scratch row, from a 64-byte boundary."""
+    cdef Buffers b
+    b.E = <double*>((<uintptr_t>row + 63) & ~(<uintptr_t>63))
+    b.Et = b.E + Lp * Lp
+    b.es = b.Et + Lp * Lp
+    b.ee = b.es + Lp
+    b.tmp = b.ee + Lp
+    b.rs = b.tmp + 2 * Lp
+    b.psi = b.rs + padded_width(max_len)
+    b.alpha = b.psi + max_len * Lp
+    b.mu = b.alpha + max_len * Lp
+    b.alpha_t = b.mu + max_len * Lp
+    return b
+
+
+cdef void _setup_threads(double[:, ::1] scratch, int n_threads, Py_ssize_t L,
+                         Py_ssize_t max_len, const double[:, ::1] exp_trans,
+                         const double[::1] exp_start, const double[::1] exp_end) noexcept nogil:
+    """Copy expT, its transpose, exp_start and exp_end into every thread's padded rows."""
+    cdef Py_ssize_t Lp = padded_width(L)
+    cdef Py_ssize_t i, j
+    cdef int tid
+    cdef Buffers b
+    for tid in range(n_threads):
+        b = _buffers(&scratch[tid, 0], Lp, max_len)
+        for i in range(Lp):
+            for j in range(Lp):
+                b.E[i * Lp + j] = exp_trans[i, j] if i < L and j < L else 0.0
+                b.Et[i * Lp + j] = exp_trans[j, i] if i < L and j < L else 0.0
+            b.es[i] = exp_start[i] if i < L else 0.0
+            b.ee[i] = exp_end[i] if i < L else 0.0
+
+
+cdef int _scaled_core(
+    double* psi, double* alpha, double* mu, double* rs, Py_ssize_t n, Py_ssize_t L,
+    Py_ssize_t Lp, const double* E, const double* Et, const double* es, const double* ee,
+    double* tmp, double* log_z,
+) noexcept nogil:
+    """Scaled forward-backward of one sequence in padded rows. 0, or 1 on underflow.
+
+    On entry psi holds the n rows of U (pads -inf); rs has n doubles, tmp 2 * Lp.
+    On return 0: alpha holds alpha_hat, mu the node marginals (pads 0),
+    psi's rows t >= 1 hold v_t = psi_t / c_t * beta_hat[t] (the pair factor
+    of edge (t-1, t) but for expT), and log_z log Z minus the shifts of the
+    exponentials of the transition, start and end potentials.
+    """
+    cdef Py_ssize_t t, j
+    cdef double m, c, r, lz = 0.0
+    cdef double* row
+    cdef double* a
+    cdef double* b = tmp
+    cdef double* b2 = tmp + Lp
+    cdef double* sw
+    for t in range(n):
+        row = psi + t * Lp
+        m = row_max_padded(row, Lp)
+        lz += m
+        for j in range(Lp):
+            row[j] = exp_nonpos(row[j] - m)
+    for t in range(n):
+        a = alpha + t * Lp
+        row = psi + t * Lp
+        if t == 0:  # the "previous row times expT" of token 0: exp_start
+            for j in range(Lp):
+                a[j] = es[j] * row[j]
+        else:
+            vec_mat_padded(alpha + (t - 1) * Lp, E, a, L, Lp)
+            for j in range(Lp):
+                a[j] *= row[j]
+        c = row_sum_padded(a, Lp)
+        if not (c > MIN_SCALE and isfinite(c)):
+            return 1
+        r = 1.0 / c
+        rs[t] = r
+        for j in range(Lp):
+            a[j] *= r
+        lz += log(c)
+    # c_end = alpha_hat[n-1] . exp_end; beta_hat[n-1] = exp_end / c_end
+    for j in range(Lp):
+        b2[j] = alpha[(n - 1) * Lp + j] * ee[j]
+    c = row_sum_padded(b2, Lp)
+    if not (c > MIN_SCALE and isfinite(c)):
         return 1
+    log_z[0] = lz + log(c)
+    r = 1.0 / c
+    for j in range(Lp):
+        b[j] = ee[j] * r
+    # beta_hat[t-1] = expT @ (psi_t / c_t * beta_hat[t])
+    for t in range(n - 1, 0, -1):
+        a = alpha + t * Lp
+        row = psi + t * Lp
+        r = rs[t]
+        for j in range(Lp):
+            mu[t * Lp + j] = a[j] * b[j]
+            row[j] = row[j] * r * b[j]
+        vec_mat_padded(row, Et, b2, L, Lp)
+        sw = b
+        b = b2
+        b2 = sw
+    for j in range(Lp):
+        mu[j] = alpha[j] * b[j]
+    return 0
 
-    # Backward: beta_hat[T-1] = exp_end / c_T; for t < T-1
-    # beta_hat[t, i] = sum_j expT[i, j] * psi[t+1, j] / c_{t+1} * beta_hat[t+1, j]
-    # (psi already divided by c_{t+1}).
-    c = 1.0 / c
-    for j in range(L):
-        b_next[j] = exp_end[j] * c
-    for j in range(L):
-        end_acc[j] += weight * marginals[e - 1, j] * b_next[j]
-    for t in range(e - 1, s, -1):
-        for j in range(L):
-            v[j] = psi[(t - s) * L + j] * b_next[j]
-        vec_mat(v, &exp_trans_t[0, 0], b_cur, L)  # b_cur = expT @ v
-        # pair accumulator for edge (t-1, t) and node marginal of t
-        for i in range(L):
-            a = weight * marginals[t - 1, i]
-            for j in range(L):
-                pair_acc[i * L + j] += a * v[j]
-        for j in range(L):
-            marginals[t, j] *= b_next[j]
-        tmp = b_next
-        b_next = b_cur
-        b_cur = tmp
-    for j in range(L):
-        marginals[s, j] *= b_next[j]
-        start_acc[j] += weight * marginals[s, j]
+
+cdef inline int _run(Buffers* b, Py_ssize_t n, Py_ssize_t L, Py_ssize_t Lp, double weight,
+                     double shift, double* pair_acc, double* start_acc, double* end_acc,
+                     double* log_z) noexcept nogil:
+    """_scaled_core on the rows in b.psi, then the accumulators. 0, or 1 on underflow.
+
+    On success adds weight * the pair sums to pair_acc (L rows of Lp),
+    weight * the first and last marginals to start_acc and end_acc, and
+    sets log_z to log Z (shift: the shifts of the exponentials, added back).
+    On underflow nothing is touched.
+    """
+    cdef Py_ssize_t j
+    cdef double lz = 0.0
+    if _scaled_core(b.psi, b.alpha, b.mu, b.rs, n, L, Lp, b.E, b.Et, b.es, b.ee, b.tmp, &lz):
+        return 1
+    outer_acc_padded(b.alpha, b.psi + Lp, n - 1, L, Lp, weight, b.alpha_t, b.tmp, pair_acc)
+    for j in range(Lp):
+        start_acc[j] += weight * b.mu[j]
+        end_acc[j] += weight * b.mu[(n - 1) * Lp + j]
+    log_z[0] = lz + shift
     return 0
 
 
 cdef void _log_sequence(
-    const double[:, ::1] unary, const double[:, ::1] transition,
-    const double[::1] start, const double[::1] end, Py_ssize_t s, Py_ssize_t e,
-    double weight, double[:, ::1] marginals, double* work, double* scratch,
+    const double* U, Py_ssize_t ldu, Py_ssize_t n, Py_ssize_t L,
+    const double[:, ::1] transition, const double[::1] start, const double[::1] end,
+    double weight, double* marg, Py_ssize_t ldm, double* work, double* scratch,
     double* direct_acc, double* start_acc, double* end_acc, double* log_z_out,
 ) noexcept nogil:
-    """Log-space forward-backward for rows s:e (the underflow fallback).
+    """Log-space forward-backward of one sequence (the underflow fallback).
 
-    marginals[s:e] receives log alpha then the marginals; the thread's buffer
-    work ((e - s) * L doubles) log beta.
+    U has n rows of stride ldu; marg (stride ldm) receives log alpha, then
+    the marginals; work has n * L doubles (log beta), scratch L.
     direct_acc (L*L) is incremented by weight * the pair marginals themselves.
     """
-    cdef Py_ssize_t L = unary.shape[1]
     cdef Py_ssize_t t, i, j
     cdef double log_z, x
     for j in range(L):
-        marginals[s, j] = start[j] + unary[s, j]
-    for t in range(s + 1, e):
+        marg[j] = start[j] + U[j]
+    for t in range(1, n):
         for j in range(L):
             for i in range(L):
-                scratch[i] = marginals[t - 1, i] + transition[i, j]
-            marginals[t, j] = logsumexp_row(scratch, L) + unary[t, j]
+                scratch[i] = marg[(t - 1) * ldm + i] + transition[i, j]
+            marg[t * ldm + j] = logsumexp_row(scratch, L) + U[t * ldu + j]
     for j in range(L):
-        work[(e - 1 - s) * L + j] = end[j]
-        scratch[j] = marginals[e - 1, j] + end[j]
+        work[(n - 1) * L + j] = end[j]
+        scratch[j] = marg[(n - 1) * ldm + j] + end[j]
     log_z = logsumexp_row(scratch, L)
     log_z_out[0] = log_z
-    for t in range(e - 2, s - 1, -1):
+    for t in range(n - 2, -1, -1):
         for i in range(L):
             for j in range(L):
-                scratch[j] = transition[i, j] + unary[t + 1, j] + work[(t + 1 - s) * L + j]
-            work[(t - s) * L + i] = logsumexp_row(scratch, L)
-    for t in range(s + 1, e):
+                scratch[j] = transition[i, j] + U[(t + 1) * ldu + j] + work[(t + 1) * L + j]
+            work[t * L + i] = logsumexp_row(scratch, L)
+    for t in range(1, n):
         for i in range(L):
             for j in range(L):
-                x = (marginals[t - 1, i] + transition[i, j] + unary[t, j]
-                     + work[(t - s) * L + j] - log_z)
+                x = (marg[(t - 1) * ldm + i] + transition[i, j] + U[t * ldu + j]
+                     + work[t * L + j] - log_z)
                 direct_acc[i * L + j] += weight * exp(x)
-    for t in range(s, e):
+    for t in range(n):
         for j in range(L):
-            marginals[t, j] = exp(marginals[t, j] + work[(t - s) * L + j] - log_z)
+            marg[t * ldm + j] = exp(marg[t * ldm + j] + work[t * L + j] - log_z)
     for j in range(L):
-        start_acc[j] += weight * marginals[s, j]
-        end_acc[j] += weight * marginals[e - 1, j]
+        start_acc[j] += weight * marg[j]
+        end_acc[j] += weight * marg[(n - 1) * ldm + j]
+
+
+cdef inline void _gather_sequence(
+    const Py_ssize_t* indptr, const int* indices, const double* data, bint binary,
+    const long long* code, const double* w, const double* W_hot, Py_ssize_t s, Py_ssize_t n,
+    Py_ssize_t L, Py_ssize_t Lp, Py_ssize_t nnz, double* psi,
+) noexcept nogil:
+    """The padded unary rows of tokens s:s+n (pads -inf) from the features."""
+    cdef Py_ssize_t t, j
+    for t in range(n):
+        gather_token(indptr, indices, data, binary, code, w, W_hot, Lp, s + t, Lp, nnz,
+                     psi + t * Lp)
+        for j in range(L, Lp):
+            psi[t * Lp + j] = -INFINITY
+
+
+cdef int _batch(
+    bint fused, const double[:, ::1] unary, double[:, ::1] marginals,
+    const Py_ssize_t[::1] indptr, const int[::1] indices, const double[::1] data, bint binary,
+    const long long[::1] code, const double[::1] w, const double[:, ::1] W_hot,
+    double[:, ::1] grad_acc, double[:, :, ::1] hot_acc,
+    const double[:, ::1] transition, const double[::1] start, const double[::1] end,
+    const double[:, ::1] exp_trans, const double[::1] exp_start, const double[::1] exp_end,
+    const Py_ssize_t[::1] offsets, const double[::1] weights, double[::1] log_z,
+    double[:, :, ::1] pair_acc, double[:, :, ::1] direct_acc, double[:, :, ::1] boundary_acc,
+    double[:, ::1] scratch, Py_ssize_t max_length, double shift_start, double shift_end,
+    double shift_trans, int n_threads,
+) noexcept nogil:
+    """Both front ends: rows of U copied in and marginals out, or (fused) gathered and scattered."""
+    cdef Py_ssize_t n_seq = offsets.shape[0] - 1
+    cdef Py_ssize_t L = exp_trans.shape[0]
+    cdef Py_ssize_t Lp = padded_width(L)
+    cdef Py_ssize_t nnz = indices.shape[0]
+    cdef Py_ssize_t k, s, n, t, j
+    cdef int tid
+    cdef int n_fallback = 0
+    cdef Buffers b
+    _setup_threads(scratch, n_threads, L, max_length, exp_trans, exp_start, exp_end)
+    for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
+        tid = threadid()
+        b = _buffers(&scratch[tid, 0], Lp, max_length)
+        s = offsets[k]
+        n = offsets[k + 1] - s
+        if fused:
+            _gather_sequence(&indptr[0], &indices[0], &data[0], binary, &code[0], &w[0],
+                             &W_hot[0, 0], s, n, L, Lp, nnz, b.psi)
+        else:
+            for t in range(n):
+                for j in range(Lp):
+                    b.psi[t * Lp + j] = unary[s + t, j] if j < L else -INFINITY
+        if _run(&b, n, L, Lp, weights[k], shift_start + shift_end + (n - 1) * shift_trans,
+                &pair_acc[tid, 0, 0], &boundary_acc[tid, 0, 0], &boundary_acc[tid, 1, 0],
+                &log_z[k]):
+            # Log space. The scaled pass touched no accumulator: nothing to undo.
+            if fused:  # psi was overwritten: gather U again
+                _gather_sequence(&indptr[0], &indices[0], &data[0], binary, &code[0], &w[0],
+                                 &W_hot[0, 0], s, n, L, Lp, nnz, b.psi)
+                _log_sequence(b.psi, Lp, n, L, transition, start, end, weights[k], b.mu, Lp,
+                              b.alpha, b.tmp, &direct_acc[tid, 0, 0], &boundary_acc[tid, 0, 0],
+                              &boundary_acc[tid, 1, 0], &log_z[k])
+            else:
+                _log_sequence(&unary[s, 0], L, n, L, transition, start, end, weights[k],
+                              &marginals[s, 0], L, b.alpha, b.tmp, &direct_acc[tid, 0, 0],
+                              &boundary_acc[tid, 0, 0], &boundary_acc[tid, 1, 0], &log_z[k])
+            n_fallback += 1
+        elif not fused:
+            for t in range(n):
+                for j in range(L):
+                    marginals[s + t, j] = b.mu[t * Lp + j]
+        if fused:
+            for t in range(n):
+                scatter_token(&indptr[0], &indices[0], &data[0], binary, &code[0],
+                              &grad_acc[tid, 0], &hot_acc[tid, 0, 0], Lp, b.mu + t * Lp,
+                              weights[k], s + t, Lp, nnz)
+    return n_fallback
 
 
 def forward_backward_batch(
-    const double[:, ::1] unary,
-    const double[:, ::1] transition,
-    const double[::1] start,
-    const double[::1] end,
-    const double[:, ::1] exp_trans,
-    const double[:, ::1] exp_trans_t,
-    const double[::1] exp_start,
-    const double[::1] exp_end,
-    const Py_ssize_t[::1] offsets,
-    const double[::1] weights,
-    double[:, ::1] marginals,
-    double[::1] log_z,
-    double[:, :, ::1] pair_acc,
-    double[:, :, ::1] direct_acc,
-    double[:, :, ::1] boundary_acc,
-    double[:, ::1] scratch,
-    double shift_start,
-    double shift_end,
-    double shift_trans,
+    const double[:, ::1] unary, const double[:, ::1] transition, const double[::1] start,
+    const double[::1] end, const double[:, ::1] exp_trans, const double[::1] exp_start,
+    const double[::1] exp_end, const Py_ssize_t[::1] offsets, const double[::1] weights,
+    double[:, ::1] marginals, double[::1] log_z, double[:, :, ::1] pair_acc,
+    double[:, :, ::1] direct_acc, double[:, :, ::1] boundary_acc, double[:, ::1] scratch,
+    Py_ssize_t max_length, double shift_start, double shift_end, double shift_trans,
     int n_threads,
 ):
     """Scaled forward-backward over a batch of sequences (low level).
 
     Use :func:`sklearn_crfloss.inference.forward_backward`, which allocates
     the outputs and adds back the shifts. Shapes: unary, marginals
-    (n_tokens, L); transition, exp_trans and its transpose exp_trans_t (L, L); start, end, exp_start,
+    (n_tokens, L); transition, exp_trans (L, L); start, end, exp_start,
     exp_end (L,); offsets (n_sequences + 1,) intp; weights, log_z
-    (n_sequences,); pair_acc, direct_acc (n_threads, L, L); boundary_acc
-    (n_threads, 2, L); scratch (n_threads, (max_length + 3) * L) where
-    max_length is the longest sequence. All float64, C order. exp_trans = exp(transition - shift_trans), and likewise for start/end.
+    (n_sequences,); pair_acc (n_threads, L, Lp) and boundary_acc
+    (n_threads, 2, Lp) with Lp = row_width(L); direct_acc (n_threads, L, L);
+    scratch (n_threads, scratch_width(L, max_length)) where max_length is at
+    least the longest sequence. All float64, C order, accumulators zeroed.
+    exp_trans = exp(transition - shift_trans), and likewise for start/end.
     Every sequence must be non-empty. Returns the number of sequences that
     needed the log-space fallback.
     """
-    cdef Py_ssize_t n_seq = offsets.shape[0] - 1
-    cdef Py_ssize_t L = unary.shape[1]
-    cdef Py_ssize_t k, s, e, tid, j
-    cdef int n_fallback = 0
-    cdef double lz
-    cdef double* sc
-    cdef double* buf
-    cdef double* start_acc
-    cdef double* end_acc
+    cdef int n_fallback
+    cdef Py_ssize_t[::1] no_ptr = np.zeros(1, dtype=np.intp)
+    cdef int[::1] no_index = np.zeros(1, dtype=np.intc)
+    cdef long long[::1] no_code = np.zeros(1, dtype=np.longlong)
+    cdef double[::1] no_w = np.zeros(1)
+    cdef double[:, ::1] no_rows = np.zeros((1, 1))
+    cdef double[:, :, ::1] no_hot = np.zeros((1, 1, 1))
     with nogil:
-        for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
-            tid = threadid()
-            s = offsets[k]
-            e = offsets[k + 1]
-            sc = &scratch[tid, 0]
-            buf = &scratch[tid, 3 * L]
-            start_acc = &boundary_acc[tid, 0, 0]
-            end_acc = &boundary_acc[tid, 1, 0]
-            lz = 0.0
-            if _scaled_sequence(unary, exp_trans, exp_trans_t, exp_start, exp_end, s, e,
-                                weights[k], marginals, buf, sc,
-                                &pair_acc[tid, 0, 0], start_acc, end_acc, &lz):
-                # The scaled pass touches the accumulators only after all
-                # its checks have passed, so there is nothing to undo.
-                _log_sequence(unary, transition, start, end, s, e, weights[k],
-                              marginals, buf, sc, &direct_acc[tid, 0, 0],
-                              start_acc, end_acc, &lz)
-                log_z[k] = lz
-                n_fallback += 1
-            else:
-                log_z[k] = lz + shift_start + shift_end + (e - s - 1) * shift_trans
+        n_fallback = _batch(False, unary, marginals, no_ptr, no_index, no_w, True, no_code,
+                            no_w, no_rows, no_rows, no_hot, transition, start, end, exp_trans,
+                            exp_start, exp_end, offsets, weights, log_z, pair_acc, direct_acc,
+                            boundary_acc, scratch, max_length, shift_start, shift_end,
+                            shift_trans, n_threads)
     return n_fallback
+
+
+def cll_features_batch(
+    const Py_ssize_t[::1] indptr, const int[::1] indices, const double[::1] data, bint binary,
+    const long long[::1] code, const double[::1] w, const double[:, ::1] W_hot,
+    const double[:, ::1] transition, const double[::1] start, const double[::1] end,
+    const double[:, ::1] exp_trans, const double[::1] exp_start, const double[::1] exp_end,
+    const Py_ssize_t[::1] offsets, const double[::1] weights, double[::1] log_z,
+    double[:, ::1] grad_acc, double[:, :, ::1] hot_acc, double[:, :, ::1] pair_acc,
+    double[:, :, ::1] direct_acc, double[:, :, ::1] boundary_acc, double[:, ::1] scratch,
+    Py_ssize_t max_length, double shift_start, double shift_end, double shift_trans,
+    int n_threads,
+):
+    """Log Z and the expected feature counts from sparse features (low level).
+
+    The conditional log-likelihood's model side in one pass per sequence:
+    the unary rows U = X @ W of the sequence (CSR rows offsets[k]:
+    offsets[k+1] of X; the state weights W in the hybrid storage of
+    _chain.pxd's gather_token: code, compact weights w, dense rows W_hot
+    (n_hot, Lp)), the scaled forward-backward of
+    :func:`forward_backward_batch`, and the chain rule X.T @ (weight *
+    marginals) into grad_acc[tid] (compact weights) and hot_acc[tid]
+    (dense rows). ``data`` is not read when ``binary`` (pass any
+    one-element array). Shapes as in :func:`forward_backward_batch`, and
+    grad_acc (n_threads, len(w)), hot_acc (n_threads, n_hot, Lp), zeroed.
+    Returns the number of sequences that needed the log-space fallback.
+    """
+    cdef int n_fallback
+    cdef double[:, ::1] no_rows = np.zeros((1, 1))
+    with nogil:
+        n_fallback = _batch(True, no_rows, no_rows, indptr, indices, data, binary, code, w,
+                            W_hot, grad_acc, hot_acc, transition, start, end, exp_trans,
+                            exp_start, exp_end, offsets, weights, log_z, pair_acc, direct_acc,
+                            boundary_acc, scratch, max_length, shift_start, shift_end,
+                            shift_trans, n_threads)
+    return n_fallback
+
+
+def exp_nonpositive(const double[::1] x, double[::1] out):
+    """out = exp(x) by the kernels' vectorised exponential (x <= 0; low level, for tests)."""
+    cdef Py_ssize_t i
+    with nogil:
+        for i in range(x.shape[0]):
+            out[i] = exp_nonpos(x[i])

@@ -1,100 +1,91 @@
 # Unary potentials from sparse features (U = X @ W), and the chain rule back
 # to the weights (dW = X.T @ dU): the two sparse-dense products.
 #
-# W is dense, (n_attributes, n_labels) in C order; with CRFsuite-style
-# observed pairs only, the untrained entries are simply 0. Each kernel's inner
-# loop runs over one contiguous row of n_labels values, which vectorises.
-# (CRFsuite-style per-attribute lists of (label, weight) pairs do fewer
-# multiplications but scatter into the output one label at a time; measured
-# slower here.)
+# Training stores only the free state weights (ParameterLayout.state_index,
+# sorted flat indices attribute * n_labels + label: theta's state block is
+# attribute-major), in a hybrid form (see _chain.pxd: gather_token and
+# _objective._StateWeights): an attribute with more than COLD_MAX = 3 free
+# labels gets a dense row of W_hot (its products are whole-row vector
+# operations), the others keep their few weights where they sit in theta
+# (CRFsuite's per-attribute feature lists), with their labels packed in the
+# attribute's int64 code. Against a dense (n_attributes, n_labels) W this
+# reads a fraction of the weight memory on CoNLL-2000 (456,238 free of 7.4 M
+# entries; 14,364 dense rows, 2.8 MB) and copies nothing but the dense rows.
 #
-#   dense_potentials: U[t] = sum over (a, v) in row t of X of v * W[a]
-#                     (rows in parallel)
-#   dense_gradient:   dW[a] = sum over (t, v) in column a of X of v * dU[t]
-#                     (attributes in parallel, from the CSC form of X; each
-#                     row of dW is written by one thread, so no atomics and
-#                     no reduction)
+#   pair_potentials: U[t] = sum over (a, v) in row t of X of v * W[a]
+#                    (rows in parallel)
+#   pair_gradient:   g = X.T @ dU in the compact weights, from the same CSR
+#                    rows (one pass over X for both products, no CSC copy):
+#                    each thread scatters its rows into its own row of the
+#                    accumulator, the wrapper sums the rows
+#   pair_counts:     the same scatter of the gold labels' indicators: the
+#                    observed feature counts, once per training set
 #
-# Both are the same row gather (_gather_rows) over a compressed sparse
-# index: rows of X for U, columns of X (rows of X.T) for dW.
+# The per-token steps (gather_token, scatter_token) are the inline helpers of
+# _chain.pxd, shared with the fused conditional log-likelihood kernel of
+# _forward_backward.pyx.
 
-from cython.parallel cimport prange
+import numpy as np
 
-cdef extern from *:
-    # GCC/Clang builtin: hint the cache to load an address (no fault on bad ones).
-    void __builtin_prefetch(const void* addr) nogil
+from cython.parallel cimport prange, threadid
 
-# How many (token, attribute) entries ahead to prefetch the row they need.
-# Rows of rare attributes are cache misses; the index arrays say which rows
-# come next, which the hardware prefetcher cannot guess.
-cdef enum:
-    PREFETCH = 8
+from _chain cimport gather_token, scatter_token
 
 
-cdef inline void _gather_rows(
-    const Py_ssize_t* ptr, const int* index, const double* data, bint binary,
-    const double* M, Py_ssize_t r, Py_ssize_t nnz, Py_ssize_t L, double* out,
-) noexcept nogil:
-    """out = sum over p in ptr[r]:ptr[r+1] of data[p] * M[index[p]] (rows of L).
+def pair_potentials(const Py_ssize_t[::1] indptr, const int[::1] indices,
+                    const double[::1] data, bint binary, const long long[::1] code,
+                    const double[::1] w, const double[:, ::1] W_hot, double[:, ::1] out,
+                    int n_threads):
+    """U = X @ W for CSR X and hybrid state weights (code, w, W_hot) (low level).
 
-    Row r of a CSR product X @ M, or, from the CSC form of X, row r of
-    X.T @ M: both products are this gather. With ``binary`` data is not read.
+    out (n_tokens, n_labels); W_hot (n_hot, Lp), at least one row. With
+    ``binary`` every stored value of X is 1 and ``data`` is not read (pass
+    any one-element array).
     """
-    cdef Py_ssize_t p, q, j
-    cdef double v
-    cdef const double* m
-    for j in range(L):
-        out[j] = 0.0
-    for p in range(ptr[r], ptr[r + 1]):
-        q = p + PREFETCH
-        if q < nnz:
-            m = &M[index[q] * L]
-            for j in range(0, L, 8):
-                __builtin_prefetch(m + j)
-        m = &M[index[p] * L]
-        if binary:
-            for j in range(L):
-                out[j] += m[j]
-        else:
-            v = data[p]
-            for j in range(L):
-                out[j] += v * m[j]
-
-
-cdef void _sparse_dense(
-    const Py_ssize_t[::1] ptr, const int[::1] index, const double[::1] data, bint binary,
-    const double[:, ::1] M, double[:, ::1] out, int n_threads, bint dynamic,
-) noexcept nogil:
-    # out[r] = _gather_rows(r) for every r, in parallel. A static schedule
-    # suits the rows of X (about as many features per token); a dynamic one
-    # the columns (attribute frequencies are very uneven).
-    cdef Py_ssize_t r, n_rows = ptr.shape[0] - 1, nnz = index.shape[0], L = out.shape[1]
-    if dynamic:
-        for r in prange(n_rows, num_threads=n_threads, schedule='dynamic', chunksize=64):
-            _gather_rows(&ptr[0], &index[0], &data[0], binary, &M[0, 0], r, nnz, L, &out[r, 0])
-    else:
-        for r in prange(n_rows, num_threads=n_threads, schedule='static', chunksize=256):
-            _gather_rows(&ptr[0], &index[0], &data[0], binary, &M[0, 0], r, nnz, L, &out[r, 0])
-
-
-def dense_potentials(const Py_ssize_t[::1] indptr, const int[::1] indices,
-                     const double[::1] data, bint binary, const double[:, ::1] W,
-                     double[:, ::1] out, int n_threads):
-    """U = X @ W for CSR X and dense W (n_attributes, n_labels) (low level).
-
-    With ``binary`` every stored value of X is 1 and ``data`` is not read
-    (indicator features: half the memory traffic).
-    """
+    cdef Py_ssize_t t, n_tokens = out.shape[0], L = out.shape[1], nnz = indices.shape[0]
+    cdef Py_ssize_t Lp = W_hot.shape[1]
     with nogil:
-        _sparse_dense(indptr, indices, data, binary, W, out, n_threads, False)
+        for t in prange(n_tokens, num_threads=n_threads, schedule='static', chunksize=256):
+            gather_token(&indptr[0], &indices[0], &data[0], binary, &code[0], &w[0],
+                         &W_hot[0, 0], Lp, t, L, nnz, &out[t, 0])
 
 
-def dense_gradient(const Py_ssize_t[::1] col_ptr, const int[::1] row_index,
-                   const double[::1] data, bint binary, const double[:, ::1] d_unary,
-                   double[:, ::1] out, int n_threads):
-    """dW = X.T @ dU from the CSC form of X (low level); out (n_attributes, n_labels).
+def pair_gradient(const Py_ssize_t[::1] indptr, const int[::1] indices,
+                  const double[::1] data, bint binary, const long long[::1] code,
+                  const double[:, ::1] d_unary, double[:, ::1] acc, double[:, :, ::1] hot_acc,
+                  int n_threads):
+    """X.T @ dU into per-thread accumulators of the hybrid state weights (low level).
 
-    ``binary`` as for :func:`dense_potentials`.
+    Rows of X are split among threads; thread tid adds into acc[tid]
+    (n_threads, len(w)) and hot_acc[tid] (n_threads, n_hot, Lp), zeroed by
+    the caller. A static schedule: the same sums from run to run.
     """
+    cdef Py_ssize_t t, n_tokens = d_unary.shape[0], L = d_unary.shape[1]
+    cdef Py_ssize_t nnz = indices.shape[0], Lp = hot_acc.shape[2]
+    cdef int tid
     with nogil:
-        _sparse_dense(col_ptr, row_index, data, binary, d_unary, out, n_threads, True)
+        for t in prange(n_tokens, num_threads=n_threads, schedule='static', chunksize=256):
+            tid = threadid()
+            scatter_token(&indptr[0], &indices[0], &data[0], binary, &code[0], &acc[tid, 0],
+                          &hot_acc[tid, 0, 0], Lp, &d_unary[t, 0], 1.0, t, L, nnz)
+
+
+def pair_counts(const Py_ssize_t[::1] indptr, const int[::1] indices, const double[::1] data,
+                bint binary, const long long[::1] code, double[::1] acc, double[:, ::1] hot_acc,
+                const Py_ssize_t[::1] y, const Py_ssize_t[::1] offsets,
+                const double[::1] weights):
+    """The observed counts X.T @ (weights * onehot(y)) in the hybrid state weights (low level).
+
+    Sequence k (rows offsets[k]:offsets[k+1]) has weight weights[k]. Adds
+    into acc (len(w)) and hot_acc (n_hot, Lp), zeroed by the caller:
+    CRFsuite's feature frequencies. Serial (once per training set).
+    """
+    cdef Py_ssize_t k, t, nnz = indices.shape[0], Lp = hot_acc.shape[1]
+    cdef double[::1] onehot = np.zeros(Lp)
+    with nogil:
+        for k in range(offsets.shape[0] - 1):
+            for t in range(offsets[k], offsets[k + 1]):
+                onehot[y[t]] = 1.0
+                scatter_token(&indptr[0], &indices[0], &data[0], binary, &code[0], &acc[0],
+                              &hot_acc[0, 0], Lp, &onehot[0], weights[k], t, Lp, nnz)
+                onehot[y[t]] = 0.0

@@ -9,8 +9,13 @@ test quality, prediction speed and peak memory.
 Usage::
 
     SKLEARN_CRFLOSS_DATA=/path/to/data python benchmarks/bench_conll2000.py \\
-        [--n-jobs 2] [--C 1.0] [--max-iter N] [--train-sentences N] \\
-        [--repeat-predict K] [--skip-crfsuite] [--json PATH]
+        [--n-jobs 1 2] [--C 1.0] [--max-iter N] [--train-sentences N] \\
+        [--repeat-predict K] [--skip-crfsuite] [--stage-iter N] \\
+        [--loss-evals K] [--json PATH]
+
+One run fits sklearn-crfloss once per ``--n-jobs`` value (default 1 and 2),
+then sklearn-crfsuite, then measures the memory of each stage of our fit and
+the cost of one objective evaluation of other losses relative to CLL.
 
 The data folder must contain ``conll2000/train.txt`` and
 ``conll2000/test.txt`` (nothing is downloaded).
@@ -82,12 +87,15 @@ iterations
     its line-search trials) is printed as an informative line.
 s / iteration
     fit seconds / iterations, i.e. *including* the fixed costs
-    (vectorisation, feature generation).  As a separate informative line,
-    the script times ``DictVectorizer().fit_transform`` on the flattened
-    training token dicts (the main fixed cost of sklearn-crfloss, measured
-    with public APIs only, not subtracted from anything), and reports
-    CRFsuite's own split between feature generation and training from its
-    log.
+    (vectorisation, feature generation); and "L-BFGS only": the seconds
+    between the callbacks of the first and the last iteration divided by
+    the iterations between them (sklearn-crfloss), CRFsuite's logged
+    seconds of iterations 2..n (its log also gives its split between
+    feature generation and training). CRFsuite times its iterations with
+    ``clock()`` (``train_lbfgs.c: lbfgs_progress``): process CPU seconds,
+    equal to its wall seconds (it is single-threaded) only on a quiet
+    machine; under load its logged figure is smaller than its wall time
+    while ours is wall time. ``CPU s / iteration`` compares CPU with CPU.
 parameters / features
     ``CRFTagger.n_parameters_`` (free state weights + L x L transitions +
     start + end) vs CRFsuite's "Number of features" from its training log
@@ -113,8 +121,28 @@ peak MB, peak-over-start MB
     (Python/numpy allocations only) and the CRFsuite figure is not
     available; the table says which method was used.
 
-The run order is sklearn-crfloss first, then sklearn-crfsuite; the first
-estimator is deleted before the second fit.  CRFsuite is single-threaded;
+stage memory (sklearn-crfloss)
+    The stages of ``CRFTagger.fit`` run one by one with the package's
+    private classes (as ``fit`` calls them), resetting nothing in between:
+    the peak RSS over the RSS before the first stage, after check and
+    encoding, vectorisation (``SequenceVectorizer``), the parameter layout
+    (observed pairs), the objective's set-up (``CRFObjective``) and
+    ``--stage-iter`` L-BFGS iterations (enough to fill the L-BFGS memory),
+    with ``n_jobs`` = the largest ``--n-jobs``.
+loss ratios
+    Seconds of one objective evaluation (``CRFObjective.value_and_grad``,
+    value and gradient, prior included, one thread) of ``cll``,
+    ``softmax_margin``, ``risk``, ``labelwise`` and ``mce_f`` at the
+    parameters of the first sklearn-crfloss fit, the median of
+    ``--loss-evals`` rounds (the losses alternate within a round), and
+    their ratio to CLL's.
+
+The run order is sklearn-crfloss (each ``--n-jobs``), then
+sklearn-crfsuite, then the stage memory, each in a child process forked
+from the main one once the features exist (``_common.run_forked``): the
+runs share the data and the features, and each starts from the same memory
+state (in one process a fit after another reuses the pages the first one
+freed, and would show a smaller peak). CRFsuite is single-threaded;
 ``--n-jobs`` only applies to sklearn-crfloss.  Timings depend on the machine
 and its load: the script prints the machine (nproc, CPU model, load
 average), the library versions, the thread pools and the exact command line
@@ -143,18 +171,24 @@ from _common import (  # noqa: E402
     command_line,
     format_table,
     machine_info,
+    run_forked,
     thread_info,
+    training_objective,
     versions,
 )
 
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
-from sklearn.feature_extraction import DictVectorizer  # noqa: E402
 
 import sklearn_crfloss  # noqa: E402
 from sklearn_crfloss import CRFTagger  # noqa: E402
 from sklearn_crfloss.datasets import get_data_home, load_conll2000  # noqa: E402
 from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures  # noqa: E402
+from sklearn_crfloss.losses import get_loss  # noqa: E402
 from sklearn_crfloss.metrics import segment_f1_score, token_accuracy  # noqa: E402
+from sklearn_crfloss.priors import get_prior  # noqa: E402
+
+#: The losses whose evaluation cost is compared with CLL's (issue 13).
+RATIO_LOSSES = ["cll", "softmax_margin", "risk", "labelwise", "mce_f"]
 
 
 def parse_args(argv=None):
@@ -162,8 +196,8 @@ def parse_args(argv=None):
         description="Benchmark sklearn-crfloss against sklearn-crfsuite on CoNLL-2000.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--n-jobs", type=int, default=2,
-                   help="n_jobs of CRFTagger (CRFsuite is single-threaded)")
+    p.add_argument("--n-jobs", type=int, nargs="+", default=[1, 2],
+                   help="n_jobs of CRFTagger, one fit each (CRFsuite is single-threaded)")
     p.add_argument("--C", type=float, default=1.0,
                    help="inverse L2 strength; CRFsuite gets c2 = 1/(2C)")
     p.add_argument("--max-iter", type=int, default=1000,
@@ -176,6 +210,10 @@ def parse_args(argv=None):
                    help="predict the test set K times, report the fastest")
     p.add_argument("--skip-crfsuite", action="store_true",
                    help="run sklearn-crfloss only")
+    p.add_argument("--stage-iter", type=int, default=20,
+                   help="L-BFGS iterations of the stage-memory run (0: skip it)")
+    p.add_argument("--loss-evals", type=int, default=3,
+                   help="rounds of the per-loss evaluation timing (0: skip it)")
     p.add_argument("--json", metavar="PATH", default=None,
                    help="also write all figures to this JSON file")
     args = p.parse_args(argv)
@@ -185,6 +223,8 @@ def parse_args(argv=None):
         p.error("--max-iter must be >= 1")
     if args.train_sentences is not None and args.train_sentences < 1:
         p.error("--train-sentences must be >= 1")
+    if min(args.n_jobs) < 1:
+        p.error("--n-jobs values must be >= 1")
     return args
 
 
@@ -221,14 +261,36 @@ def quality(y_test, y_pred):
     }
 
 
-def run_ours(args, F_train, y_train, F_test, y_test, n_test_tokens):
+def loss_ratios(crf, F_train, y_train, C, rounds):
+    """Seconds per objective evaluation of RATIO_LOSSES at crf's parameters, one thread."""
+    objective, theta, _, _ = training_objective(crf, F_train, y_train, n_threads=1)
+    prior = get_prior("l2")
+    losses = {}
+    for name in RATIO_LOSSES:
+        loss = get_loss(name)
+        if hasattr(loss, "set_classes"):
+            loss.set_classes(crf.classes_)
+        objective.value_and_grad(theta, loss, prior, C)  # warm-up (buffers, counts)
+        losses[name] = loss
+    times = {name: [] for name in RATIO_LOSSES}
+    for _ in range(rounds):  # losses innermost: a change of load hits all alike
+        for name, loss in losses.items():
+            t0 = time.perf_counter()
+            objective.value_and_grad(theta, loss, prior, C)
+            times[name].append(time.perf_counter() - t0)
+    seconds = {name: float(np.median(t)) for name, t in times.items()}
+    return {name: {"s_per_eval": sec, "ratio_to_cll": sec / seconds["cll"]}
+            for name, sec in seconds.items()}
+
+
+def run_ours(args, n_jobs, F_train, y_train, F_test, y_test, n_test_tokens, ratios=False):
     stamps = []
 
     def on_iteration(iteration, objective):  # public CRFTagger callback
-        stamps.append(time.perf_counter())
+        stamps.append((time.perf_counter(), time.process_time()))
 
     crf = CRFTagger(loss="cll", prior="l2", C=args.C, max_iter=args.max_iter,
-                    tol=args.tol, n_jobs=args.n_jobs, callback=on_iteration)
+                    tol=args.tol, n_jobs=n_jobs, callback=on_iteration)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         with PeakMemory() as mem, Timer() as t:
@@ -244,16 +306,18 @@ def run_ours(args, F_train, y_train, F_test, y_test, n_test_tokens):
         float(np.sum(crf.coef_ ** 2) + np.sum(crf.transition_ ** 2)
               + np.sum(crf.start_ ** 2) + np.sum(crf.end_ ** 2))
     )
+    # Iterations 2..n only, from the callback time stamps.
+    between = len(stamps) - 1
     res = {
+        "n_jobs": n_jobs,
         "fit_s": t.wall,
         "fit_cpu_s": t.cpu,
         "n_iter": int(crf.n_iter_),
         "s_per_iter": t.wall / max(crf.n_iter_, 1),
-        # Iterations 2..n only, from the callback time stamps.
-        "s_per_iter_lbfgs": ((stamps[-1] - stamps[0]) / (len(stamps) - 1)
-                             if len(stamps) > 1 else None),
-        "setup_to_first_iter_s": stamps[0] - t_start if stamps else None,
-        "after_last_iter_s": t_end - stamps[-1] if stamps else None,
+        "s_per_iter_lbfgs": (stamps[-1][0] - stamps[0][0]) / between if between else None,
+        "cpu_per_iter_lbfgs": (stamps[-1][1] - stamps[0][1]) / between if between else None,
+        "setup_to_first_iter_s": stamps[0][0] - t_start if stamps else None,
+        "after_last_iter_s": t_end - stamps[-1][0] if stamps else None,
         "n_parameters": int(crf.n_parameters_),
         "n_state_features": int(n_state),
         "n_transition_parameters": n_labels * n_labels + 2 * n_labels,
@@ -270,9 +334,59 @@ def run_ours(args, F_train, y_train, F_test, y_test, n_test_tokens):
         "convergence_warnings": conv_warnings,
         **quality(y_test, y_pred),
     }
+    if ratios and args.loss_evals:
+        res["loss_ratios"] = loss_ratios(crf, F_train, y_train, args.C, args.loss_evals)
     del crf
     gc.collect()
     return res
+
+
+def stage_memory(args, n_jobs, F_train, y_train):
+    """Peak RSS over the start after each stage of fit, run one by one (private API)."""
+    from _common import _proc_status_kb, _reset_hwm
+
+    from sklearn_crfloss._objective import CRFObjective
+    from sklearn_crfloss._params import ParameterLayout, observed_pairs
+    from sklearn_crfloss._validation import check_sequences, encode_labels
+    from sklearn_crfloss._vectorize import SequenceVectorizer
+    from sklearn_crfloss.solvers import ConvergenceMonitor, make_solver
+
+    gc.collect()
+    if not _reset_hwm():
+        return None
+    start = _proc_status_kb("VmRSS")
+    stages = []
+
+    def mark(name, seconds):
+        stages.append({"stage": name, "seconds": seconds,
+                       "peak_over_start_mb": (_proc_status_kb("VmHWM") - start) / 1024,
+                       "rss_over_start_mb": (_proc_status_kb("VmRSS") - start) / 1024})
+
+    with Timer() as t:
+        kind, tokens, offsets = check_sequences(F_train)
+        classes, y_enc = encode_labels(y_train, np.diff(offsets))
+    mark("check and encode", t.wall)
+    with Timer() as t:
+        features = SequenceVectorizer()
+        Xc = features.fit_transform(kind, tokens, offsets)
+    mark("vectorise", t.wall)
+    with Timer() as t:
+        L = classes.shape[0]
+        layout = ParameterLayout(Xc.shape[1], L, observed_pairs(Xc, y_enc, L))
+    mark("parameter layout", t.wall)
+    with Timer() as t:
+        objective = CRFObjective(Xc, y_enc, offsets, layout, n_threads=n_jobs)
+    mark("objective set-up", t.wall)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        with Timer() as t:
+            monitor = ConvergenceMonitor(args.tol, args.stage_iter)
+            make_solver("lbfgs").solve(objective, get_loss("cll"), get_prior("l2"), args.C,
+                                       layout.zeros(), monitor)
+    mark(f"L-BFGS ({monitor.n_iter} iterations)", t.wall)
+    del features, Xc, layout, objective
+    gc.collect()
+    return stages
 
 
 def run_crfsuite(args, F_train, y_train, F_test, y_test, n_test_tokens):
@@ -310,6 +424,7 @@ def run_crfsuite(args, F_train, y_train, F_test, y_test, n_test_tokens):
         "n_iter": n_iter,
         "s_per_iter": t.wall / max(n_iter, 1),
         "s_per_iter_lbfgs": s_per_iter_lbfgs,
+        "cpu_per_iter_lbfgs": s_per_iter_lbfgs,  # single-threaded
         "n_parameters": log.featgen_num_features,
         "n_state_features": n_state,
         "n_transition_parameters": n_trans,
@@ -354,6 +469,7 @@ ROWS = [
     ("iterations", "n_iter", "d", 1),
     ("s / iteration (incl. vectorisation)", "s_per_iter", ".3f", 1),
     ("s / iteration (L-BFGS only, iter 2..n)", "s_per_iter_lbfgs", ".3f", 1),
+    ("CPU s / iteration (L-BFGS only)", "cpu_per_iter_lbfgs", ".3f", 1),
     ("parameters / features", "n_parameters", ",d", 1),
     ("  state features", "n_state_features", ",d", 1),
     ("test F1 (%)", "test_f1", ".2f", 100),
@@ -367,22 +483,35 @@ ROWS = [
 
 
 def build_table(ours, theirs):
-    header = ["", "sklearn-crfloss"]
+    """One column per sklearn-crfloss run (n_jobs), CRFsuite, and the ratios to CRFsuite."""
+    header = [""] + [f"crfloss n_jobs={r['n_jobs']}" for r in ours]
     if theirs is not None:
-        header += ["sklearn-crfsuite", "ratio ours/crfsuite"]
+        header += ["sklearn-crfsuite"] + [f"ratio n_jobs={r['n_jobs']}" for r in ours]
     rows = []
     for label, key, spec, scale in ROWS:
-        if key in ("peak_mb", "peak_over_start_mb") and ours["memory_method"] != "VmHWM":
-            label = f"{label} [{ours['memory_method']}]"
-        a = ours.get(key)
-        a = a * scale if a is not None else None
-        row = [label, _fmt(a, spec)]
+        if key in ("peak_mb", "peak_over_start_mb") and ours[0]["memory_method"] != "VmHWM":
+            label = f"{label} [{ours[0]['memory_method']}]"
+        values = [r.get(key) * scale if r.get(key) is not None else None for r in ours]
+        row = [label] + [_fmt(a, spec) for a in values]
         if theirs is not None:
             b = theirs.get(key)
             b = b * scale if b is not None else None
-            row += [_fmt(b, spec), _ratio(a, b)]
+            row += [_fmt(b, spec)] + [_ratio(a, b) for a in values]
         rows.append(row)
     return format_table(header, rows)
+
+
+def stage_table(stages):
+    rows = [[s["stage"], f"{s['seconds']:.2f}", f"{s['peak_over_start_mb']:,.0f}",
+             f"{s['rss_over_start_mb']:,.0f}"] for s in stages]
+    return format_table(["stage (cumulative)", "s", "peak over start MB",
+                         "RSS over start MB after"], rows)
+
+
+def ratio_table(ratios):
+    rows = [[name, f"{r['s_per_eval']:.3f}", f"{r['ratio_to_cll']:.2f}"]
+            for name, r in ratios.items()]
+    return format_table(["loss", "s per evaluation", "vs cll"], rows)
 
 
 def main(argv=None):
@@ -425,55 +554,66 @@ def main(argv=None):
           f"{len(X_test):,} sentences / {n_test_tokens:,} tokens "
           f"(load {t_load:.1f} s, template features {t_feat:.1f} s, "
           f"{len(featurizer.keys_)} attributes per token)")
-
-    # Informative: the vectorisation step of sklearn-crfloss, timed alone.
-    flat = [tok for sent in F_train for tok in sent]
-    with Timer() as tv:
-        Xv = DictVectorizer().fit_transform(flat)
-    vec = {"dictvectorizer_fit_transform_s": tv.wall, "n_attributes": Xv.shape[1]}
-    del flat, Xv
-    gc.collect()
-    print(f"vectorise: DictVectorizer().fit_transform on the {n_train_tokens:,} "
-          f"training token dicts: {tv.wall:.2f} s, {vec['n_attributes']:,} "
-          "attributes (informative; part of sklearn-crfloss's fit s)")
     sys.stdout.flush()
 
-    print("\n[1/2] sklearn-crfloss CRFTagger(loss='cll', prior='l2', "
-          f"C={args.C}, n_jobs={args.n_jobs}) ...", flush=True)
-    ours = run_ours(args, F_train, y_train, F_test, y_test, n_test_tokens)
-    print(f"      fit {ours['fit_s']:.1f} s, {ours['n_iter']} iterations, "
-          f"F1 {100 * ours['test_f1']:.2f}", flush=True)
-    for msg in ours["convergence_warnings"]:
-        print(f"      ConvergenceWarning: {msg}")
+    ours = []
+    n_runs = len(args.n_jobs) + (0 if args.skip_crfsuite else 1)
+    for k, n_jobs in enumerate(args.n_jobs):
+        print(f"\n[{k + 1}/{n_runs}] sklearn-crfloss CRFTagger(loss='cll', prior='l2', "
+              f"C={args.C}, n_jobs={n_jobs}) ...", flush=True)
+        res = run_forked(run_ours, args, n_jobs, F_train, y_train, F_test, y_test,
+                         n_test_tokens, ratios=(k == 0))
+        print(f"      fit {res['fit_s']:.1f} s, {res['n_iter']} iterations, "
+              f"F1 {100 * res['test_f1']:.2f}", flush=True)
+        for msg in res["convergence_warnings"]:
+            print(f"      ConvergenceWarning: {msg}")
+        ours.append(res)
 
     theirs = None
     if not args.skip_crfsuite:
-        print("[2/2] sklearn-crfsuite CRF(algorithm='lbfgs', c1=0, "
+        print(f"[{n_runs}/{n_runs}] sklearn-crfsuite CRF(algorithm='lbfgs', c1=0, "
               f"c2={1 / (2 * args.C):g}, all_possible_transitions=True) ...",
               flush=True)
-        theirs = run_crfsuite(args, F_train, y_train, F_test, y_test, n_test_tokens)
+        theirs = run_forked(run_crfsuite, args, F_train, y_train, F_test, y_test,
+                            n_test_tokens)
         print(f"      fit {theirs['fit_s']:.1f} s, {theirs['n_iter']} iterations, "
               f"F1 {100 * theirs['test_f1']:.2f}", flush=True)
+
+    stages = None
+    if args.stage_iter:
+        print(f"stage memory of the fit (n_jobs={max(args.n_jobs)}, "
+              f"{args.stage_iter} L-BFGS iterations) ...", flush=True)
+        stages = run_forked(stage_memory, args, max(args.n_jobs), F_train, y_train)
 
     print()
     print(build_table(ours, theirs))
     print()
-    L = ours["n_labels"]
+    if stages:
+        print(f"sklearn-crfloss fit by stage (n_jobs={max(args.n_jobs)}):")
+        print(stage_table(stages))
+        print()
+    ratios = ours[0].get("loss_ratios")
+    if ratios:
+        print("seconds per objective evaluation (value and gradient, one thread) at the "
+              f"parameters of the n_jobs={ours[0]['n_jobs']} fit:")
+        print(ratio_table(ratios))
+        print()
+    L = ours[0]["n_labels"]
+    first = ours[0]
     print("notes:")
     if theirs is not None:
         print("- ratio = sklearn-crfloss / sklearn-crfsuite (lower is better "
               "for time and memory, higher for quality and tokens/s).")
-    print(f"- s / iteration = fit s / iterations, including vectorisation "
-          f"(DictVectorizer alone: {tv.wall:.2f} s) and other fixed costs.")
     print("- s / iteration (L-BFGS only): sklearn-crfloss from callback time stamps "
           "(last - first) / (n - 1); CRFsuite from its logged per-iteration seconds "
-          "of iterations 2..n. sklearn-crfloss: "
-          f"{_fmt(ours['setup_to_first_iter_s'], '.1f')} s from fit() to the end of "
-          f"iteration 1 (vectorisation, feature index, first iteration), "
-          f"{_fmt(ours['after_last_iter_s'], '.1f')} s after the last iteration.")
-    print(f"- sklearn-crfloss parameters = {ours['n_state_features']:,} state "
+          "of iterations 2..n, which are CPU seconds (clock()): equal to its wall "
+          "seconds on a quiet machine only. sklearn-crfloss (n_jobs="
+          f"{first['n_jobs']}): {_fmt(first['setup_to_first_iter_s'], '.1f')} s from fit() "
+          "to the end of iteration 1 (vectorisation, feature index, first iteration), "
+          f"{_fmt(first['after_last_iter_s'], '.1f')} s after the last iteration.")
+    print(f"- sklearn-crfloss parameters = {first['n_state_features']:,} state "
           f"weights + {L}x{L} transitions + {L} start + {L} end; "
-          f"{ours['n_attributes']:,} attributes.")
+          f"{first['n_attributes']:,} attributes.")
     if theirs is not None:
         print(f"- CRFsuite features = {theirs['n_state_features']:,} state features "
               f"(model dump) + {theirs['n_transition_parameters']:,} transitions; "
@@ -482,20 +622,22 @@ def main(argv=None):
               f"(line-search trials) in {theirs['n_iter']} iterations; "
               f"its log: feature generation {_fmt(theirs['featgen_s'], '.2f')} s, "
               f"L-BFGS {_fmt(theirs['training_s'], '.2f')} s.")
-        print(f"- test F1 difference (ours - crfsuite): "
-              f"{100 * (ours['test_f1'] - theirs['test_f1']):+.2f} points; "
-              f"final objective difference: "
-              f"{_fmt(ours['final_objective'] - theirs['final_objective'] if theirs['final_objective'] is not None else None, '+,.2f')}"
-              " (ours has 2L extra start/end parameters, so its optimum is <= CRFsuite's).")
-    if ours["memory_method"] != "VmHWM":
+        for r in ours:
+            diff = (r["final_objective"] - theirs["final_objective"]
+                    if theirs["final_objective"] is not None else None)
+            print(f"- n_jobs={r['n_jobs']}: test F1 difference (ours - crfsuite) "
+                  f"{100 * (r['test_f1'] - theirs['test_f1']):+.2f} points; final "
+                  f"objective difference {_fmt(diff, '+,.2f')} (ours has 2L extra "
+                  "start/end parameters, so its optimum is <= CRFsuite's).")
+    if first["memory_method"] != "VmHWM":
         print("- /proc/self/clear_refs could not reset VmHWM: the sklearn-crfloss "
               "memory figure is the tracemalloc peak of the fit (Python/numpy "
               "allocations only); no figure for CRFsuite.")
     else:
         print("- peak MB is the process's peak RSS during fit (data and features of "
-              "both runs included); 'peak over start' subtracts the RSS just before fit.")
-    print(f"- stopped by a convergence test (not max_iter): sklearn-crfloss "
-          f"{ours['converged']} (converged_)"
+              "all runs included); 'peak over start' subtracts the RSS just before fit.")
+    print("- stopped by a convergence test (not max_iter): sklearn-crfloss "
+          + ", ".join(f"n_jobs={r['n_jobs']} {r['converged']}" for r in ours)
           + (f", CRFsuite {theirs['converged']} (iterations < max_iter)"
              if theirs is not None else ""))
     machine_end = machine_info()["loadavg_1_5_15"]
@@ -515,9 +657,9 @@ def main(argv=None):
                 "test_sentences": len(X_test), "test_tokens": n_test_tokens,
                 "load_s": t_load, "template_features_s": t_feat,
             },
-            "vectorisation": vec,
             "sklearn_crfloss": ours,
             "sklearn_crfsuite": theirs,
+            "stage_memory": stages,
         }
         with open(args.json, "w") as f:
             json.dump(payload, f, indent=2, default=str)

@@ -36,17 +36,21 @@ def observed_pairs(X, y, n_labels):
     Returns
     -------
     ndarray of intp
-        Sorted; a pair is observed if the attribute is non-zero at a token
-        whose gold label is the label (CRFsuite's ``possible_states=0``).
+        Sorted; a pair is observed if the attribute is stored (non-zero) at
+        a token whose gold label is the label (CRFsuite's
+        ``possible_states=0``).
     """
-    binary = sp.csr_matrix((np.ones_like(X.data), X.indices, X.indptr), shape=X.shape)
-    onehot = sp.csr_matrix(
-        (np.ones(y.shape[0]), (np.arange(y.shape[0]), y)), shape=(y.shape[0], n_labels)
-    )
-    pairs = (binary.T @ onehot).tocoo()
-    index = pairs.row.astype(np.intp) * n_labels + pairs.col
-    index.sort()
-    return index
+    X = sp.csr_matrix(X)
+    seen = np.zeros(X.shape[1] * n_labels, dtype=bool)
+    indptr = X.indptr
+    # A few rows at a time: no (nnz,) temporary of the whole matrix.
+    step = max(1, (1 << 16) * X.shape[0] // max(1, X.nnz))
+    for start in range(0, X.shape[0], step):
+        stop = min(start + step, X.shape[0])
+        labels = np.repeat(y[start:stop], np.diff(indptr[start:stop + 1]))
+        columns = X.indices[indptr[start]:indptr[stop]].astype(np.intp)
+        seen[columns * n_labels + labels] = True
+    return np.flatnonzero(seen)
 
 
 class ParameterLayout:

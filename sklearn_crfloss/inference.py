@@ -25,7 +25,8 @@ import numpy as np
 
 from scipy.special import logsumexp
 
-from ._forward_backward import forward_backward_batch
+from ._forward_backward import (Accumulators, exp_potentials, forward_backward_batch,
+                                scratch_width)
 from ._marginal_vjp import marginals_vjp_batch
 from ._max_marginals import max_marginals_batch, segment_margins_batch
 from ._viterbi import max_incorrect_batch, n_best_batch, two_best_batch, viterbi_batch
@@ -170,18 +171,6 @@ class _Chain(NamedTuple):
         return y
 
 
-def _exp_potentials(transition, start, end):
-    """Shifted exponentials for the scaled kernels: exp(x - max x) of each potential.
-
-    Returns ``exp_trans``, its contiguous transpose, ``exp_start``, ``exp_end``
-    and the three shifts (transition, start, end).
-    """
-    shifts = transition.max(), start.max(), end.max()
-    exp_trans = np.exp(transition - shifts[0])
-    return (exp_trans, np.ascontiguousarray(exp_trans.T), np.exp(start - shifts[1]),
-            np.exp(end - shifts[2]), shifts)
-
-
 def _nonempty(offsets):
     """Indices of the non-empty sequences and their offsets alone (the scaled kernels' input)."""
     nonempty = np.flatnonzero(np.diff(offsets) > 0)
@@ -250,34 +239,29 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
     weights = (np.ones(c.n_seq) if sample_weight is None
                else np.ascontiguousarray(sample_weight, dtype=np.float64))
     nonempty, sub_offsets = _nonempty(c.offsets)
-    exp_trans, exp_trans_t, exp_start, exp_end, shifts = _exp_potentials(
-        c.transition, c.start, c.end)
+    exp_trans, exp_start, exp_end, shifts = exp_potentials(c.transition, c.start, c.end)
     marginals = c.rows()
     sub_log_z = np.zeros(sub_offsets.shape[0] - 1)
-    pair_acc = np.zeros((c.n_threads, L, L))
-    direct_acc = np.zeros((c.n_threads, L, L))
-    boundary_acc = np.zeros((c.n_threads, 2, L))
+    acc = Accumulators(c.n_threads, L)
     max_length = int(np.diff(c.offsets).max()) if c.n_seq else 0
     n_fallback = forward_backward_batch(
-        c.unary, c.transition, c.start, c.end, exp_trans, exp_trans_t, exp_start, exp_end,
+        c.unary, c.transition, c.start, c.end, exp_trans, exp_start, exp_end,
         sub_offsets, np.ascontiguousarray(weights[nonempty]), marginals, sub_log_z,
-        pair_acc, direct_acc, boundary_acc, c.scratch((max_length + 3) * L),
-        shifts[1], shifts[2], shifts[0], c.n_threads,
+        acc.pair, acc.direct, acc.boundary, c.scratch(scratch_width(L, max_length)),
+        max_length, shifts[1], shifts[2], shifts[0], c.n_threads,
     )
     log_z = np.zeros(c.n_seq)
     log_z[nonempty] = sub_log_z
-    counts = pair_acc.sum(axis=0) * exp_trans
-    if n_fallback:
-        counts += direct_acc.sum(axis=0)
-    boundary = boundary_acc.sum(axis=0)
+    counts, start_counts, end_counts = acc.counts(exp_trans, n_fallback)
     return ForwardBackwardResult(
         log_z=log_z,
         marginals=marginals,
         transition_counts=counts,
-        start_counts=boundary[0],
-        end_counts=boundary[1],
+        start_counts=start_counts,
+        end_counts=end_counts,
         n_fallback=int(n_fallback),
     )
+
 
 
 @_chain_doc
@@ -350,8 +334,8 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     if nonempty.shape[0] == 0:
         return d_unary, np.zeros((L, L)), np.zeros(L), np.zeros(L)
     max_length = int(np.diff(sub_offsets).max())
-    exp_trans, exp_trans_t, exp_start, exp_end, _ = _exp_potentials(
-        c.transition, c.start, c.end)
+    exp_trans, exp_start, exp_end, _ = exp_potentials(c.transition, c.start, c.end)
+    exp_trans_t = np.ascontiguousarray(exp_trans.T)
     pair_acc = np.zeros((c.n_threads, L, L))
     boundary_acc = np.zeros((c.n_threads, 2, L))
     failed = np.zeros(sub_offsets.shape[0] - 1, dtype=np.int8)

@@ -159,3 +159,35 @@ def test_bad_shapes_raise():
         forward_backward(U, np.zeros((3, 3)), np.zeros(2), np.zeros(2), [0, 3])
     with pytest.raises(ValueError, match="offsets"):
         forward_backward(U, np.zeros((2, 2)), np.zeros(2), np.zeros(2), [0, 2])
+
+
+def _log_space_forward_backward(U, T, s, e):
+    """log Z, node marginals and pair-marginal sums by plain log-space recursions."""
+    n, L = U.shape
+    la = np.empty((n, L))
+    lb = np.empty((n, L))
+    la[0] = s + U[0]
+    for t in range(1, n):
+        la[t] = logsumexp(la[t - 1][:, None] + T, axis=0) + U[t]
+    lb[n - 1] = e
+    for t in range(n - 2, -1, -1):
+        lb[t] = logsumexp(T + (U[t + 1] + lb[t + 1])[None, :], axis=1)
+    log_z = logsumexp(la[n - 1] + e)
+    pairs = sum(np.exp(la[t - 1][:, None] + T + (U[t] + lb[t])[None, :] - log_z)
+                for t in range(1, n))
+    return log_z, np.exp(la + lb - log_z), pairs
+
+
+@pytest.mark.parametrize("n_labels", [9, 17, 22])
+def test_forward_backward_with_padded_rows_matches_log_space(n_labels):
+    # More than 8 labels: the kernel's rows are padded to 16 or 24 doubles.
+    rng = np.random.default_rng(n_labels)
+    U, T, s, e, y, off = random_problem(rng, n_labels, lengths=(1, 2, 7, 30), scale=2.0)
+    fb = forward_backward(U, T, s, e, off, n_threads=2)
+    counts = np.zeros((n_labels, n_labels))
+    for k, (a, b) in enumerate(zip(off[:-1], off[1:])):
+        log_z, marginals, pairs = _log_space_forward_backward(U[a:b], T, s, e)
+        assert_allclose(fb.log_z[k], log_z, rtol=1e-12)
+        assert_allclose(fb.marginals[a:b], marginals, atol=1e-12)
+        counts += pairs
+    assert_allclose(fb.transition_counts, counts, atol=1e-11)

@@ -1,0 +1,172 @@
+"""The training objective's kernels: hybrid state storage, the fused CLL path, the exp.
+
+The conditional log-likelihood takes a fused kernel (features -> potentials ->
+forward-backward -> gradient, per sequence) that no other loss uses; every
+test here compares it with the generic path (potentials handed to the loss,
+chain rule applied after), which test_losses checks against enumeration and
+finite differences.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+
+from sklearn_crfloss._forward_backward import exp_nonpositive
+from sklearn_crfloss._objective import CRFObjective, _StateWeights
+from sklearn_crfloss._params import ParameterLayout
+from sklearn_crfloss.inference import sequence_scores
+from sklearn_crfloss.losses import ConditionalLogLikelihood
+from sklearn_crfloss.priors import GaussianPrior
+
+from test_losses import finite_difference_gradient
+
+
+class GenericCLL(ConditionalLogLikelihood):
+    """CLL through the generic path (the objective fuses only the exact class)."""
+
+
+def mixed_state_index(rng, n_features, n_labels):
+    """Observed-pair style indices where attributes have 0, 1, 2, 3, 4, ... or all labels.
+
+    Attributes with more than 3 labels get dense rows, the others compact
+    entries: both kinds, and attributes with no free weight, are present.
+    """
+    counts = [0, 1, 2, 3, 4, n_labels - 1, n_labels]
+    index = []
+    for a in range(n_features):
+        labels = rng.choice(n_labels, size=counts[a % len(counts)], replace=False)
+        index.extend(a * n_labels + np.sort(labels))
+    return np.array(index, dtype=np.intp)
+
+
+def make_objective(rng, *, n_labels=6, n_features=14, lengths=(1, 4, 7, 3, 9, 2),
+                   binary=True, weighted=False, state_index="mixed", labels=None,
+                   n_threads=1, scale=1.0):
+    offsets = np.zeros(len(lengths) + 1, dtype=np.intp)
+    np.cumsum(lengths, out=offsets[1:])
+    n = offsets[-1]
+    mask = rng.random((n, n_features)) < 0.4
+    values = np.ones((n, n_features)) if binary else rng.normal(size=(n, n_features))
+    X = sp.csr_matrix(mask * values)
+    y = rng.integers(n_labels, size=n).astype(np.intp)
+    if isinstance(state_index, str):
+        state_index = mixed_state_index(rng, n_features, n_labels)
+    w = rng.uniform(0.5, 2.0, size=len(lengths)) if weighted else None
+    layout = ParameterLayout(n_features, n_labels, state_index, labels=labels)
+    objective = CRFObjective(X, y, offsets, layout, sample_weight=w, n_threads=n_threads)
+    theta = rng.normal(scale=scale, size=layout.n_params)
+    return objective, theta, X
+
+
+def test_hybrid_storage_has_dense_and_compact_attributes():
+    rng = np.random.default_rng(0)
+    objective, _, _ = make_objective(rng)
+    weights = objective._weights
+    assert 0 < weights.n_hot < objective.n_features
+    assert np.any(weights.code >= 0) and np.any(weights.code < 0)
+    counts = np.bincount(objective.layout.state_index // objective.n_labels,
+                         minlength=objective.n_features)
+    assert_array_equal(weights.code < 0, counts > _StateWeights.COLD_MAX)
+
+
+@pytest.mark.parametrize("binary", [True, False])
+@pytest.mark.parametrize("state_index", ["mixed", None])
+def test_potentials_are_X_times_W(binary, state_index):
+    rng = np.random.default_rng(1)
+    objective, theta, X = make_objective(rng, binary=binary, state_index=state_index)
+    unary = objective.potentials(theta)[0]
+    assert_allclose(unary, X @ objective.layout.dense_weights(theta), rtol=1e-14, atol=1e-14)
+
+
+@pytest.mark.parametrize("binary", [True, False])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("layout", ["mixed", "dense", "labels"])
+def test_fused_cll_matches_generic_path(binary, weighted, n_threads, layout):
+    rng = np.random.default_rng(2)
+    objective, theta, _ = make_objective(
+        rng, binary=binary, weighted=weighted, n_threads=n_threads,
+        state_index=None if layout == "dense" else "mixed",
+        labels=[0, 2, 5] if layout == "labels" else None)
+    value, grad = objective.loss_value_and_grad(theta, ConditionalLogLikelihood())
+    ref_value, ref_grad = objective.loss_value_and_grad(theta, GenericCLL())
+    assert_allclose(value, ref_value, rtol=1e-12)
+    assert_allclose(grad, ref_grad, rtol=1e-12, atol=1e-12)
+
+
+def test_fused_cll_gradient_matches_finite_differences():
+    rng = np.random.default_rng(3)
+    objective, theta, _ = make_objective(rng, n_features=7, lengths=(1, 3, 4), weighted=True,
+                                         binary=False)
+    prior = GaussianPrior()
+
+    def fun(t):
+        return objective.value_and_grad(t, ConditionalLogLikelihood(), prior, 0.7)
+
+    assert_allclose(fun(theta)[1], finite_difference_gradient(lambda t: fun(t)[0], theta),
+                    rtol=1e-6, atol=1e-7)
+
+
+def test_fused_cll_falls_back_to_log_space():
+    # Weights of magnitude ~500: the scaled pass underflows on some
+    # sequences, which the fused kernel recomputes in log space.
+    rng = np.random.default_rng(4)
+    objective, theta, _ = make_objective(rng, binary=False, weighted=True, scale=500.0)
+    value, grad = objective.loss_value_and_grad(theta, ConditionalLogLikelihood())
+    ref_value, ref_grad = objective.loss_value_and_grad(theta, GenericCLL())
+    assert np.isfinite(value)
+    assert_allclose(value, ref_value, rtol=1e-10)
+    assert_allclose(grad, ref_grad, rtol=1e-8, atol=1e-8 * np.abs(ref_grad).max())
+
+
+def test_observed_counts_give_the_gold_scores():
+    rng = np.random.default_rng(5)
+    objective, theta, _ = make_objective(rng, binary=False, weighted=True)
+    unary, T, s, e = objective.potentials(theta)
+    gold = sequence_scores(unary, T, s, e, objective.y, objective.offsets)
+    assert_allclose(theta @ objective.observed_counts(), objective.sample_weight @ gold,
+                    rtol=1e-12)
+
+
+def test_exp_nonpositive_is_within_two_ulp():
+    x = np.concatenate([-np.geomspace(1e-300, 708.0, 200_001), -np.linspace(0, 708, 100_001),
+                        [0.0, -0.0]])
+    out = np.empty_like(x)
+    exp_nonpositive(x, out)
+    ref = np.exp(x)
+    assert np.all(np.abs(out - ref) <= 2 * np.spacing(ref))
+    # below -708 (exp < 2^-1021) and at -inf: 0; NaN stays NaN
+    tail = np.array([-708.5, -745.2, -1e5, -np.inf, np.nan])
+    out = np.empty_like(tail)
+    exp_nonpositive(tail, out)
+    assert_array_equal(out[:4], 0.0)
+    assert np.isnan(out[4])
+
+
+def test_int8_indicator_matrix_is_not_copied_and_gives_the_same_objective():
+    rng = np.random.default_rng(6)
+    objective, theta, X = make_objective(rng)
+    X8 = sp.csr_matrix((np.ones(X.nnz, dtype=np.int8), X.indices, X.indptr), shape=X.shape)
+    objective8 = CRFObjective(X8, objective.y, objective.offsets, objective.layout)
+    assert np.shares_memory(objective8._X.data, X8.data)
+    for loss in (ConditionalLogLikelihood(), GenericCLL()):
+        value, grad = objective8.loss_value_and_grad(theta, loss)
+        ref_value, ref_grad = objective.loss_value_and_grad(theta, loss)
+        assert value == ref_value
+        assert_array_equal(grad, ref_grad)
+    assert objective8.X.dtype == np.float64  # what the online solvers read
+    assert_array_equal(objective8.X.toarray(), X.toarray())
+
+
+def test_fused_cll_matches_generic_path_with_padded_rows():
+    # 13 labels: rows of 16 doubles, pads on both the dense weight rows and
+    # the forward-backward rows.
+    rng = np.random.default_rng(7)
+    objective, theta, _ = make_objective(rng, n_labels=13, n_features=20, binary=False,
+                                         weighted=True, n_threads=2)
+    assert objective._weights.Lp == 16
+    value, grad = objective.loss_value_and_grad(theta, ConditionalLogLikelihood())
+    ref_value, ref_grad = objective.loss_value_and_grad(theta, GenericCLL())
+    assert_allclose(value, ref_value, rtol=1e-12)
+    assert_allclose(grad, ref_grad, rtol=1e-12, atol=1e-12)
