@@ -14,8 +14,9 @@ To add a solver: subclass :class:`BaseSolver`, implement ``solve`` (and
 from .._registry import resolve
 from ._base import BaseSolver
 from ._lbfgs import LBFGS, minimize_lbfgs
-from ._monitor import ConvergenceMonitor
-from ._online import MIRA, SGD, StructuredPerceptron
+from ._monitor import ConvergenceMonitor, HeldOutScore
+from ._online import MIRA, StructuredPerceptron
+from ._sgd import SGD
 
 #: Registry of solver names accepted by ``CRFTagger(solver=...)``.
 SOLVERS = {
@@ -25,8 +26,8 @@ SOLVERS = {
     "mira": MIRA,
 }
 
-__all__ = ["BaseSolver", "ConvergenceMonitor", "LBFGS", "MIRA", "SGD", "SOLVERS",
-           "StructuredPerceptron", "make_solver", "minimize_lbfgs"]
+__all__ = ["BaseSolver", "ConvergenceMonitor", "HeldOutScore", "LBFGS", "MIRA", "SGD",
+           "SOLVERS", "StructuredPerceptron", "make_solver", "minimize_lbfgs"]
 
 
 def make_solver(name, **params):
