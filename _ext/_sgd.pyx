@@ -257,9 +257,11 @@ cdef void _fold(Model* c, double* state) noexcept nogil:
 
 cdef void _scatter_rows(Model* c, Py_ssize_t s, Py_ssize_t n, const double* dU,
                         double gain, double S, bint skip_zero_rows) noexcept nogil:
-    """V[k] += gain * v * dU[t] for every entry (k, v) of rows s:s+n of X."""
-    cdef Py_ssize_t L = c.L, t, p, j
-    cdef double g, d
+    """V[k] += gain * v * dU[t] (and B[k] += S * that) for every entry (k, v)
+    of rows s:s+n of X; masked entries stay unchanged. One loop per case,
+    so that each inner loop is branch-free."""
+    cdef Py_ssize_t L = c.L, t, p, j, k
+    cdef double g, h
     cdef const double* du
     cdef double* wk
     cdef double* bk
@@ -276,21 +278,25 @@ cdef void _scatter_rows(Model* c, Py_ssize_t s, Py_ssize_t n, const double* dU,
                 continue
         for p in range(c.indptr[s + t], c.indptr[s + t + 1]):
             g = gain if c.binary else gain * c.data[p]
-            wk = &c.W[c.indices[p] * L]
-            bk = &c.BW[c.indices[p] * L] if c.BW != NULL else NULL
-            if c.mask != NULL:
-                mk = &c.mask[c.indices[p] * L]
+            h = S * g
+            k = c.indices[p] * L
+            wk = &c.W[k]
+            bk = &c.BW[k] if S != 0.0 else NULL
+            mk = &c.mask[k] if c.mask != NULL else NULL
+            if mk == NULL and bk == NULL:
                 for j in range(L):
-                    d = g * du[j] * mk[j]
-                    wk[j] += d
-                    if S != 0.0:
-                        bk[j] += S * d
+                    wk[j] += g * du[j]
+            elif mk == NULL:
+                for j in range(L):
+                    wk[j] += g * du[j]
+                    bk[j] += h * du[j]
+            elif bk == NULL:
+                for j in range(L):
+                    wk[j] += g * du[j] * mk[j]
             else:
                 for j in range(L):
-                    d = g * du[j]
-                    wk[j] += d
-                    if S != 0.0:
-                        bk[j] += S * d
+                    wk[j] += g * du[j] * mk[j]
+                    bk[j] += h * du[j] * mk[j]
 
 
 cdef void _apply(Model* c, double* state, const Py_ssize_t* seqs, Py_ssize_t m,

@@ -130,9 +130,13 @@ class CRFTagger(BaseEstimator):
         MAP initialisation that nonconvex losses need, Suzuki et al. 2006,
         Table 2); a no-op when ``loss='cll'``. Usable inside GridSearchCV and
         Pipelines, unlike a manual ``warm_start`` sequence.
-    solver : str or None, default=None
+    solver : str, solver object or None, default=None
         Training procedure, a name registered in
-        :data:`sklearn_crfloss.solvers.SOLVERS`. None: the loss's own choice
+        :data:`sklearn_crfloss.solvers.SOLVERS`, or a solver object such as
+        ``SGD(batch_size=16)`` (:class:`sklearn_crfloss.solvers.BaseSolver`;
+        used with its own parameters: ``average``, ``eta0`` and
+        ``random_state`` of the estimator apply to names only). None: the
+        loss's own choice
         (its ``default_solver``): ``'lbfgs'`` (scipy's L-BFGS-B) for smooth
         losses, ``'sgd'`` (stochastic subgradient descent) for
         ``'max_margin'``, the online rules ``'perceptron'`` and ``'mira'``
@@ -294,7 +298,7 @@ class CRFTagger(BaseEstimator):
         "all_possible_states": ["boolean"],
         "feature_hashing": [None, Interval(Integral, 1, None, closed="left")],
         "init": [None, StrOptions({"cll"})],
-        "solver": [None, StrOptions(set(SOLVERS))],
+        "solver": [None, StrOptions(set(SOLVERS)), HasMethods(["solve"])],
         "average": ["boolean", Interval(Integral, 1, None, closed="left")],
         "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "decoder": [StrOptions(set(DECODERS))],
@@ -426,8 +430,8 @@ class CRFTagger(BaseEstimator):
         if hasattr(loss, "stages"):
             loss.stages()  # a schedule's values are checked here, before any training
         default = getattr(loss, "default_solver", "lbfgs")
-        name = self.solver or default
-        if default in ("perceptron", "mira") and name != default:
+        name = self.solver if self.solver is not None else default
+        if default in ("perceptron", "mira") and getattr(name, "name", name) != default:
             raise ValueError(f"loss={default!r} is trained by its own online rule; leave "
                              f"solver=None (got solver={self.solver!r}).")
         solver = make_solver(name, average=self.average, eta0=self.eta0,

@@ -250,6 +250,27 @@ def test_bad_solver_loss_prior_combinations_raise():
         CRFTagger(early_stopping=True).fit(X[:1], y[:1])
 
 
+def test_solver_object_keeps_its_own_parameters():
+    X, y = _toy()
+    solver = SGD(batch_size=3, eta0=0.2, random_state=1)
+    a = CRFTagger(solver=solver, max_iter=2, eta0=5.0, random_state=9).fit(X, y)
+    b = CRFTagger(solver=solver, max_iter=2).fit(X, y)
+    assert_array_equal(a.coef_, b.coef_)  # the estimator's eta0 and random_state do not apply
+    assert solver.get_params()["batch_size"] == 3 and not hasattr(solver, "eta0_")
+    with pytest.raises(ValueError, match="batch_size"):
+        CRFTagger(solver=SGD(batch_size=0)).fit(X, y)
+
+
+def test_a_minibatch_on_which_the_loss_is_undefined_raises():
+    # MCE-F is a ratio of corpus sums: undefined on a minibatch without a
+    # gold segment.
+    X = [[{"w": "a"}, {"w": "b"}], [{"w": "c"}, {"w": "d"}]] * 3
+    y = [["O", "O"], ["B-NP", "I-NP"]] * 3
+    with pytest.raises(ValueError, match="undefined on a minibatch of 1"):
+        CRFTagger(loss="mce_f", solver=SGD(batch_size=1, random_state=0)).fit(X, y)
+    CRFTagger(loss="mce_f", solver=SGD(batch_size=6, random_state=0), max_iter=2).fit(X, y)
+
+
 # ------------------------------------------------------------ early stopping
 
 

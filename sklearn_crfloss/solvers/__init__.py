@@ -35,8 +35,9 @@ def make_solver(name, **params):
 
     Parameters
     ----------
-    name : str
-        A key of :data:`SOLVERS`.
+    name : str or BaseSolver
+        A key of :data:`SOLVERS`, or a solver object (cloned; ``params``
+        are not applied to it).
     **params
         Candidate hyperparameters (e.g. the estimator's ``eta0``,
         ``average``, ``random_state``); those the solver's ``__init__`` does
@@ -49,8 +50,11 @@ def make_solver(name, **params):
     Raises
     ------
     ValueError
-        If ``name`` is not registered.
+        If ``name`` is not registered, or a parameter of a solver object is
+        out of its range.
     """
     solver = resolve(name, SOLVERS, "solver", method="solve")
+    if not isinstance(name, str):
+        return solver
     return solver.set_params(**{k: v for k, v in params.items()
                                 if k in solver.get_params(deep=False)})
