@@ -46,6 +46,7 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
     "numpydoc",
+    "matplotlib.sphinxext.plot_directive",
 ]
 # No sphinx.ext.intersphinx: the build must not need the network.
 
@@ -76,6 +77,15 @@ numpydoc_show_inherited_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_attributes_as_param_list = True
 numpydoc_xref_param_type = False
+
+# -- plot directive ----------------------------------------------------------
+
+# Figures drawn at build time from small data files next to the pages (the
+# code runs in the page's folder, e.g. doc/user_guide/data/time_to_f1.csv).
+plot_include_source = False
+plot_html_show_source_link = False
+plot_html_show_formats = False
+plot_formats = [("png", 110)]
 
 # -- HTML output -------------------------------------------------------------
 

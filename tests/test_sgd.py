@@ -10,7 +10,7 @@ from sklearn_crfloss._objective import CRFObjective
 from sklearn_crfloss._params import ParameterLayout, observed_pairs
 from sklearn_crfloss.losses import ConditionalLogLikelihood, get_loss
 from sklearn_crfloss.priors import GaussianPrior
-from sklearn_crfloss.solvers import SGD, ConvergenceMonitor
+from sklearn_crfloss.solvers import SGD, BaseSolver, ConvergenceMonitor
 from sklearn_crfloss.solvers._sgd import _compiled_kind, _ScaledModel
 
 from conftest import make_toy_chunks
@@ -224,8 +224,9 @@ def test_every_batch_loss_trains_with_sgd():
     X, y = _toy(40)
     for loss in ["cll", "softmax_margin", "max_margin", "risk", "jrb", "pointwise", "mixed",
                  "labelwise", "mce", "mce_f"]:
-        crf = CRFTagger(loss=loss, solver="sgd", max_iter=2, random_state=0).fit(X, y)
-        assert np.all(np.isfinite(crf.coef_)) and len(crf.loss_curve_) == 2, loss
+        crf = CRFTagger(loss=loss, solver="sgd", max_iter=2, random_state=0, eta0=0.1).fit(X, y)
+        assert np.all(np.isfinite(crf.coef_)) and np.any(crf.coef_), loss
+        assert len(crf.loss_curve_) == 2, loss
 
 
 def test_bad_solver_loss_prior_combinations_raise():
@@ -290,6 +291,24 @@ def test_early_stopping_keeps_the_best_parameters(solver, loss):
     assert_array_equal(crf.transition_, models[best].transition_)
     # It stopped n_iter_no_change reports after the last improvement (or at max_iter).
     assert crf.n_iter_ == 40 or crf.n_iter_ - best >= 2
+
+
+class _NoParams(BaseSolver):
+    """A solver that breaks the monitor contract: it reports no parameters."""
+
+    name = "no_params"
+
+    def solve(self, objective, loss, prior, C, x0, monitor):
+        monitor.report(1.0)
+        monitor.finish(True)
+        return x0
+
+
+def test_a_solver_must_report_its_parameters_for_early_stopping():
+    X, y = _toy(10)
+    CRFTagger(solver=_NoParams()).fit(X, y)  # fine without early stopping
+    with pytest.raises(ValueError, match="reported no parameters"):
+        CRFTagger(solver=_NoParams(), early_stopping=True).fit(X, y)
 
 
 def test_early_stopping_holds_out_sequences_and_scores_them():
