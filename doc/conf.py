@@ -47,6 +47,7 @@ extensions = [
     "sphinx.ext.mathjax",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
+    "matplotlib.sphinxext.plot_directive",
 ]
 # No sphinx.ext.intersphinx: the build must not need the network.
 
@@ -103,6 +104,15 @@ sphinx_gallery_conf = {
     "line_numbers": False,
     "write_computation_times": False,  # its page loads scripts from CDNs
 }
+
+# -- plot directive ----------------------------------------------------------
+
+# Figures drawn at build time from small data files next to the pages (the
+# code runs in the page's folder, e.g. doc/user_guide/data/time_to_f1.csv).
+plot_include_source = False
+plot_html_show_source_link = False
+plot_html_show_formats = False
+plot_formats = [("png", 110)]
 
 # -- HTML output -------------------------------------------------------------
 

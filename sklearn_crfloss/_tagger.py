@@ -12,7 +12,9 @@ attributes; ``predict`` runs the vectoriser and a decoder of
 :data:`~sklearn_crfloss.decoding.DECODERS`.
 """
 
+import copy
 from dataclasses import dataclass, field
+from functools import partial
 from numbers import Integral, Real
 
 import time
@@ -35,7 +37,8 @@ from .decoding import CONSTRAINTS, DECODERS, decode, get_allowed, nbest_decode
 from .inference import forward_backward, sequence_scores
 from .losses import LOSSES, ConditionalLogLikelihood, get_loss
 from .priors import PRIORS, get_prior
-from .solvers import SOLVERS, ConvergenceMonitor, make_solver
+from .solvers import SOLVERS, ConvergenceMonitor, HeldOutScore, make_solver
+from .solvers._monitor import split_sequences, take_sequences, takes_model
 
 __all__ = ["CRFTagger"]
 
@@ -56,6 +59,10 @@ class FitInfo:
         The last stage's outcome.
     message : str
         Why the last stage ended (its monitor's ``message``).
+    validation_scores : list of float or None
+        Early stopping's held-out score after each iteration of ``loss``.
+    best_validation_score : float or None
+        The best held-out score of the last stage (its parameters are kept).
     """
 
     n_iter: int = 0
@@ -63,6 +70,8 @@ class FitInfo:
     loss_curve: list = field(default_factory=list)
     converged: bool = True
     message: str = ""
+    validation_scores: list = None
+    best_validation_score: float = None
 
 
 class CRFTagger(BaseEstimator):
@@ -135,25 +144,37 @@ class CRFTagger(BaseEstimator):
         MAP initialisation that nonconvex losses need, Suzuki et al. 2006,
         Table 2); a no-op when ``loss='cll'``. Usable inside GridSearchCV and
         Pipelines, unlike a manual ``warm_start`` sequence.
-    solver : str or None, default=None
+    solver : str, solver object or None, default=None
         Training procedure, a name registered in
-        :data:`sklearn_crfloss.solvers.SOLVERS`. None: the loss's own choice
+        :data:`sklearn_crfloss.solvers.SOLVERS`, or a solver object such as
+        ``SGD(batch_size=16)`` (:class:`sklearn_crfloss.solvers.BaseSolver`;
+        used with its own parameters: ``average``, ``eta0`` and
+        ``random_state`` of the estimator apply to names only). None: the
+        loss's own choice
         (its ``default_solver``): ``'lbfgs'`` (scipy's L-BFGS-B) for smooth
         losses, ``'sgd'`` (stochastic subgradient descent) for
         ``'max_margin'``, the online rules ``'perceptron'`` and ``'mira'``
-        for those losses (which accept no other). ``'sgd'`` (any loss that
-        sums over sequences, L2 or no prior) steps on one sequence at a
-        time, shuffled with ``random_state``, with step
-        ``1 / (lambda (t0 + t))``, ``lambda = 1 / (C n_sequences)``, first
-        step ``eta0``; see :mod:`sklearn_crfloss.solvers`. Online solvers
-        train a weight for every label of every attribute they see
-        (``all_possible_states`` does not apply).
-    average : bool, default=True
-        Online trainers (perceptron, MIRA, ``solver='sgd'``): return the
-        average of the parameters over all steps (averaged perceptron;
-        Polyak-Ruppert averaging for SGD). Ignored by L-BFGS.
-    eta0 : float, default=0.1
-        First step size of ``solver='sgd'``.
+        for those losses (which accept no other). ``'sgd'`` (every loss
+        but the perceptron and MIRA; L2 or no prior): Bottou's SGD, one
+        sequence per step (a small minibatch for the losses without a
+        compiled per-sequence gradient), shuffled with ``random_state``,
+        step ``eta0 / (1 + eta0 lambda t) ** power``,
+        ``lambda = 1 / (C n_sequences)``, ``max_iter`` epochs; it trains the
+        same parameters as L-BFGS. See :doc:`/user_guide/solvers`. The
+        perceptron and MIRA train a weight for every label of every
+        attribute they see (``all_possible_states`` does not apply).
+    average : bool or int, default=True
+        Online trainers: return the average of the parameters over the
+        steps instead of the last ones (averaged perceptron; averaged SGD,
+        Bottou's crfasgd). For ``solver='sgd'`` averaging starts after one
+        epoch, or, for an int ``k``, once ``k`` sequences have been seen
+        (as ``SGDClassifier(average=k)``); the perceptron and MIRA average
+        over all steps. Ignored by batch solvers.
+    eta0 : 'auto' or float, default='auto'
+        First step size of ``solver='sgd'``. ``'auto'``: calibrated on
+        1,000 training sequences (Bottou's crfsgd: the constant step that
+        lowers a sample's objective most after one pass; halved without
+        averaging).
     decoder : {'viterbi', 'mea'}, default='viterbi'
         Decoder used by :meth:`predict` and :meth:`decode`. ``'viterbi'``:
         the most probable label sequence. ``'mea'``: maximum expected
@@ -186,11 +207,37 @@ class CRFTagger(BaseEstimator):
         ``2`` (or more): also the time taken to vectorise the feature dicts
         and one summary line per training stage (``init='cll'``, each stage
         of an annealing schedule). Training only; prediction prints nothing.
+        If > 0, print one line per iteration (epoch for online solvers):
+        the training stage, objective, the solver's step size or gradient
+        norm, the validation score with ``early_stopping``, seconds.
     random_state : int, RandomState instance or None, default=None
         Shuffling of the online solvers (same value, same model); L-BFGS
         from zero is deterministic and ignores it.
     callback : callable or None, default=None
-        Called as ``callback(iteration, objective)`` after each iteration.
+        Called as ``callback(iteration, objective)`` after each iteration,
+        or, if it takes three arguments, ``callback(iteration, objective,
+        model)`` with ``model`` a fitted copy of the estimator holding the
+        parameters of that iteration (to follow the test score during
+        training; it costs one copy of the weights per call).
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the training sequences (drawn
+        with ``random_state``), score them after every iteration (epoch) of
+        any solver and stop when the score has not improved for
+        ``n_iter_no_change`` iterations; the parameters of the best score
+        are kept (``validation_scores_``, ``best_validation_score_``). The
+        held-out sequences are vectorised with the others but not trained
+        on. Not applied to the ``init='cll'`` stage.
+    validation_fraction : float, default=0.1
+        Share of the training sequences held out with ``early_stopping``,
+        in (0, 1).
+    n_iter_no_change : int, default=5
+        Iterations (epochs) without an improvement of the held-out score by
+        more than ``tol`` (relative, at least ``tol`` absolute) before early
+        stopping.
+    scoring : {'f1', 'accuracy', 'loss'}, default='f1'
+        Held-out score of early stopping: segment F1 (conlleval) of the
+        decoded sequences (``decoder``, ``constraints``), their token
+        accuracy, or minus the training loss on them.
 
     Attributes
     ----------
@@ -285,9 +332,9 @@ class CRFTagger(BaseEstimator):
         "all_possible_states": ["boolean"],
         "feature_hashing": [None, Interval(Integral, 1, None, closed="left")],
         "init": [None, StrOptions({"cll"})],
-        "solver": [None, StrOptions(set(SOLVERS))],
-        "average": ["boolean"],
-        "eta0": [Interval(Real, 0, None, closed="neither")],
+        "solver": [None, StrOptions(set(SOLVERS)), HasMethods(["solve"])],
+        "average": ["boolean", Interval(Integral, 1, None, closed="left")],
+        "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "decoder": [StrOptions(set(DECODERS))],
         "constraints": [None, StrOptions(set(CONSTRAINTS))],
         "n_jobs": [None, Integral],
@@ -295,6 +342,10 @@ class CRFTagger(BaseEstimator):
         "verbose": ["verbose"],
         "random_state": ["random_state"],
         "callback": [None, callable],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "scoring": [StrOptions({"f1", "accuracy", "loss"})],
     }
 
     def __init__(
@@ -311,7 +362,7 @@ class CRFTagger(BaseEstimator):
         init=None,
         solver=None,
         average=True,
-        eta0=0.1,
+        eta0="auto",
         decoder="viterbi",
         constraints=None,
         n_jobs=None,
@@ -319,6 +370,10 @@ class CRFTagger(BaseEstimator):
         verbose=0,
         random_state=None,
         callback=None,
+        early_stopping=False,
+        validation_fraction=0.1,
+        n_iter_no_change=5,
+        scoring="f1",
     ):
         self.loss = loss
         self.prior = prior
@@ -339,6 +394,10 @@ class CRFTagger(BaseEstimator):
         self.verbose = verbose
         self.random_state = random_state
         self.callback = callback
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.scoring = scoring
 
     # ------------------------------------------------------------------ fit
 
@@ -410,8 +469,8 @@ class CRFTagger(BaseEstimator):
         if hasattr(loss, "stages"):
             loss.stages()  # a schedule's values are checked here, before any training
         default = getattr(loss, "default_solver", "lbfgs")
-        name = self.solver or default
-        if default in ("perceptron", "mira") and name != default:
+        name = self.solver if self.solver is not None else default
+        if default in ("perceptron", "mira") and getattr(name, "name", name) != default:
             raise ValueError(f"loss={default!r} is trained by its own online rule; leave "
                              f"solver=None (got solver={self.solver!r}).")
         solver = make_solver(name, average=self.average, eta0=self.eta0,
@@ -433,6 +492,16 @@ class CRFTagger(BaseEstimator):
         loss, prior, solver = components
         if hasattr(loss, "set_classes"):  # label names for the loss (BaseLoss.set_classes)
             loss.set_classes(classes)
+        held_out = None
+        if self.early_stopping:
+            train, held = split_sequences(offsets.shape[0] - 1, self.validation_fraction,
+                                          self.random_state)
+            rows, held_offsets = take_sequences(offsets, held)
+            held_out = (Xc[rows], y_enc[rows], held_offsets)
+            rows, offsets = take_sequences(offsets, train)
+            Xc, y_enc = Xc[rows], y_enc[rows]
+            sample_weight = None if sample_weight is None else sample_weight[train]
+            token_weight = None if token_weight is None else token_weight[rows]
         n_labels = classes.shape[0]
         dense = self.all_possible_states or solver.dense_states
         layout = ParameterLayout(Xc.shape[1], n_labels,
@@ -447,10 +516,19 @@ class CRFTagger(BaseEstimator):
         x0 = (layout.remap(features.attributes, classes, self.attributes_, self.classes_,
                            self.coef_, self.transition_, self.start_, self.end_)
               if warm else layout.zeros())
+        validation = None
+        if held_out is not None:
+            validation = HeldOutScore(
+                CRFObjective(*held_out, layout, n_threads=effective_n_jobs(self.n_jobs)),
+                self.scoring, classes,
+                partial(decode, self.decoder, self.constraints, classes,
+                        n_threads=effective_n_jobs(self.n_jobs)), loss)
         t0 = time.perf_counter()
         if self.verbose:
             self._print_header(loss, prior, solver, Xc, offsets, n_labels, layout.n_params)
-        theta, info = self._train(objective, loss, prior, solver, x0, from_zero=not warm)
+        theta, info = self._train(
+            objective, loss, prior, solver, x0, from_zero=not warm, validation=validation,
+            snapshot=lambda t: self._snapshot(features, classes, layout, t, loss, prior))
         self._set_fitted(features, classes, layout, theta, info, loss, prior)
         if self.verbose:
             self._print_summary(info, time.perf_counter() - t0)
@@ -484,8 +562,20 @@ class CRFTagger(BaseEstimator):
             print(f"[{stage}] {solver_name}: {monitor.n_iter} iterations, objective "
                   f"{last:.6e}, {status}{why}, {seconds:.2f} s", flush=True)
 
-    def _train(self, objective, loss, prior, solver, x0, from_zero):
-        """Run the training stages; return the final ``theta`` and a :class:`FitInfo`."""
+    def _snapshot(self, features, classes, layout, theta, loss, prior):
+        """A fitted copy of the estimator holding ``theta`` (the callback's model)."""
+        model = copy.copy(self)
+        model._set_fitted(features, classes, layout, theta, FitInfo(), loss, prior)
+        return model
+
+    def _train(self, objective, loss, prior, solver, x0, from_zero, validation=None,
+               snapshot=None):
+        """Run the training stages; return the final ``theta`` and a :class:`FitInfo`.
+
+        ``validation``: the held-out score of early stopping (a
+        :class:`~sklearn_crfloss.solvers.HeldOutScore`); ``snapshot(theta)``:
+        the model a three-argument callback receives.
+        """
         C = float(self.C)
         name = getattr(loss, "name", type(loss).__name__)
         if self.init == "cll" and name != "cll":
@@ -508,19 +598,30 @@ class CRFTagger(BaseEstimator):
         # A loss with an annealing schedule (e.g. labelwise with a list of
         # alpha) is trained stage by stage, each warm-started from the last.
         stages = loss.stages() if hasattr(loss, "stages") else [loss]
-        info = FitInfo(init_n_iter=init_n_iter)
+        info = FitInfo(init_n_iter=init_n_iter,
+                       validation_scores=None if validation is None else [])
+        callback, on_params = self.callback, None
+        if callback is not None and snapshot is not None and takes_model(callback):
+            def on_params(k, theta):
+                self.callback(k, monitor.history[-1], snapshot(theta))
+            callback = None
         for k, stage in enumerate(stages):
             # Every stage is named (in warnings and verbose lines), also a single one.
             stage_name = f"loss={name!r}" + (f" {k + 1}/{len(stages)}" if len(stages) > 1 else "")
             t0 = time.perf_counter()
             monitor = ConvergenceMonitor(
                 self.tol, self.max_iter or solver.default_max_iter, verbose=self.verbose,
-                callback=self.callback, stage=stage_name)
-            x0 = solver.solve(objective, stage, prior, C, x0, monitor)
+                callback=callback, on_params=on_params, validation=validation,
+                n_iter_no_change=self.n_iter_no_change, unit=getattr(solver, "unit", "iter"),
+                stage=stage_name)
+            x0 = monitor.result(solver.solve(objective, stage, prior, C, x0, monitor))
             info.n_iter += monitor.n_iter
             info.loss_curve += monitor.history
             info.converged = monitor.converged
             info.message = monitor.message
+            if validation is not None:
+                info.validation_scores += monitor.validation_scores
+                info.best_validation_score = monitor.best_score
             self._stage_done(stage_name, monitor, solver.name, time.perf_counter() - t0)
         return x0, info
 
@@ -544,6 +645,8 @@ class CRFTagger(BaseEstimator):
         self.objective_ = info.loss_curve[-1] if info.loss_curve else float("nan")
         self.sparsity_ = float(np.mean(theta == 0.0))
         self.converged_ = info.converged
+        self.validation_scores_ = info.validation_scores
+        self.best_validation_score_ = info.best_validation_score
         self._loss = loss
         self._prior = prior
 

@@ -1,4 +1,4 @@
-"""Max-margin, perceptron and MIRA: subgradients and the online trainers."""
+"""Max-margin, perceptron and MIRA: subgradients and the online trainers (SGD: test_sgd.py)."""
 
 import numpy as np
 import pytest
@@ -73,13 +73,6 @@ def test_averaging_changes_the_perceptron():
     assert avg.score(X, y) > 0.7
 
 
-def test_sgd_decreases_the_objective_of_a_smooth_loss():
-    X, y = make_toy_chunks(60, seed=4)
-    crf = CRFTagger(loss="cll", solver="sgd", max_iter=8, random_state=0).fit(X, y)
-    assert crf.loss_curve_[-1] < crf.loss_curve_[0]
-    assert crf.score(X, y) > 0.8
-
-
 def test_solver_combinations_are_checked():
     X, y = make_toy_chunks(10)
     with pytest.raises(ValueError, match="not differentiable"):
@@ -106,60 +99,3 @@ def test_mira_step_is_clipped_by_C():
 def test_loss_flags():
     assert not MaxMargin.smooth and MaxMargin.default_solver == "sgd"
     assert StructuredPerceptron.default_solver == "perceptron" and MIRA.default_solver == "mira"
-
-
-def _dense_sgd(X, y, offsets, n_labels, loss, C, epochs, eta0, seed):
-    """Plain SGD on loss_i + ||theta||^2 / (2 C n), no scale trick: the last
-    parameters and the mean of the parameters after every step."""
-    rng = np.random.default_rng(seed)
-    n = offsets.shape[0] - 1
-    params = [np.zeros((X.shape[1], n_labels)), np.zeros((n_labels, n_labels)),
-              np.zeros(n_labels), np.zeros(n_labels)]
-    total = [np.zeros_like(p) for p in params]
-    lam = 1.0 / (C * n)
-    t0 = 1.0 / (lam * eta0)
-    t = 0
-    for _ in range(epochs):
-        for i in rng.permutation(n):
-            a, b = offsets[i], offsets[i + 1]
-            eta = 1.0 / (lam * (t0 + t))
-            t += 1
-            W, T, s, e = params
-            _, dU, dT, ds, de = loss.value_and_grad(
-                np.ascontiguousarray(X[a:b] @ W), T, s, e, y[a:b], np.array([0, b - a]))
-            grads = [X[a:b].T @ dU, dT, ds, de]
-            params = [(1.0 - eta * lam) * p - eta * g for p, g in zip(params, grads)]
-            total = [tt + p for tt, p in zip(total, params)]
-    return params, [tt / t for tt in total]
-
-
-@pytest.mark.parametrize("loss_name", ["cll", "max_margin"])
-@pytest.mark.parametrize("eta0", [0.05, None])
-def test_sgd_averaging_equals_the_mean_of_the_iterates(loss_name, eta0):
-    # The scaled representation with lazy averaging gives exactly the plain
-    # SGD iterates and their mean. eta0=None: eta0 = C n, so the first
-    # shrink factor is 0 and the scale is folded back at once.
-    import scipy.sparse as sp
-
-    from sklearn_crfloss._objective import CRFObjective
-    from sklearn_crfloss._params import ParameterLayout
-    from sklearn_crfloss.losses import get_loss
-    from sklearn_crfloss.priors import GaussianPrior
-    from sklearn_crfloss.solvers import SGD, ConvergenceMonitor
-
-    rng = np.random.default_rng(3)
-    lengths = [3, 1, 4, 2, 5]
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.intp)
-    n_tokens, L, C = offsets[-1], 3, 2.0
-    X = sp.random(n_tokens, 6, density=0.5, random_state=4, format="csr")
-    y = rng.integers(0, L, n_tokens).astype(np.intp)
-    eta0 = C * len(lengths) if eta0 is None else eta0
-    last, mean = _dense_sgd(X, y, offsets, L, get_loss(loss_name), C, 3, eta0, seed=5)
-    for average, expected in ((False, last), (True, mean)):
-        layout = ParameterLayout(X.shape[1], L)
-        theta = SGD(eta0=eta0, average=average, random_state=np.random.default_rng(5)).solve(
-            CRFObjective(X, y, offsets, layout), get_loss(loss_name), GaussianPrior(), C,
-            layout.zeros(), ConvergenceMonitor(0.0, 3))
-        got = layout.unpack(theta)
-        for g, ex in zip(got, expected):
-            assert_allclose(g, ex, rtol=1e-9, atol=1e-12)

@@ -14,8 +14,9 @@ To add a solver: subclass :class:`BaseSolver`, implement ``solve`` (and
 from .._registry import resolve
 from ._base import BaseSolver
 from ._lbfgs import LBFGS, minimize_lbfgs
-from ._monitor import ConvergenceMonitor
-from ._online import MIRA, SGD, StructuredPerceptron
+from ._monitor import ConvergenceMonitor, HeldOutScore
+from ._online import MIRA, StructuredPerceptron
+from ._sgd import SGD
 
 #: Registry of solver names accepted by ``CRFTagger(solver=...)``.
 SOLVERS = {
@@ -25,8 +26,8 @@ SOLVERS = {
     "mira": MIRA,
 }
 
-__all__ = ["BaseSolver", "ConvergenceMonitor", "LBFGS", "MIRA", "SGD", "SOLVERS",
-           "StructuredPerceptron", "make_solver", "minimize_lbfgs"]
+__all__ = ["BaseSolver", "ConvergenceMonitor", "HeldOutScore", "LBFGS", "MIRA", "SGD",
+           "SOLVERS", "StructuredPerceptron", "make_solver", "minimize_lbfgs"]
 
 
 def make_solver(name, **params):
@@ -34,8 +35,9 @@ def make_solver(name, **params):
 
     Parameters
     ----------
-    name : str
-        A key of :data:`SOLVERS`.
+    name : str or BaseSolver
+        A key of :data:`SOLVERS`, or a solver object (cloned; ``params``
+        are not applied to it).
     **params
         Candidate hyperparameters (e.g. the estimator's ``eta0``,
         ``average``, ``random_state``); those the solver's ``__init__`` does
@@ -48,8 +50,11 @@ def make_solver(name, **params):
     Raises
     ------
     ValueError
-        If ``name`` is not registered.
+        If ``name`` is not registered, or a parameter of a solver object is
+        out of its range.
     """
     solver = resolve(name, SOLVERS, "solver", method="solve")
+    if not isinstance(name, str):
+        return solver
     return solver.set_params(**{k: v for k, v in params.items()
                                 if k in solver.get_params(deep=False)})

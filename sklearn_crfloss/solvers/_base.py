@@ -25,11 +25,29 @@ class BaseSolver(BaseEstimator):
         ``all_possible_states``).
     default_max_iter : int
         ``max_iter`` when the estimator's is None (iterations or epochs).
+    unit : str
+        What one report to the monitor counts (``'iter'``, ``'epoch'``),
+        for the verbose lines.
+
+    Notes
+    -----
+    The monitor contract: after every iteration (epoch), call
+    ``monitor.report(objective, theta=..., **fields)`` with the current
+    parameters ``theta`` (an array of shape (n_params,), or a function of no
+    argument returning it when assembling them costs a pass over the
+    weights; the monitor calls it only for early stopping and callbacks that
+    take the model) and the fields to print with ``verbose`` (step size
+    ``eta=...``, gradient norm ...); stop when it returns True; end with
+    ``monitor.finish(converged, message)``. Early stopping, verbose output
+    and callbacks then work for the solver with no code of its own: the
+    estimator keeps the parameters of the best validation score
+    (``monitor.result(theta)``).
     """
 
     name = None
     dense_states = False
     default_max_iter = 1000
+    unit = "iter"
 
     def check(self, loss, prior):
         """Raise ValueError if this solver cannot train ``loss`` with ``prior``.

@@ -1,56 +1,111 @@
-"""One convergence monitor for every solver (hmmlearn's ``ConvergenceMonitor`` is the model)."""
+"""One convergence monitor for every solver (hmmlearn's ``ConvergenceMonitor`` is the model).
 
+Solvers report each iteration (or epoch) to a :class:`ConvergenceMonitor`,
+which records the objective, prints the verbose line, calls the callbacks,
+scores the held-out sequences of early stopping (:class:`HeldOutScore`)
+and says when to stop. Early stopping, verbose output and callbacks are
+therefore the same for every solver: a solver only passes its objective,
+its current parameters and a few named fields.
+"""
+
+import inspect
 import time
 import warnings
 
+import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import ShuffleSplit
 
-__all__ = ["ConvergenceMonitor"]
+__all__ = ["ConvergenceMonitor", "HeldOutScore", "split_sequences", "take_sequences",
+           "takes_model"]
 
 
 class ConvergenceMonitor:
     """Records the objective after each iteration (or epoch) and decides when to stop.
 
-    Stopping rule (CRFsuite's ``delta`` and ``period``): stop when the
-    objective improved by less than ``tol`` relative over the last
-    ``period`` reports, ``(f[k - period] - f[k]) / max(|f[k]|, 1) < tol``.
+    Stopping rules, any of which ends the run:
+
+    - the objective's (CRFsuite's ``delta`` and ``period``): the objective
+      improved by less than ``tol`` relative over the last ``period``
+      reports, ``(f[k - period] - f[k]) / max(|f[k]|, 1) < tol`` (only for
+      reports made with ``check=True``);
+    - early stopping (with ``validation``): the held-out score did not
+      improve on the best one by more than ``tol * max(1, |best|)`` for
+      ``n_iter_no_change`` consecutive reports (scikit-learn's
+      ``SGDClassifier`` rule). The parameters of the best score are kept
+      (:attr:`best_theta`).
 
     Parameters
     ----------
     tol : float
-        Relative improvement threshold over ``period`` reports.
+        Relative improvement threshold (objective over ``period`` reports;
+        validation score from one report to the next).
     max_iter : int
         The iteration (epoch) budget; reaching it is not convergence.
     period : int, default=10
         Window of the relative-improvement test.
     verbose : int, default=0
-        If > 0, print one line per report: iteration, objective, the extra
-        fields passed to :meth:`report`, seconds since the start.
+        If > 0, print one line per report: stage, iteration (or epoch),
+        objective, the fields the solver passes to :meth:`report` (step size,
+        gradient norm, ...), the validation score if any, seconds since the
+        start.
     callback : callable or None, default=None
         Called as ``callback(iteration, objective)`` after every report.
     stage : str or None, default=None
         A name for warnings and verbose output (e.g. ``"init='cll'"``).
+    validation : callable or None, default=None
+        ``validation(theta) -> float``, higher is better (e.g. a
+        :class:`HeldOutScore`): early stopping on its value.
+    n_iter_no_change : int, default=5
+        Reports without improvement of the validation score before stopping.
+    on_params : callable or None, default=None
+        Called as ``on_params(iteration, theta)`` after every report, with
+        the solver's current parameters (e.g. to evaluate a model snapshot).
+    unit : str, default='iter'
+        What a report counts (``'epoch'`` for the online solvers), for the
+        verbose lines.
 
     Attributes
     ----------
     history : list of float
         The reported objectives, in order (the estimator's ``loss_curve_``).
+    validation_scores : list of float
+        The validation score after each report (empty without validation).
+    best_score : float or None
+        The best validation score.
+    best_theta : ndarray or None
+        A copy of the parameters of the best validation score.
+    best_iter : int
+        The report (1-based) of the best validation score, or 0.
+    early_stopped : bool
+        Whether the early-stopping rule ended the run.
     converged : bool
         Set by :meth:`finish`.
     message : str
         Why the run ended, set by :meth:`finish`.
     """
 
-    def __init__(self, tol, max_iter, *, period=10, verbose=0, callback=None, stage=None):
+    def __init__(self, tol, max_iter, *, period=10, verbose=0, callback=None, stage=None,
+                 validation=None, n_iter_no_change=5, on_params=None, unit="iter"):
         self.tol = tol
         self.max_iter = max_iter
         self.period = period
         self.verbose = verbose
         self.callback = callback
         self.stage = stage
+        self.validation = validation
+        self.n_iter_no_change = n_iter_no_change
+        self.on_params = on_params
+        self.unit = unit
         self.history = []
+        self.validation_scores = []
+        self.best_score = None
+        self.best_theta = None
+        self.best_iter = 0
+        self.early_stopped = False
         self.converged = False
         self.message = ""
+        self._no_change = 0
         self._t0 = time.perf_counter()
 
     @property
@@ -58,38 +113,87 @@ class ConvergenceMonitor:
         """Number of reports so far."""
         return len(self.history)
 
-    def report(self, value, check=True, **fields):
-        """Record one iteration's objective; True if the stopping rule holds.
+    @property
+    def needs_theta(self):
+        """Whether :meth:`report` uses the parameters (validation or ``on_params``)."""
+        return self.validation is not None or self.on_params is not None
+
+    def report(self, value, theta=None, *, check=True, **fields):
+        """Record one iteration's objective; True if a stopping rule holds.
 
         Parameters
         ----------
         value : float
             The objective (or the epoch's summed loss / mistakes).
+        theta : ndarray of shape (n_params,) or callable or None, default=None
+            The current parameters, or a function of no argument returning
+            them (called only if :attr:`needs_theta`: a solver whose
+            parameters are costly to assemble passes a function). Needed
+            for early stopping and ``on_params``.
         check : bool, default=True
-            Apply the relative-improvement test (online solvers that run a
-            fixed number of epochs pass False).
-        **fields
-            Printed with ``verbose`` (e.g. ``grad_norm=...``).
+            Apply the objective's relative-improvement test (online solvers
+            that run a fixed number of epochs pass False). Early stopping
+            applies either way.
+        **fields : float
+            Printed with ``verbose`` (e.g. ``eta=...``, ``**{"|grad|": g}``).
 
         Returns
         -------
         bool
+
+        Raises
+        ------
+        ValueError
+            If the parameters are needed and ``theta`` is None.
         """
         value = float(value)
         self.history.append(value)
         k = len(self.history)
+        stop = False
+        score_note = ""
+        if self.needs_theta:
+            if theta is None:
+                raise ValueError(
+                    "the solver reported no parameters: early stopping and callbacks "
+                    "taking the model need them (report(value, theta=...)).")
+            theta = theta() if callable(theta) else theta
+            if self.validation is not None:
+                stop, score_note = self._validate(theta, k)
+            if self.on_params is not None:
+                self.on_params(k, theta)
         if self.verbose:
             extra = "".join(f"  {name} {val:.3e}" for name, val in fields.items())
             stage = f"[{self.stage}] " if self.stage else ""
-            print(f"{stage}iter {k:4d}  objective {value:.6e}{extra}  "
+            print(f"{stage}{self.unit} {k:4d}  objective {value:.6e}{extra}{score_note}  "
                   f"{time.perf_counter() - self._t0:8.2f} s", flush=True)
         if self.callback is not None:
             self.callback(k, value)
+        if stop:
+            self.early_stopped = True
+            return True
         return (check and k > self.period
                 and (self.history[-1 - self.period] - value) / max(abs(value), 1.0) < self.tol)
 
+    def _validate(self, theta, k):
+        """Score ``theta`` on the held-out data; (stop, verbose note)."""
+        score = float(self.validation(theta))
+        self.validation_scores.append(score)
+        best = self.best_score
+        if best is None or score > best + self.tol * max(1.0, abs(best)):
+            self._no_change = 0
+        else:
+            self._no_change += 1
+        if best is None or score > best:
+            self.best_score = score
+            self.best_theta = np.array(theta, dtype=np.float64, copy=True)
+            self.best_iter = k
+        note = f"  validation {score:.4f}{' *' if self.best_iter == k else ''}"
+        return self._no_change >= self.n_iter_no_change, note
+
     def finish(self, converged, message="", *, solver="the solver"):
         """Record the outcome; warn with the stage and reason if not converged.
+
+        A run ended by early stopping has converged (its message says so).
 
         Parameters
         ----------
@@ -104,6 +208,10 @@ class ConvergenceMonitor:
         ConvergenceWarning
             If ``converged`` is False.
         """
+        if self.early_stopped:
+            converged = True
+            message = (f"early stopping: no validation improvement in "
+                       f"{self.n_iter_no_change} {self.unit}s (best at {self.best_iter})")
         self.converged = bool(converged)
         self.message = message
         if not converged:
@@ -113,3 +221,112 @@ class ConvergenceMonitor:
                 "Increase max_iter or tol.",
                 ConvergenceWarning, stacklevel=4,
             )
+
+    def result(self, theta):
+        """The parameters to keep: those of the best validation score, else ``theta``."""
+        return theta if self.best_theta is None else self.best_theta
+
+
+def split_sequences(n_sequences, validation_fraction, random_state):
+    """Indices of the training and of the held-out sequences (early stopping).
+
+    Parameters
+    ----------
+    n_sequences : int
+    validation_fraction : float
+        In (0, 1): the held-out share, rounded up to whole sequences.
+    random_state : int, RandomState instance or None
+
+    Returns
+    -------
+    train, held_out : ndarray of intp
+        Sorted, disjoint, both non-empty.
+
+    Raises
+    ------
+    ValueError
+        If either part would be empty.
+    """
+    if n_sequences < 2:
+        raise ValueError(f"early_stopping holds out sequences for validation: it needs at "
+                         f"least 2 training sequences, got {n_sequences}.")
+    split = ShuffleSplit(n_splits=1, test_size=validation_fraction, random_state=random_state)
+    try:
+        train, held_out = next(split.split(np.zeros((n_sequences, 1))))
+    except ValueError as exc:
+        raise ValueError(f"validation_fraction={validation_fraction} leaves no training "
+                         f"sequence: {exc}") from None
+    return np.sort(train).astype(np.intp), np.sort(held_out).astype(np.intp)
+
+
+def take_sequences(offsets, index):
+    """Token rows of the sequences ``index``, and their offsets among those rows.
+
+    Parameters
+    ----------
+    offsets : ndarray of intp of shape (n_sequences + 1,)
+    index : ndarray of intp of shape (n_selected,)
+
+    Returns
+    -------
+    rows : ndarray of intp of shape (n_selected_tokens,)
+        Rows of the selected sequences, in the order of ``index``.
+    sub_offsets : ndarray of intp of shape (n_selected + 1,)
+    """
+    lengths = offsets[index + 1] - offsets[index]
+    sub = np.zeros(index.shape[0] + 1, dtype=np.intp)
+    np.cumsum(lengths, out=sub[1:])
+    rows = np.repeat(offsets[index] - sub[:-1], lengths) + np.arange(sub[-1])
+    return rows, sub
+
+
+class HeldOutScore:
+    """Score of parameters on held-out sequences, for early stopping.
+
+    Parameters
+    ----------
+    objective : CRFObjective
+        The held-out sequences bound with the training layout.
+    scoring : {'f1', 'accuracy', 'loss'}
+        ``'f1'``: segment F1 (conlleval, micro) of the decoded sequences;
+        ``'accuracy'``: token accuracy of the decoded sequences; ``'loss'``:
+        minus the training loss on the held-out sequences (no prior).
+    classes : ndarray of shape (n_labels,)
+        Label names (segments are decoded from them).
+    decode : callable
+        ``decode(unary, transition, start, end, offsets) -> (path, score)``,
+        the estimator's decoder with its constraints.
+    loss : loss object
+        The training loss (for ``scoring='loss'``).
+    """
+
+    def __init__(self, objective, scoring, classes, decode, loss):
+        self.objective = objective
+        self.scoring = scoring
+        self.classes = np.asarray(classes)
+        self.decode = decode
+        self.loss = loss
+
+    def __call__(self, theta):
+        obj = self.objective
+        if self.scoring == "loss":
+            return -obj.loss_value_and_grad(theta, self.loss)[0]
+        path, _ = self.decode(*obj.potentials(theta), obj.offsets)
+        if self.scoring == "accuracy":
+            return float(np.mean(path == obj.y))
+        from ..metrics import segment_f1_score
+
+        cuts = obj.offsets[1:-1]
+        return segment_f1_score(np.split(self.classes[obj.y], cuts),
+                                np.split(self.classes[path], cuts))
+
+
+def takes_model(callback):
+    """Whether a user callback takes a third argument (the model snapshot)."""
+    try:
+        inspect.signature(callback).bind(0, 0.0, None)
+    except TypeError:
+        return False
+    except ValueError:  # no signature (some builtins): the two-argument form
+        return False
+    return True

@@ -1,14 +1,13 @@
-"""Online solvers: structured perceptron, 1-best MIRA and stochastic (sub)gradient descent.
+"""Mistake-driven online solvers: the structured perceptron and 1-best MIRA.
 
 They visit one sequence at a time in an order shuffled every epoch with
 ``random_state``. Every step goes through the loss's own
-``value_and_grad`` on that one sequence (for the perceptron and MIRA the
-structured hinge of :mod:`sklearn_crfloss.losses`, whose subgradient is the
-features of the predicted path minus the gold ones) and touches only the
-weight rows of the attributes present in the sequence, so an epoch costs
-about one pass over the data. The parameters are dense: ``W``
-(n_features, n_labels), transitions, start and end potentials
-(``dense_states = True``).
+``value_and_grad`` on that one sequence (the structured hinge of
+:mod:`sklearn_crfloss.losses`, whose subgradient is the features of the
+predicted path minus the gold ones) and touches only the weight rows of the
+attributes present in the sequence, so an epoch costs about one pass over
+the data. The parameters are dense: ``W`` (n_features, n_labels),
+transitions, start and end potentials (``dense_states = True``).
 
 - ``'perceptron'``: Collins (2002): if the Viterbi path differs from the gold
   one, add the gold features and subtract the predicted ones.
@@ -16,22 +15,14 @@ about one pass over the data. The parameters are dense: ``W``
   2006, the PA-I update): take the smallest step that makes the gold path
   win by the cost, clipped at ``C``: ``tau = min(C, hinge / ||df||^2)``;
   a hinge below ``1e-9`` (a tie left by an earlier step) is no mistake.
-- ``'sgd'``: stochastic (sub)gradient descent on
-  ``loss_i + ||theta||^2 / (2 C n)`` for any loss that is a sum over
-  sequences. Step size ``eta_t = 1 / (lambda (t0 + t))`` with
-  ``lambda = 1 / (C n)`` and ``t0`` such that ``eta_0 = eta0`` (Bottou's
-  crfsgd, scikit-learn's ``learning_rate='optimal'``); without a prior
-  ``eta_t = eta0 / sqrt(1 + t / n)``. The L2 shrinkage uses the scaled
-  representation ``theta = a * V`` so a step stays sparse.
 
 Averaging (``average=True``): the returned parameters are the mean of the
-parameters after every example. Perceptron and MIRA keep it with the
-``W - U / c`` trick (Daume III 2006); SGD, whose shrinkage rescales every
-weight at every step, with the same idea on the scaled representation:
-``sum_t a_t V_t = S V - B`` with ``S = sum_t a_t`` and ``B`` the sum of the
-sparse steps ``D_t`` times ``S`` before them (Polyak-Ruppert averaging, as
-in Bottou's ASGD), at no extra cost per step beyond the touched rows.
+parameters after every example, kept with the ``W - U / c`` trick (Daume III
+2006). Stochastic gradient descent (``solver='sgd'``) is in
+:mod:`sklearn_crfloss.solvers._sgd`; both shuffle with
+:func:`random_generator`.
 """
+
 
 import numpy as np
 import scipy.sparse as sp
@@ -39,12 +30,24 @@ from sklearn.utils import check_random_state
 
 from ._base import BaseSolver
 
-__all__ = ["MIRA", "SGD", "StructuredPerceptron"]
+__all__ = ["MIRA", "StructuredPerceptron", "random_generator"]
+
+
+def random_generator(random_state):
+    """A numpy Generator from ``random_state`` (int, RandomState, Generator or None).
+
+    A Generator is used as is (its state advances); anything else goes
+    through :func:`sklearn.utils.check_random_state`.
+    """
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    return check_random_state(random_state)
 
 
 class _OnlineSolver(BaseSolver):
     """The epoch loop shared by the online solvers; subclasses define the step."""
 
+    unit = "epoch"
     dense_states = True
     default_max_iter = 10
 
@@ -57,9 +60,7 @@ class _OnlineSolver(BaseSolver):
                    else objective.sample_weight)
         params = [np.array(p, dtype=np.float64) for p in layout.unpack(x0)]
         self._start(params, prior, C, n_seq)
-        rng = self.random_state
-        if not isinstance(rng, np.random.Generator):
-            rng = check_random_state(rng)
+        rng = random_generator(self.random_state)
         for _ in range(monitor.max_iter):
             value = 0.0
             for i in rng.permutation(n_seq):
@@ -69,13 +70,15 @@ class _OnlineSolver(BaseSolver):
                 Xs = sp.csr_matrix((Xi.data, local, Xi.indptr - Xi.indptr[0]),
                                    shape=(b - a, cols.shape[0]))
                 value += self._step(params, loss, Xs, cols, y[a:b], weights[i], C)
-            monitor.report(value, check=False)
-        monitor.finish(True, f"ran {monitor.max_iter} epochs")
+            if monitor.report(value, theta=lambda: layout.pack(*self._result(params)),
+                              check=False):
+                break
+        monitor.finish(True, f"ran {monitor.n_iter} epochs")
         return layout.pack(*self._result(params))
 
-    def _potentials(self, params, Xs, cols, scale=1.0):
+    def _potentials(self, params, Xs, cols):
         W, T, s, e = params
-        return (np.ascontiguousarray(scale * (Xs @ W[cols])), scale * T, scale * s, scale * e)
+        return np.ascontiguousarray(Xs @ W[cols]), T, s, e
 
 
 class _MistakeDriven(_OnlineSolver):
@@ -182,102 +185,3 @@ class MIRA(_MistakeDriven):
         if hinge <= self.tie_tolerance or norm == 0:
             return None
         return min(C, hinge / norm)
-
-
-class SGD(_OnlineSolver):
-    """Stochastic (sub)gradient descent (``solver='sgd'``), one sequence per step.
-
-    For any loss that sums over sequences, with the L2 prior (zero mean) or
-    none; see the module docstring for the step sizes and averaging.
-
-    Parameters
-    ----------
-    eta0 : float, default=0.1
-        First step size.
-    average : bool, default=True
-        Polyak-Ruppert averaging of the iterates.
-    random_state : int, RandomState instance or None, default=None
-
-    References
-    ----------
-    L. Bottou (2012). Stochastic gradient descent tricks. Neural Networks:
-    Tricks of the Trade, LNCS 7700.
-    """
-
-    name = "sgd"
-
-    def __init__(self, eta0=0.1, average=True, random_state=None):
-        self.eta0 = eta0
-        self.average = average
-        self.random_state = random_state
-
-    def check(self, loss, prior):
-        # Docstring inherited.
-        from ..priors import GaussianPrior, NoPrior
-
-        if getattr(loss, "default_solver", None) in ("perceptron", "mira"):
-            raise ValueError(f"loss={loss.default_solver!r} is trained by its own online "
-                             f"rule; leave solver=None.")
-        ok = isinstance(prior, NoPrior) or (
-            isinstance(prior, GaussianPrior) and not np.any(prior.mean)
-            and not prior.feature_dependent)
-        if not ok:
-            raise ValueError("solver='sgd' supports prior='l2' (zero mean, not "
-                             "feature-dependent) or 'none'.")
-
-    def _start(self, params, prior, C, n_seq):
-        from ..priors import NoPrior
-
-        self._n_seq = n_seq
-        self._lam = 0.0 if isinstance(prior, NoPrior) else 1.0 / (C * n_seq)
-        self._t0 = 1.0 / (self._lam * self.eta0) if self._lam > 0 else 0.0
-        self._t = 0
-        self._scale = 1.0  # theta = scale * params
-        if self.average:
-            # sum_t theta_t = S V - B with S = sum_t scale_t and B = sum_t D_t S_{t-1};
-            # A0 keeps the sum across scale folds.
-            self._B = [np.zeros_like(p) for p in params]
-            self._A0 = [np.zeros_like(p) for p in params]
-            self._S = 0.0
-            self._n_steps = 0
-
-    def _step(self, params, loss, Xs, cols, gold, weight, C):
-        lam, t = self._lam, self._t
-        unary, T, s, e = self._potentials(params, Xs, cols, self._scale)
-        eta = (1.0 / (lam * (self._t0 + t)) if lam > 0
-               else self.eta0 / np.sqrt(1.0 + t / self._n_seq))
-        self._t += 1
-        v, dU, dT, ds, de = loss.value_and_grad(unary, T, s, e, gold,
-                                                np.array([0, gold.shape[0]]))
-        self._scale *= 1.0 - eta * lam
-        if self._scale < 1e-9:  # fold the scale back into the parameters
-            if self.average:
-                for a0, bb, p in zip(self._A0, self._B, params):
-                    a0 += self._S * p - bb
-                    bb[...] = 0.0
-                self._S = 0.0
-            for p in params:
-                p *= self._scale
-            self._scale = 1.0
-        step = -eta * weight / self._scale
-        dW = step * (Xs.T @ dU)
-        W = params[0]
-        W[cols] += dW
-        params[1] += step * dT
-        params[2] += step * ds
-        params[3] += step * de
-        if self.average:
-            S, B = self._S, self._B
-            B[0][cols] += S * dW
-            B[1] += (S * step) * dT
-            B[2] += (S * step) * ds
-            B[3] += (S * step) * de
-            self._S += self._scale
-            self._n_steps += 1
-        return weight * v
-
-    def _result(self, params):
-        if self.average and self._n_steps:
-            return [(a0 + self._S * p - bb) / self._n_steps
-                    for a0, p, bb in zip(self._A0, params, self._B)]
-        return [self._scale * p for p in params]

@@ -1,0 +1,464 @@
+# Stochastic gradient descent for linear-chain CRFs: the per-sequence loop of
+# solver='sgd' (sklearn_crfloss/solvers/_sgd.py), after L. Bottou's crfsgd
+# and crfasgd ("Stochastic gradient descent tricks", 2012).
+#
+# Design notes
+# ------------
+# * Parameters: state weights W (n_features, L), C order, and the "tail"
+#   [T.ravel(), start, end] (L * L + 2 L), both in the scaled representation
+#   theta = a * V: the L2 shrinkage theta <- (1 - eta lam) theta of every
+#   step is the scalar a <- a (1 - eta lam), and a gradient step touches only
+#   the rows of the attributes present in the sequence (V += -(eta / a) g).
+#   When a falls below 1e-9 it is folded back into V (one dense pass).
+# * One step on sequences B (one sequence, or a minibatch of the generic
+#   path) at step count t (sequences seen so far):
+#       eta = eta0 / (1 + eta0 lam_s t) ** power
+#       g = gradient of sum_{i in B} w_i loss_i at theta
+#       a <- a (1 - eta lam |B|);  V <- V - (eta / a) g;  t <- t + |B|
+#   so that theta <- (1 - eta lam |B|) theta - eta g. The free-parameter
+#   masks (observed (attribute, label) pairs; the tail entries of a label
+#   expert) keep the other entries at exactly 0.
+# * Averaging (ASGD): the sum of the iterates theta_k = a_k V_k since
+#   averaging started is S V - B, with S = sum_k a_k and B += S D for every
+#   sparse change D of V (B is touched on the same rows as V). A fold keeps
+#   the sum: B -= S V, S = 0, then V *= a, a = 1.
+# * Per-sequence gradients computed here (the losses whose gradient on one
+#   sequence is a chain kernel):
+#     KIND_SUM (cll, and softmax-margin with a cost matrix): the scaled
+#       forward pass of _chain.pxd, a backward pass, marginals minus the gold
+#       indicators; the cost rows c(y_t, .) are added to the unary potentials.
+#     KIND_MAX (max-margin): Viterbi on the cost-augmented potentials with
+#       the max-plus step of _chain.pxd; the subgradient is the counts of
+#       that path minus the gold counts.
+#   A sequence whose scaled pass underflows stops the loop (sgd_pass returns
+#   its position); the Python side steps on it through the loss's own
+#   value_and_grad (log-space fallback) and resumes.
+# * Other losses (the generic path) compute dU on a minibatch in Python from
+#   the potentials of batch_potentials and apply it with sgd_step, which
+#   shares the update code (_apply) with the loop.
+# * Serial by nature (each step reads the previous one's parameters).
+
+from libc.math cimport exp, pow, NAN, isnan
+
+from _chain cimport argmax_sum, backtrace, max_plus_step, scaled_forward, vec_mat
+
+cdef enum:
+    KIND_SUM = 0
+    KIND_MAX = 1
+
+# The scale a is folded back into V below this.
+cdef double MIN_SCALE_FACTOR = 1e-9
+
+
+cdef struct Model:
+    # Data: CSR rows of X, gold labels, sequence offsets.
+    const Py_ssize_t* indptr
+    const int* indices
+    const double* data
+    bint binary
+    const Py_ssize_t* y
+    const Py_ssize_t* offsets
+    Py_ssize_t L
+    # Parameters (scaled), masks, averaging accumulators (NULL: no averaging).
+    double* W
+    Py_ssize_t n_w
+    const unsigned char* mask
+    double* tail
+    const double* tail_mask
+    double* BW
+    double* Btail
+    # Cost rows added to the unary potentials (NULL: none).
+    const double* cost
+    # Scratch: rows of the longest sequence and (L, L) tables.
+    double* U
+    double* psi
+    double* marg
+    double* work
+    double* dtail
+    int* bp
+    Py_ssize_t* path
+
+
+cdef inline double _rowmax(const double* x, Py_ssize_t n, double a) noexcept nogil:
+    cdef double m = a * x[0]
+    cdef Py_ssize_t j
+    for j in range(1, n):
+        if a * x[j] > m:
+            m = a * x[j]
+    return m
+
+
+cdef void _potentials(Model* c, Py_ssize_t s, Py_ssize_t n, double a) noexcept nogil:
+    """U[t] = a * sum_{(k, v) in row s + t of X} v W[k] (+ cost[y_{s+t}]), t < n."""
+    cdef Py_ssize_t L = c.L, t, p, j
+    cdef double v
+    cdef double* u
+    cdef const double* m
+    cdef const double* cr
+    for t in range(n):
+        u = &c.U[t * L]
+        for j in range(L):
+            u[j] = 0.0
+        for p in range(c.indptr[s + t], c.indptr[s + t + 1]):
+            m = &c.W[c.indices[p] * L]
+            if c.binary:
+                for j in range(L):
+                    u[j] += m[j]
+            else:
+                v = c.data[p]
+                for j in range(L):
+                    u[j] += v * m[j]
+        if c.cost != NULL:
+            cr = &c.cost[c.y[s + t] * L]
+            for j in range(L):
+                u[j] = a * u[j] + cr[j]
+        else:
+            for j in range(L):
+                u[j] *= a
+
+
+cdef double _gold(Model* c, Py_ssize_t s, Py_ssize_t n, double a) noexcept nogil:
+    """Score of the gold path under U and a * tail; subtracts its counts from
+    the gradient rows (marg) and dtail."""
+    cdef Py_ssize_t L = c.L, t, yt, yp = -1
+    cdef double g = 0.0
+    cdef double* dT = c.dtail
+    for t in range(n):
+        yt = c.y[s + t]
+        g += c.U[t * L + yt]
+        c.marg[t * L + yt] -= 1.0
+        if t > 0:
+            g += a * c.tail[yp * L + yt]
+            dT[yp * L + yt] -= 1.0
+        yp = yt
+    yt = c.y[s]
+    g += a * (c.tail[L * L + yt] + c.tail[L * L + L + yp])
+    dT[L * L + yt] -= 1.0
+    dT[L * L + L + yp] -= 1.0
+    return g
+
+
+cdef double _sum_product_grad(Model* c, Py_ssize_t s, Py_ssize_t n, double a) noexcept nogil:
+    """log Z - score(gold) of rows s:s+n; marg <- marginals - onehot(y),
+    dtail <- expected minus gold counts. NaN if the scaled pass underflows."""
+    cdef Py_ssize_t L = c.L, LL = c.L * c.L, t, i, j
+    cdef double m_t, m_s, m_e, lz = 0.0, c_end, x
+    cdef double* et = c.work
+    cdef double* et_t = c.work + LL
+    cdef double* pair = c.work + 2 * LL
+    cdef double* es = c.work + 3 * LL
+    cdef double* ee = es + L
+    cdef double* v = ee + L
+    cdef double* b_next = v + L
+    cdef double* b_cur = b_next + L
+    cdef double* tmp
+    cdef double* dT = c.dtail
+    cdef double* ds = c.dtail + LL
+    cdef double* de = ds + L
+    m_t = _rowmax(c.tail, LL, a)
+    m_s = _rowmax(&c.tail[LL], L, a)
+    m_e = _rowmax(&c.tail[LL + L], L, a)
+    for i in range(L):
+        for j in range(L):
+            x = exp(a * c.tail[i * L + j] - m_t)
+            et[i * L + j] = x
+            et_t[j * L + i] = x
+            pair[i * L + j] = 0.0
+        es[i] = exp(a * c.tail[LL + i] - m_s)
+        ee[i] = exp(a * c.tail[LL + L + i] - m_e)
+    c_end = scaled_forward(c.U, n, L, et, es, ee, c.psi, c.marg, v, &lz, NULL, NULL, NULL)
+    if c_end == 0.0:
+        return NAN
+    # Backward pass: beta_hat[n-1] = exp_end / c_end; beta_hat[t-1] =
+    # exp_trans @ (psi[t] * beta_hat[t]) (psi already divided by c_t); the
+    # alpha rows in marg become the marginals alpha_hat * beta_hat.
+    c_end = 1.0 / c_end
+    for j in range(L):
+        b_next[j] = ee[j] * c_end
+    for j in range(L):
+        de[j] = c.marg[(n - 1) * L + j] * b_next[j]
+    for t in range(n - 1, 0, -1):
+        for j in range(L):
+            v[j] = c.psi[t * L + j] * b_next[j]
+        vec_mat(v, et_t, b_cur, L)
+        for i in range(L):
+            x = c.marg[(t - 1) * L + i]
+            for j in range(L):
+                pair[i * L + j] += x * v[j]
+        for j in range(L):
+            c.marg[t * L + j] *= b_next[j]
+        tmp = b_next
+        b_next = b_cur
+        b_cur = tmp
+    for j in range(L):
+        c.marg[j] *= b_next[j]
+        ds[j] = c.marg[j]
+    for i in range(LL):
+        dT[i] = et[i] * pair[i]
+    return lz + m_s + m_e + (n - 1) * m_t - _gold(c, s, n, a)
+
+
+cdef double _max_product_grad(Model* c, Py_ssize_t s, Py_ssize_t n, double a) noexcept nogil:
+    """max_y score(y) - score(gold) on U (cost-augmented); marg <- onehot(best)
+    - onehot(y), dtail <- counts(best) - counts(gold)."""
+    cdef Py_ssize_t L = c.L, LL = c.L * c.L, t, j, best_j
+    cdef double best
+    cdef double* tm = c.work
+    cdef double* prev = c.work + LL
+    cdef double* cur = prev + L
+    cdef double* en = cur + L
+    cdef double* tmp
+    cdef double* dT = c.dtail
+    for j in range(LL):
+        tm[j] = a * c.tail[j]
+        dT[j] = 0.0
+    for j in range(L):
+        prev[j] = a * c.tail[LL + j] + c.U[j]
+        en[j] = a * c.tail[LL + L + j]
+        dT[LL + j] = 0.0
+        dT[LL + L + j] = 0.0
+    for t in range(1, n):
+        max_plus_step(prev, tm, cur, &c.bp[t * L], L, 0)
+        for j in range(L):
+            cur[j] += c.U[t * L + j]
+        tmp = prev
+        prev = cur
+        cur = tmp
+    best_j = argmax_sum(prev, en, L, &best)
+    c.path[n - 1] = best_j if best_j >= 0 else 0
+    backtrace(c.bp, c.path, n, L)
+    for t in range(n):
+        for j in range(L):
+            c.marg[t * L + j] = 0.0
+        c.marg[t * L + c.path[t]] = 1.0
+        if t > 0:
+            dT[c.path[t - 1] * L + c.path[t]] += 1.0
+    dT[LL + c.path[0]] += 1.0
+    dT[LL + L + c.path[n - 1]] += 1.0
+    return best - _gold(c, s, n, a)
+
+
+cdef void _fold(Model* c, double* state) noexcept nogil:
+    """Fold the scale into V (and keep the averaged sum S V - B)."""
+    cdef Py_ssize_t q, n_tail = c.L * c.L + 2 * c.L
+    cdef double a = state[0], S = state[2]
+    for q in range(c.n_w):
+        if c.BW != NULL:
+            c.BW[q] -= S * c.W[q]
+        c.W[q] *= a
+    for q in range(n_tail):
+        if c.Btail != NULL:
+            c.Btail[q] -= S * c.tail[q]
+        c.tail[q] *= a
+    state[0] = 1.0
+    state[2] = 0.0
+    state[4] += 1.0
+
+
+cdef void _scatter_rows(Model* c, Py_ssize_t s, Py_ssize_t n, const double* dU,
+                        double gain, double S, bint skip_zero_rows) noexcept nogil:
+    """V[k] += gain * v * dU[t] (and B[k] += S * that) for every entry (k, v)
+    of rows s:s+n of X; masked entries stay unchanged. One loop per case,
+    so that each inner loop is branch-free."""
+    cdef Py_ssize_t L = c.L, t, p, j, k
+    cdef double g, h
+    cdef const double* du
+    cdef double* wk
+    cdef double* bk
+    cdef const unsigned char* mk
+    cdef bint zero
+    for t in range(n):
+        du = &dU[t * L]
+        if skip_zero_rows:
+            zero = True
+            for j in range(L):
+                if du[j] != 0.0:
+                    zero = False
+            if zero:
+                continue
+        for p in range(c.indptr[s + t], c.indptr[s + t + 1]):
+            g = gain if c.binary else gain * c.data[p]
+            h = S * g
+            k = c.indices[p] * L
+            wk = &c.W[k]
+            bk = &c.BW[k] if S != 0.0 else NULL
+            mk = &c.mask[k] if c.mask != NULL else NULL
+            if mk == NULL and bk == NULL:
+                for j in range(L):
+                    wk[j] += g * du[j]
+            elif mk == NULL:
+                for j in range(L):
+                    wk[j] += g * du[j]
+                    bk[j] += h * du[j]
+            elif bk == NULL:
+                for j in range(L):
+                    wk[j] += g * du[j] * mk[j]
+            else:
+                for j in range(L):
+                    wk[j] += g * du[j] * mk[j]
+                    bk[j] += h * du[j] * mk[j]
+
+
+cdef void _apply(Model* c, double* state, const Py_ssize_t* seqs, Py_ssize_t m,
+                 const double* dU, const double* dtail, double eta, double lam,
+                 double weight, double avg_start, bint skip_zero_rows) noexcept nogil:
+    """One step: shrink (and fold), the sparse step on the sequences' rows and
+    the tail, the averaging sums, the step count. dU holds the rows of the m
+    sequences seqs, in order."""
+    cdef Py_ssize_t k, q, s, n, row = 0, n_tail = c.L * c.L + 2 * c.L
+    cdef double factor = 1.0 - eta * lam * m
+    cdef double gain, S, d
+    cdef bint averaging = c.BW != NULL and state[1] >= avg_start
+    if factor < 0.0:
+        factor = 0.0
+    state[0] *= factor
+    if state[0] < MIN_SCALE_FACTOR:
+        _fold(c, state)
+    gain = -eta * weight / state[0]
+    S = state[2]
+    for k in range(m):
+        s = c.offsets[seqs[k]]
+        n = c.offsets[seqs[k] + 1] - s
+        _scatter_rows(c, s, n, &dU[row * c.L], gain, S, skip_zero_rows)
+        row += n
+    for q in range(n_tail):
+        d = gain * dtail[q] * c.tail_mask[q]
+        c.tail[q] += d
+        if S != 0.0:
+            c.Btail[q] += S * d
+    if averaging:
+        state[2] = S + state[0]
+        state[3] += 1.0
+    state[1] += m
+
+
+cdef Model _model(const Py_ssize_t[::1] indptr, const int[::1] indices, const double[::1] data,
+                  bint binary, const Py_ssize_t[::1] y, const Py_ssize_t[::1] offsets,
+                  double[:, ::1] W, const unsigned char[:, ::1] mask, double[::1] tail,
+                  const double[::1] tail_mask, double[:, ::1] BW, double[::1] Btail):
+    cdef Model c
+    c.indptr = &indptr[0]
+    c.indices = &indices[0] if indices.shape[0] else NULL
+    c.data = &data[0] if data.shape[0] else NULL
+    c.binary = binary
+    c.y = &y[0]
+    c.offsets = &offsets[0]
+    c.L = W.shape[1]
+    c.W = &W[0, 0]
+    c.n_w = W.shape[0] * W.shape[1]
+    c.mask = &mask[0, 0] if mask.shape[0] else NULL
+    c.tail = &tail[0]
+    c.tail_mask = &tail_mask[0]
+    c.BW = &BW[0, 0] if BW.shape[0] else NULL
+    c.Btail = &Btail[0] if Btail.shape[0] else NULL
+    c.cost = NULL
+    return c
+
+
+def sgd_pass(const Py_ssize_t[::1] indptr, const int[::1] indices, const double[::1] data,
+             bint binary, const Py_ssize_t[::1] y, const Py_ssize_t[::1] offsets,
+             const double[::1] weights, const Py_ssize_t[::1] order, Py_ssize_t first,
+             double[:, ::1] W, const unsigned char[:, ::1] mask, double[::1] tail,
+             const double[::1] tail_mask, double[:, ::1] BW, double[::1] Btail,
+             const double[:, ::1] cost, int kind, double[::1] state, double eta0,
+             double lam, double lam_schedule, double power, double avg_start, bint update,
+             double[::1] scratch, int[::1] int_scratch, Py_ssize_t[::1] path_scratch):
+    """Visit the sequences order[first:] one step each (low level).
+
+    Use :class:`sklearn_crfloss.solvers.SGD`. Shapes: W, mask (uint8; 0 rows
+    for no mask), BW (0 rows: no averaging) (n_features, L); tail, tail_mask,
+    Btail (L * L + 2 L); cost (L, L) or 0 rows; state [a, t, S, n_avg, n_folds];
+    scratch (3 * max_len + 4 * L + 7) * L doubles; int_scratch max_len * L;
+    path_scratch max_len. kind: 0 sum-product (cll, softmax-margin with
+    cost), 1 max-product (max-margin). With ``update`` False the parameters
+    are not changed (the loss of each sequence is only evaluated). Step size
+    ``eta0 / (1 + eta0 * lam_schedule * t) ** power``; shrinkage ``lam``;
+    averaging from step count ``avg_start``.
+
+    Returns
+    -------
+    stop : int
+        len(order), or the position of a sequence whose scaled forward pass
+        underflowed (not stepped on).
+    loss : float
+        Sum of w_i * loss_i of the sequences visited, each at the parameters
+        before its own step.
+    """
+    cdef Model c = _model(indptr, indices, data, binary, y, offsets, W, mask, tail, tail_mask,
+                          BW, Btail)
+    cdef Py_ssize_t L = c.L, max_len = int_scratch.shape[0] // max(L, 1)
+    cdef Py_ssize_t pos, i, s, n, stop = order.shape[0]
+    cdef double total = 0.0, value, eta
+    c.cost = &cost[0, 0] if cost.shape[0] else NULL
+    c.U = &scratch[0]
+    c.psi = c.U + max_len * L
+    c.marg = c.psi + max_len * L
+    c.dtail = c.marg + max_len * L
+    c.work = c.dtail + L * L + 2 * L
+    c.bp = &int_scratch[0]
+    c.path = &path_scratch[0]
+    with nogil:
+        for pos in range(first, order.shape[0]):
+            i = order[pos]
+            s = offsets[i]
+            n = offsets[i + 1] - s
+            if n == 0:
+                continue
+            _potentials(&c, s, n, state[0])
+            if kind == KIND_MAX:
+                value = _max_product_grad(&c, s, n, state[0])
+            else:
+                value = _sum_product_grad(&c, s, n, state[0])
+            if isnan(value):
+                stop = pos
+                break
+            total += weights[i] * value
+            if update:
+                eta = eta0 / pow(1.0 + eta0 * lam_schedule * state[1], power)
+                _apply(&c, &state[0], &order[pos], 1, c.marg, c.dtail, eta, lam,
+                       weights[i], avg_start, kind == KIND_MAX)
+    return stop, total
+
+
+def batch_potentials(const Py_ssize_t[::1] indptr, const int[::1] indices,
+                     const double[::1] data, bint binary, const Py_ssize_t[::1] offsets,
+                     const Py_ssize_t[::1] seqs, const double[:, ::1] W, double scale,
+                     double[:, ::1] out):
+    """out = scale * X[rows of seqs] @ W, the sequences' rows in order (low level)."""
+    cdef Model c
+    cdef Py_ssize_t k, s, n, row = 0
+    c.indptr = &indptr[0]
+    c.indices = &indices[0] if indices.shape[0] else NULL
+    c.data = &data[0] if data.shape[0] else NULL
+    c.binary = binary
+    c.L = W.shape[1]
+    c.W = <double*>&W[0, 0]
+    c.cost = NULL
+    with nogil:
+        for k in range(seqs.shape[0]):
+            s = offsets[seqs[k]]
+            n = offsets[seqs[k] + 1] - s
+            c.U = &out[row, 0] if n else NULL
+            if n:
+                _potentials(&c, s, n, scale)
+            row += n
+
+
+def sgd_step(const Py_ssize_t[::1] indptr, const int[::1] indices, const double[::1] data,
+             bint binary, const Py_ssize_t[::1] y, const Py_ssize_t[::1] offsets,
+             const Py_ssize_t[::1] seqs, double[:, ::1] W, const unsigned char[:, ::1] mask,
+             double[::1] tail, const double[::1] tail_mask, double[:, ::1] BW,
+             double[::1] Btail, const double[:, ::1] d_unary, const double[::1] d_tail,
+             double[::1] state, double eta, double lam, double avg_start):
+    """One step of the generic path with the gradient of a minibatch (low level).
+
+    d_unary holds the rows of the sequences ``seqs`` in order (the loss's
+    gradient with respect to the unary potentials, sample weights included),
+    d_tail the gradient with respect to [T.ravel(), start, end]. Same
+    update as :func:`sgd_pass` (shrinkage by ``1 - eta * lam * len(seqs)``).
+    """
+    cdef Model c = _model(indptr, indices, data, binary, y, offsets, W, mask, tail, tail_mask,
+                          BW, Btail)
+    with nogil:
+        _apply(&c, &state[0], &seqs[0], seqs.shape[0], &d_unary[0, 0], &d_tail[0], eta, lam,
+               1.0, avg_start, False)
