@@ -265,10 +265,17 @@ def _mce_f_value(loss, unary, transition, start, end, y, offsets, w):
         for seg in wrong_segs:
             if seg not in gold_set:
                 a, b, _ = seg
-                lf = _smooth(loss, margin(wrong_path, a, b))
+                if loss.false_positives == "gold":  # against the gold labels of the span
+                    carry = np.all(paths[:, a:b] == wrong_path[None, a:b], axis=1)
+                    gold_carry = np.all(paths[:, a:b] == gold[None, a:b], axis=1)
+                    lf = _smooth(loss, scores[carry].max() - scores[gold_carry].max())
+                else:
+                    lf = _smooth(loss, margin(wrong_path, a, b))
                 if loss.false_positives == "viterbi":
                     l0 = 1.0 / (1.0 + np.exp(-loss.beta))
                     lf = (lf - l0) / (1.0 - l0)
                 fp += w[i] * lf
     g2 = loss.gamma ** 2
+    if n_gold == 0:  # no gold segment: the false positives at TP = S
+        return fp / (g2 + 1.0)
     return n_gold * (g2 * fn + fp) / ((g2 + 1.0) * tp)
