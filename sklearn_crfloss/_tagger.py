@@ -32,7 +32,7 @@ from .decoding import CONSTRAINTS, DECODERS, decode
 from .inference import forward_backward
 from .losses import LOSSES, ConditionalLogLikelihood, get_loss
 from .priors import PRIORS, get_prior
-from .solvers import SOLVERS, ConvergenceMonitor, make_solver
+from .solvers import SOLVERS, ConvergenceMonitor, default_solver, make_solver
 
 __all__ = ["CRFTagger"]
 
@@ -247,7 +247,7 @@ class CRFTagger(BaseEstimator):
         "all_possible_states": ["boolean"],
         "feature_hashing": [None, Interval(Integral, 1, None, closed="left")],
         "init": [None, StrOptions({"cll"})],
-        "solver": [None, StrOptions(set(SOLVERS))],
+        "solver": [None, StrOptions(set(SOLVERS)), list, tuple, HasMethods(["solve"])],
         "average": ["boolean"],
         "eta0": [Interval(Real, 0, None, closed="neither")],
         "decoder": [StrOptions(set(DECODERS))],
@@ -366,13 +366,17 @@ class CRFTagger(BaseEstimator):
         prior = get_prior(self.prior)
         if hasattr(loss, "stages"):
             loss.stages()  # a schedule's values are checked here, before any training
-        default = getattr(loss, "default_solver", "lbfgs")
-        name = self.solver or default
-        if default in ("perceptron", "mira") and name != default:
+        default = default_solver(loss, prior)
+        spec = default if self.solver is None else self.solver
+        if isinstance(default, str) and default in ("perceptron", "mira") and spec != default:
             raise ValueError(f"loss={default!r} is trained by its own online rule; leave "
                              f"solver=None (got solver={self.solver!r}).")
-        solver = make_solver(name, average=self.average, eta0=self.eta0,
+        solver = make_solver(spec, average=self.average, eta0=self.eta0,
                              random_state=self.random_state)
+        if hasattr(solver, "for_start"):  # a schedule's warm-up runs from zero only
+            from_fit = ((self.init == "cll" and getattr(loss, "name", None) != "cll")
+                        or (self.warm_start and hasattr(self, "coef_")))
+            solver = solver.for_start(from_zero=not from_fit)
         solver.check(loss, prior)
         return loss, prior, solver
 
@@ -415,8 +419,9 @@ class CRFTagger(BaseEstimator):
         if self.init == "cll" and name != "cll":
             monitor = ConvergenceMonitor(self.tol, self.max_iter or 1000, verbose=self.verbose,
                                          stage="init='cll'")
-            x0 = make_solver("lbfgs").solve(objective, ConditionalLogLikelihood(), prior, C, x0,
-                                            monitor)
+            cll = ConditionalLogLikelihood()
+            x0 = make_solver(default_solver(cll, prior)).solve(objective, cll, prior, C, x0,
+                                                               monitor)
             init_n_iter = monitor.n_iter
         else:
             init_n_iter = 0

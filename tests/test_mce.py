@@ -392,11 +392,14 @@ def test_tagger_passes_class_names_to_a_clone_of_the_loss(toy_chunks):
     assert crf.init_n_iter_ > 0 and crf.n_iter_ > 0
 
 
+@pytest.mark.parametrize("solver", ["lbfgs", None])
 @pytest.mark.parametrize("loss", ["mce", "mce_f"])
-def test_mce_from_cll_initialisation_does_not_lower_training_objective(toy_chunks, loss):
-    # init='cll' and the warm_start protocol start from the same point and
-    # L-BFGS only accepts decreasing steps: the MCE objective at the end is
-    # at most its value at the CLL solution.
+def test_mce_from_cll_initialisation_does_not_lower_training_objective(toy_chunks, loss,
+                                                                        solver):
+    # init='cll' and the warm_start protocol start from the same point (the
+    # default schedule skips its SGD warm-up from both) and L-BFGS only
+    # accepts decreasing steps: the MCE objective at the end is at most its
+    # value at the CLL solution.
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
@@ -404,10 +407,12 @@ def test_mce_from_cll_initialisation_does_not_lower_training_objective(toy_chunk
     X, y = toy_chunks
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        a = CRFTagger(loss=loss, init="cll", C=1.0, max_iter=40).fit(X, y)
+        a = CRFTagger(loss=loss, init="cll", C=1.0, max_iter=40, solver=solver).fit(X, y)
         b = CRFTagger(loss="cll", C=1.0).fit(X, y)
-        b.set_params(loss=loss, warm_start=True, max_iter=40).fit(X, y)
-    assert a.loss_curve_[-1] <= a.loss_curve_[0] + 1e-9
+        b.set_params(loss=loss, warm_start=True, max_iter=40, solver=solver).fit(X, y)
+    if solver == "lbfgs":
+        assert a.loss_curve_[-1] <= a.loss_curve_[0] + 1e-9
+    assert a.n_iter_ == b.n_iter_ and a.n_parameters_ == b.n_parameters_
     assert_allclose(a.coef_, b.coef_, rtol=1e-6, atol=1e-8)
     assert_allclose(a.transition_, b.transition_, rtol=1e-6, atol=1e-8)
 
@@ -464,7 +469,7 @@ def test_grid_search_over_C_and_loss_alpha_on_conll2000_subset(corpus):
 
 
 @pytest.mark.parametrize("loss", ["mce", "mce_f"])
-def test_starting_from_zero_warns_and_init_cll_does_not(loss):
+def test_lbfgs_from_zero_warns_and_init_cll_or_the_default_schedule_does_not(loss):
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
@@ -473,8 +478,10 @@ def test_starting_from_zero_warns_and_init_cll_does_not(loss):
 
     X, y = make_toy_chunks(30, seed=1)
     with pytest.warns(UserWarning, match="init='cll'"):
-        CRFTagger(loss=loss, max_iter=3, n_jobs=1).fit(X, y)
+        CRFTagger(loss=loss, max_iter=3, n_jobs=1, solver="lbfgs").fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         warnings.simplefilter("ignore", ConvergenceWarning)
-        CRFTagger(loss=loss, init="cll", max_iter=3, n_jobs=1).fit(X, y)
+        CRFTagger(loss=loss, init="cll", max_iter=3, n_jobs=1, solver="lbfgs").fit(X, y)
+        # The default schedule starts from zero with its SGD warm-up: no warning.
+        CRFTagger(loss=loss, max_iter=3, n_jobs=1, eta0=0.01, random_state=0).fit(X, y)

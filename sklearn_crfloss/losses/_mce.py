@@ -18,6 +18,7 @@ from ..inference import (
     sequence_scores,
     viterbi_excluding,
 )
+from ..solvers import Schedule
 from ._base import BaseLoss, gold_counts
 
 __all__ = ["MinimumClassificationError", "SegmentFScoreMCE"]
@@ -83,6 +84,9 @@ class _SmoothedErrorLoss(BaseLoss):
     convex = False
     smooth = False
     needs_init = True
+    #: Suzuki et al. (2006), footnote 2: online GPD for ten iterations (from
+    #: zero only), then QuickProp; see :class:`sklearn_crfloss.solvers.Schedule`.
+    default_solver = Schedule([("sgd", 10), "quickprop"], warm_up=1)
 
     _parameter_constraints: dict = {
         "alpha": [Interval(Real, 0, None, closed="neither")],

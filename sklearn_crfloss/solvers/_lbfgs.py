@@ -95,9 +95,9 @@ class LBFGS(BaseSolver):
 
     def check(self, loss, prior):
         # Docstring inherited.
-        # A loss that is not smooth everywhere may still declare L-BFGS its
-        # default (MCE: smooth but for ties of its best incorrect output).
-        if not getattr(loss, "smooth", True) and getattr(loss, "default_solver", None) != "lbfgs":
+        # The MCE losses (needs_init: trained from a fit) are smooth but at
+        # ties of their best incorrect output: L-BFGS may be tried on them.
+        if not getattr(loss, "smooth", True) and not getattr(loss, "needs_init", False):
             raise ValueError(
                 f"loss={getattr(loss, 'name', loss)!r} is not differentiable where its best "
                 "path changes: L-BFGS does not apply, use solver='sgd'."
