@@ -121,19 +121,30 @@ class CRFTagger(BaseEstimator):
         MAP initialisation that nonconvex losses need, Suzuki et al. 2006,
         Table 2); a no-op when ``loss='cll'``. Usable inside GridSearchCV and
         Pipelines, unlike a manual ``warm_start`` sequence.
-    solver : str or None, default=None
-        Training procedure, a name registered in
-        :data:`sklearn_crfloss.solvers.SOLVERS`. None: the loss's own choice
-        (its ``default_solver``): ``'lbfgs'`` (scipy's L-BFGS-B) for smooth
-        losses, ``'sgd'`` (stochastic subgradient descent) for
-        ``'max_margin'``, the online rules ``'perceptron'`` and ``'mira'``
-        for those losses (which accept no other). ``'sgd'`` (any loss that
-        sums over sequences, L2 or no prior) steps on one sequence at a
-        time, shuffled with ``random_state``, with step
+    solver : str, solver object, list or None, default=None
+        Training procedure: a name registered in
+        :data:`sklearn_crfloss.solvers.SOLVERS`, a
+        :class:`~sklearn_crfloss.solvers.BaseSolver` object (used with its
+        own parameters), or a list of stages run one after the other, each
+        from the last one's result (a
+        :class:`~sklearn_crfloss.solvers.Schedule`): a solver or a pair
+        ``(solver, n_iter)``, e.g. ``[('sgd', 10), 'quickprop']``; a stage
+        without ``n_iter`` runs ``max_iter``. None: the loss's own choice
+        (:func:`~sklearn_crfloss.solvers.default_solver`): ``'lbfgs'``
+        (scipy's L-BFGS-B) for smooth losses, ``'owlqn'`` (OWL-QN) for them
+        with ``prior='l1'``, Suzuki et al.'s schedule (ten SGD epochs from
+        zero only, then ``'quickprop'``) for ``'mce'`` and ``'mce_f'``,
+        ``'sgd'`` for ``'max_margin'``, the online rules ``'perceptron'``
+        and ``'mira'`` for those losses (which accept no other).
+        ``'rprop'`` and ``'quickprop'`` are full-batch first-order solvers
+        without line search, for nonsmooth and nonconvex losses. ``'sgd'``
+        (any loss that sums over sequences, L2 or no prior) steps on one
+        sequence at a time, shuffled with ``random_state``, with step
         ``1 / (lambda (t0 + t))``, ``lambda = 1 / (C n_sequences)``, first
-        step ``eta0``; see :mod:`sklearn_crfloss.solvers`. Online solvers
-        train a weight for every label of every attribute they see
-        (``all_possible_states`` does not apply).
+        step ``eta0``. Online solvers train a weight for every label of
+        every attribute they see (``all_possible_states`` does not apply;
+        in a schedule, every stage trains that layout). See
+        :doc:`/user_guide/solvers`.
     average : bool, default=True
         Online trainers (perceptron, MIRA, ``solver='sgd'``): return the
         average of the parameters over all steps (averaged perceptron;

@@ -28,7 +28,7 @@ def _liblbfgs():
 
 
 def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e-5,
-                      max_linesearch=20):
+                      max_linesearch=20, name=None):
     """Minimise ``fun(x) + l1 * ||x||_1`` with libLBFGS (OWL-QN if ``l1 > 0``).
 
     libLBFGS (N. Okazaki) is the optimiser of CRFsuite; PyLBFGS wraps it.
@@ -55,6 +55,9 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
         Gradient-norm test (libLBFGS's ``epsilon``).
     max_linesearch : int, default=20
         Evaluations allowed per line search.
+    name : str or None, default=None
+        The solver's name in warnings (None: ``'OWL-QN'`` if ``l1 > 0``,
+        else ``'L-BFGS (libLBFGS)'``).
 
     Returns
     -------
@@ -85,6 +88,7 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
 
     def progress(x, g, fx, xnorm, gnorm, step, k, n_evals):
         last[:] = x
+        state["gtest"] = gnorm <= 1e-6 * max(1.0, xnorm)
         if state["error"] is not None:
             return 1
         if monitor.report(fx, **{"|grad|": gnorm, "step": step}):
@@ -114,13 +118,18 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
             early = (kind, str(w.message))
     if state["error"] is not None:
         raise state["error"]
-    name = "OWL-QN" if l1 > 0 else "L-BFGS (libLBFGS)"
+    if name is None:
+        name = "OWL-QN" if l1 > 0 else "L-BFGS (libLBFGS)"
     if state["stopped"]:
         monitor.finish(True, "the objective stopped improving", solver=name)
     elif reason is not None:
-        monitor.finish(False, reason, solver=name)
+        monitor.finish(False, reason.rstrip("."), solver=name)
+    elif early is not None and early[0] == "line search" and _at_precision(monitor, state):
+        # scipy's L-BFGS-B reports this as convergence (its ftol test).
+        monitor.finish(True, "the objective cannot be lowered further at rounding "
+                       "precision", solver=name)
     elif early is not None:
-        message = early[1]
+        message = early[1].rstrip(".")
         if early[0] == "line search":
             message = ("the line search found no acceptable step (libLBFGS: "
                        f"{message}); the objective may be nonsmooth here")
@@ -128,6 +137,17 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
     else:
         monitor.finish(True, "the gradient norm test holds", solver=name)
     return np.asarray(x, dtype=np.float64).reshape(-1)
+
+
+def _at_precision(monitor, state):
+    """Whether a failed line search happened at the optimum's rounding precision.
+
+    True if the last iteration lowered the objective by at most 1e-10
+    (relative), or the gradient norm was below ``1e-6 max(1, ||x||)``.
+    """
+    h = monitor.history
+    small_step = len(h) >= 2 and h[-2] - h[-1] <= 1e-10 * max(abs(h[-1]), 1.0)
+    return small_step or state.get("gtest", False)
 
 
 class OWLQN(BaseSolver):
