@@ -8,7 +8,7 @@ from threadpoolctl import threadpool_limits
 
 from .._compat import Interval, StrOptions
 from ._base import BaseSolver
-from ._owlqn import minimize_liblbfgs
+from ._owlqn import check_line_search_loss, minimize_liblbfgs
 
 __all__ = ["LBFGS", "minimize_lbfgs"]
 
@@ -117,13 +117,7 @@ class LBFGS(BaseSolver):
 
     def check(self, loss, prior):
         # Docstring inherited.
-        # The MCE losses (needs_init: trained from a fit) are smooth but at
-        # ties of their best incorrect output: L-BFGS may be tried on them.
-        if not getattr(loss, "smooth", True) and not getattr(loss, "needs_init", False):
-            raise ValueError(
-                f"loss={getattr(loss, 'name', loss)!r} is not differentiable where its best "
-                "path changes: L-BFGS does not apply, use solver='sgd'."
-            )
+        check_line_search_loss(loss, "L-BFGS")
 
     def solve(self, objective, loss, prior, C, x0, monitor):
         # Docstring inherited.

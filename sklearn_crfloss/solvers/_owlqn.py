@@ -139,6 +139,24 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
     return np.asarray(x, dtype=np.float64).reshape(-1)
 
 
+def check_line_search_loss(loss, solver):
+    """Refuse a loss whose subgradient changes at every best-path change.
+
+    The MCE losses (``needs_init``: trained from a fit) are smooth but at
+    ties of their best incorrect output, so a line-search method may be
+    tried on them; the margin losses are piecewise linear everywhere.
+
+    Raises
+    ------
+    ValueError
+        Naming ``solver`` and the loss.
+    """
+    if not getattr(loss, "smooth", True) and not getattr(loss, "needs_init", False):
+        raise ValueError(
+            f"loss={getattr(loss, 'name', loss)!r} is not differentiable where its best "
+            f"path changes: {solver} does not apply, use solver='sgd'.")
+
+
 def _at_precision(monitor, state):
     """Whether a failed line search happened at the optimum's rounding precision.
 
@@ -203,10 +221,7 @@ class OWLQN(BaseSolver):
         # Docstring inherited.
         from ..priors import LaplacianPrior
 
-        if not getattr(loss, "smooth", True) and not getattr(loss, "needs_init", False):
-            raise ValueError(
-                f"loss={getattr(loss, 'name', loss)!r} is not differentiable where its best "
-                "path changes: OWL-QN does not apply, use solver='sgd'.")
+        check_line_search_loss(loss, "OWL-QN")
         if (not isinstance(prior, LaplacianPrior) and hasattr(prior, "parametrisation")
                 and prior.parametrisation(1) is not None):
             raise ValueError(f"solver='owlqn' trains prior='l1' or a differentiable prior, "

@@ -64,11 +64,16 @@ class QuickProp(_StepRuleSolver):
 
     Examples
     --------
+    Five epochs of SGD, then QuickProp with a smaller growth factor, for at
+    most 40 iterations:
+
     >>> from sklearn_crfloss import CRFTagger
+    >>> from sklearn_crfloss.solvers import QuickProp
     >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}, {"w": "runs"}]]
     >>> y = [["B-NP", "I-NP"], ["B-NP", "I-NP", "B-VP"]]
-    >>> crf = CRFTagger(solver="quickprop", max_iter=50).fit(X, y)
-    >>> crf.n_iter_ <= 50
+    >>> solver = [("sgd", 5), QuickProp(mu=1.5)]
+    >>> crf = CRFTagger(solver=solver, max_iter=40, random_state=0).fit(X, y)
+    >>> 5 < crf.n_iter_ <= 45
     True
     """
 
