@@ -436,8 +436,8 @@ class CRFTagger(BaseEstimator):
             init_n_iter = monitor.n_iter
         else:
             init_n_iter = 0
-            if (from_zero and solver.name == "lbfgs" and getattr(loss, "needs_init", False)
-                    and not getattr(loss, "smooth", True)):
+            if (from_zero and solver.name in ("lbfgs", "owlqn")
+                    and getattr(loss, "needs_init", False) and not getattr(loss, "smooth", True)):
                 warnings.warn(
                     f"loss={name!r} starts from zero parameters, where every label sequence "
                     "has the same score: its maximum over the incorrect outputs is not "
