@@ -120,7 +120,7 @@ cdef void _segment_margin(
     const Py_ssize_t[::1] ref,
     Py_ssize_t s, Py_ssize_t e, Py_ssize_t a, Py_ssize_t b,
     double* work, int* span_bp, Py_ssize_t* p,
-    double* g_carry, double* g_other, double coef, bint do_grad,
+    double* g_carry, double* g_other, double coef, double coef_other, bint do_grad,
     double[:, ::1] d_unary, double* acc_trans, double* acc_start, double* acc_end,
 ) noexcept nogil:
     # g_carry: best score of a sequence with labels ref[a:b] on tokens a..b-1
@@ -136,20 +136,21 @@ cdef void _segment_margin(
                                          &alpha[a, 0], work, span_bp, &d0)
     g_carry[0] = d0 + beta[b - 1, ref[b - 1]]
     jb = argmax_sum(last, &beta[b - 1, 0], L, g_other)
-    if not do_grad or coef == 0.0:
+    if not do_grad:
         return
-    # + coef * counts(best carrying path)
-    for t in range(a, b):
-        p[t - s] = ref[t]
-    _complete_path(p, s, e, a, b, bp_fwd, bp_bwd)
-    _add_path(p, s, e, coef, L, d_unary, acc_trans, acc_start, acc_end)
-    if jb < 0:
+    if coef != 0.0:
+        # + coef * counts(best carrying path)
+        for t in range(a, b):
+            p[t - s] = ref[t]
+        _complete_path(p, s, e, a, b, bp_fwd, bp_bwd)
+        _add_path(p, s, e, coef, L, d_unary, acc_trans, acc_start, acc_end)
+    if jb < 0 or coef_other == 0.0:
         return
-    # - coef * counts(best path that does not carry the span's labels)
+    # - coef_other * counts(best path that does not carry the span's labels)
     p[b - 1 - s] = jb
     deviated_backtrace(span_bp, &ref[a], &p[a - s], b - a, L)
     _complete_path(p, s, e, a, b, bp_fwd, bp_bwd)
-    _add_path(p, s, e, -coef, L, d_unary, acc_trans, acc_start, acc_end)
+    _add_path(p, s, e, -coef_other, L, d_unary, acc_trans, acc_start, acc_end)
 
 
 def segment_margins_batch(
@@ -159,7 +160,8 @@ def segment_margins_batch(
     const Py_ssize_t[::1] offsets, const Py_ssize_t[::1] ref,
     const Py_ssize_t[::1] seg_offsets, const Py_ssize_t[::1] seg_start,
     const Py_ssize_t[::1] seg_end, double[::1] g_carry, double[::1] g_other,
-    const double[::1] coef, bint do_grad, double[:, ::1] d_unary,
+    const double[::1] coef, const double[::1] coef_other, bint do_grad,
+    double[:, ::1] d_unary,
     double[:, ::1] acc_trans, double[:, ::1] acc_boundary,
     double[:, ::1] work, int[:, ::1] span_bp, Py_ssize_t[:, ::1] path, int n_threads,
 ):
@@ -168,8 +170,8 @@ def segment_margins_batch(
     Use :func:`sklearn_crfloss.inference.segment_margins`. Segments of
     sequence k are ``seg_offsets[k]:seg_offsets[k + 1]``, spanning tokens
     ``seg_start[m]:seg_end[m]`` (absolute, end exclusive), with the labels
-    ``ref`` on their span. With ``do_grad``, adds ``coef[m] * (counts of the
-    best carrying path - counts of the best other path)`` to d_unary
+    ``ref`` on their span. With ``do_grad``, adds ``coef[m] * counts of the
+    best carrying path - coef_other[m] * counts of the best other path`` to d_unary
     (n_tokens, L), acc_trans (n_threads, L * L) and acc_boundary
     (n_threads, 2 * L) (start then end). work (n_threads, 2 * L), span_bp
     (n_threads, max_length * L), path (n_threads, max_length).
@@ -184,6 +186,7 @@ def segment_margins_batch(
                 _segment_margin(unary, transition, alpha, beta, bp_fwd, bp_bwd, ref,
                                 offsets[k], offsets[k + 1], seg_start[m], seg_end[m],
                                 &work[tid, 0], &span_bp[tid, 0], &path[tid, 0],
-                                &g_carry[m], &g_other[m], coef[m], do_grad, d_unary,
+                                &g_carry[m], &g_other[m], coef[m], coef_other[m], do_grad,
+                                d_unary,
                                 &acc_trans[tid, 0], &acc_boundary[tid, 0],
                                 &acc_boundary[tid, L])

@@ -13,7 +13,6 @@ attributes; ``predict`` runs the vectoriser and a decoder of
 """
 
 import copy
-from dataclasses import dataclass, field
 from functools import partial
 from numbers import Integral, Real
 
@@ -37,41 +36,10 @@ from .decoding import CONSTRAINTS, DECODERS, decode, get_allowed, nbest_decode
 from .inference import forward_backward, sequence_scores
 from .losses import LOSSES, ConditionalLogLikelihood, get_loss
 from .priors import PRIORS, get_prior
-from .solvers import SOLVERS, ConvergenceMonitor, HeldOutScore, make_solver
-from .solvers._monitor import split_sequences, take_sequences, takes_model
+from .solvers import SOLVERS, ConvergenceMonitor, HeldOutScore, default_solver, make_solver
+from .solvers._monitor import FitInfo, hold_out, stage_summary, takes_model
 
 __all__ = ["CRFTagger"]
-
-
-@dataclass
-class FitInfo:
-    """How training went: what :meth:`CRFTagger._set_fitted` records.
-
-    Attributes
-    ----------
-    n_iter : int
-        Iterations (epochs) of the training of ``loss``, all stages.
-    init_n_iter : int
-        Iterations of the ``init='cll'`` stage.
-    loss_curve : list of float
-        The objective after each iteration of ``loss``'s stages.
-    converged : bool
-        The last stage's outcome.
-    message : str
-        Why the last stage ended (its monitor's ``message``).
-    validation_scores : list of float or None
-        Early stopping's held-out score after each iteration of ``loss``.
-    best_validation_score : float or None
-        The best held-out score of the last stage (its parameters are kept).
-    """
-
-    n_iter: int = 0
-    init_n_iter: int = 0
-    loss_curve: list = field(default_factory=list)
-    converged: bool = True
-    message: str = ""
-    validation_scores: list = None
-    best_validation_score: float = None
 
 
 class CRFTagger(BaseEstimator):
@@ -144,25 +112,32 @@ class CRFTagger(BaseEstimator):
         MAP initialisation that nonconvex losses need, Suzuki et al. 2006,
         Table 2); a no-op when ``loss='cll'``. Usable inside GridSearchCV and
         Pipelines, unlike a manual ``warm_start`` sequence.
-    solver : str, solver object or None, default=None
-        Training procedure, a name registered in
-        :data:`sklearn_crfloss.solvers.SOLVERS`, or a solver object such as
-        ``SGD(batch_size=16)`` (:class:`sklearn_crfloss.solvers.BaseSolver`;
+    solver : str, solver object, list or None, default=None
+        Training procedure: a name registered in
+        :data:`sklearn_crfloss.solvers.SOLVERS`, a solver object such as
+        ``SGD(batch_size=16)`` (:class:`~sklearn_crfloss.solvers.BaseSolver`;
         used with its own parameters: ``average``, ``eta0`` and
-        ``random_state`` of the estimator apply to names only). None: the
-        loss's own choice
-        (its ``default_solver``): ``'lbfgs'`` (scipy's L-BFGS-B) for smooth
-        losses, ``'sgd'`` (stochastic subgradient descent) for
-        ``'max_margin'``, the online rules ``'perceptron'`` and ``'mira'``
-        for those losses (which accept no other). ``'sgd'`` (every loss
+        ``random_state`` of the estimator apply to names only), or a list of
+        stages run one after the other, each from the last one's result (a
+        :class:`~sklearn_crfloss.solvers.Schedule`): a solver or a pair
+        ``(solver, n_iter)``, e.g. ``[('sgd', 10), 'quickprop']``; a stage
+        without ``n_iter`` runs ``max_iter``. None: the loss's own choice
+        (:func:`~sklearn_crfloss.solvers.default_solver`): ``'lbfgs'``
+        (L-BFGS) for smooth losses, ``'owlqn'`` (OWL-QN) for them with
+        ``prior='l1'``, Suzuki et al.'s schedule (ten SGD epochs from zero
+        only, then ``'quickprop'``) for ``'mce'`` and ``'mce_f'``, ``'sgd'``
+        for ``'max_margin'``, the online rules ``'perceptron'`` and
+        ``'mira'`` for those losses (which accept no other). ``'rprop'`` and
+        ``'quickprop'`` are full-batch first-order solvers without line
+        search, for nonsmooth and nonconvex losses. ``'sgd'`` (every loss
         but the perceptron and MIRA; L2 or no prior): Bottou's SGD, one
         sequence per step (a small minibatch for the losses without a
         compiled per-sequence gradient), shuffled with ``random_state``,
         step ``eta0 / (1 + eta0 lambda t) ** power``,
         ``lambda = 1 / (C n_sequences)``, ``max_iter`` epochs; it trains the
-        same parameters as L-BFGS. See :doc:`/user_guide/solvers`. The
-        perceptron and MIRA train a weight for every label of every
-        attribute they see (``all_possible_states`` does not apply).
+        same parameters as L-BFGS. The perceptron and MIRA train a weight
+        for every label of every attribute they see (``all_possible_states``
+        does not apply). See :doc:`/user_guide/solvers`.
     average : bool or int, default=True
         Online trainers: return the average of the parameters over the
         steps instead of the last ones (averaged perceptron; averaged SGD,
@@ -332,7 +307,7 @@ class CRFTagger(BaseEstimator):
         "all_possible_states": ["boolean"],
         "feature_hashing": [None, Interval(Integral, 1, None, closed="left")],
         "init": [None, StrOptions({"cll"})],
-        "solver": [None, StrOptions(set(SOLVERS)), HasMethods(["solve"])],
+        "solver": [None, StrOptions(set(SOLVERS)), list, tuple, HasMethods(["solve"])],
         "average": ["boolean", Interval(Integral, 1, None, closed="left")],
         "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "decoder": [StrOptions(set(DECODERS))],
@@ -468,13 +443,18 @@ class CRFTagger(BaseEstimator):
         prior = get_prior(self.prior)
         if hasattr(loss, "stages"):
             loss.stages()  # a schedule's values are checked here, before any training
-        default = getattr(loss, "default_solver", "lbfgs")
-        name = self.solver if self.solver is not None else default
-        if default in ("perceptron", "mira") and getattr(name, "name", name) != default:
+        default = default_solver(loss, prior)
+        spec = default if self.solver is None else self.solver
+        if (isinstance(default, str) and default in ("perceptron", "mira")
+                and getattr(spec, "name", spec) != default):
             raise ValueError(f"loss={default!r} is trained by its own online rule; leave "
                              f"solver=None (got solver={self.solver!r}).")
-        solver = make_solver(name, average=self.average, eta0=self.eta0,
+        solver = make_solver(spec, average=self.average, eta0=self.eta0,
                              random_state=self.random_state)
+        if hasattr(solver, "for_start"):  # a schedule's warm-up runs from zero only
+            from_fit = ((self.init == "cll" and getattr(loss, "name", None) != "cll")
+                        or (self.warm_start and hasattr(self, "coef_")))
+            solver = solver.for_start(from_zero=not from_fit)
         solver.check(loss, prior)
         return loss, prior, solver
 
@@ -494,14 +474,9 @@ class CRFTagger(BaseEstimator):
             loss.set_classes(classes)
         held_out = None
         if self.early_stopping:
-            train, held = split_sequences(offsets.shape[0] - 1, self.validation_fraction,
-                                          self.random_state)
-            rows, held_offsets = take_sequences(offsets, held)
-            held_out = (Xc[rows], y_enc[rows], held_offsets)
-            rows, offsets = take_sequences(offsets, train)
-            Xc, y_enc = Xc[rows], y_enc[rows]
-            sample_weight = None if sample_weight is None else sample_weight[train]
-            token_weight = None if token_weight is None else token_weight[rows]
+            (Xc, y_enc, offsets, sample_weight, token_weight), held_out = hold_out(
+                Xc, y_enc, offsets, sample_weight, token_weight, self.validation_fraction,
+                self.random_state)
         n_labels = classes.shape[0]
         dense = self.all_possible_states or solver.dense_states
         layout = ParameterLayout(Xc.shape[1], n_labels,
@@ -531,7 +506,8 @@ class CRFTagger(BaseEstimator):
             snapshot=lambda t: self._snapshot(features, classes, layout, t, loss, prior))
         self._set_fitted(features, classes, layout, theta, info, loss, prior)
         if self.verbose:
-            self._print_summary(info, time.perf_counter() - t0)
+            print(info.summary(self.objective_, self.init == "cll",
+                               time.perf_counter() - t0), flush=True)
         return self
 
     def _print_header(self, loss, prior, solver, Xc, offsets, n_labels, n_params):
@@ -545,22 +521,10 @@ class CRFTagger(BaseEstimator):
         print(f"data: {offsets.shape[0] - 1} sequences, {Xc.shape[0]} tokens, "
               f"{Xc.shape[1]} attributes, {n_labels} labels, {n_params} parameters", flush=True)
 
-    def _print_summary(self, info, seconds):
-        """The ``verbose`` summary line at the end of fit."""
-        init = f" (+ {info.init_n_iter} of init='cll')" if self.init == "cll" else ""
-        status = "converged" if info.converged else "not converged"
-        why = f": {info.message}" if info.message else ""
-        print(f"fit done: {info.n_iter} iterations{init}, objective {self.objective_:.6e}, "
-              f"{status}{why}, {seconds:.2f} s", flush=True)
-
     def _stage_done(self, stage, monitor, solver_name, seconds):
-        """The ``verbose >= 2`` summary line of one training stage."""
+        """Print the ``verbose >= 2`` summary line of one training stage."""
         if self.verbose >= 2:
-            last = monitor.history[-1] if monitor.history else float("nan")
-            status = "converged" if monitor.converged else "not converged"
-            why = f": {monitor.message}" if monitor.message else ""
-            print(f"[{stage}] {solver_name}: {monitor.n_iter} iterations, objective "
-                  f"{last:.6e}, {status}{why}, {seconds:.2f} s", flush=True)
+            print(stage_summary(stage, monitor, solver_name, seconds), flush=True)
 
     def _snapshot(self, features, classes, layout, theta, loss, prior):
         """A fitted copy of the estimator holding ``theta`` (the callback's model)."""
@@ -582,14 +546,15 @@ class CRFTagger(BaseEstimator):
             t0 = time.perf_counter()
             monitor = ConvergenceMonitor(self.tol, self.max_iter or 1000, verbose=self.verbose,
                                          stage="init='cll'")
-            x0 = make_solver("lbfgs").solve(objective, ConditionalLogLikelihood(), prior, C, x0,
-                                            monitor)
+            cll = ConditionalLogLikelihood()
+            x0 = make_solver(default_solver(cll, prior)).solve(objective, cll, prior, C, x0,
+                                                               monitor)
             init_n_iter = monitor.n_iter
             self._stage_done("init='cll'", monitor, "lbfgs", time.perf_counter() - t0)
         else:
             init_n_iter = 0
-            if (from_zero and solver.name == "lbfgs" and getattr(loss, "needs_init", False)
-                    and not getattr(loss, "smooth", True)):
+            if (from_zero and solver.name in ("lbfgs", "owlqn")
+                    and getattr(loss, "needs_init", False) and not getattr(loss, "smooth", True)):
                 warnings.warn(
                     f"loss={name!r} starts from zero parameters, where every label sequence "
                     "has the same score: its maximum over the incorrect outputs is not "
@@ -602,8 +567,8 @@ class CRFTagger(BaseEstimator):
                        validation_scores=None if validation is None else [])
         callback, on_params = self.callback, None
         if callback is not None and snapshot is not None and takes_model(callback):
-            def on_params(k, theta):
-                self.callback(k, monitor.history[-1], snapshot(theta))
+            def on_params(k, theta, value):
+                self.callback(k, value, snapshot(theta))
             callback = None
         for k, stage in enumerate(stages):
             # Every stage is named (in warnings and verbose lines), also a single one.

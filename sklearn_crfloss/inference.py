@@ -644,7 +644,7 @@ def max_marginals(unary, transition, start, end, offsets, n_threads=1):
 
 @_chain_doc
 def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=None,
-                    mm=None, n_threads=1):
+                    mm=None, n_threads=1, coef_other=None):
     """Best score with and without given labels on given spans, and gradients.
 
     For every segment ``m`` of sequence ``k`` spanning tokens ``a..b-1``
@@ -671,6 +671,10 @@ def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=
         Precomputed :func:`max_marginals` of the same potentials.
     n_threads : int, default=1
         OpenMP threads over sequences.
+    coef_other : array-like of shape (n_segments,) or None, default=None
+        With ``coef``: the gradient is that of ``sum_m coef[m] * g_carry[m]
+        - coef_other[m] * g_other[m]`` instead (None: ``coef_other = coef``;
+        zeros: the gradient of the carrying scores alone).
 
     Returns
     -------
@@ -706,6 +710,10 @@ def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=
             else np.ascontiguousarray(coef, dtype=np.float64))
     if coef.shape != (n_seg,):
         raise ValueError(f"coef must have shape {(n_seg,)}, got {coef.shape}")
+    coef_other = (coef if coef_other is None
+                  else np.ascontiguousarray(coef_other, dtype=np.float64))
+    if coef_other.shape != (n_seg,):
+        raise ValueError(f"coef_other must have shape {(n_seg,)}, got {coef_other.shape}")
     if mm is None:
         mm = max_marginals(c.unary, c.transition, c.start, c.end, c.offsets,
                            n_threads=c.n_threads)
@@ -720,7 +728,7 @@ def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=
         np.searchsorted(seq, np.arange(c.n_seq + 1)).astype(np.intp),
         np.ascontiguousarray(begin + c.offsets[seq], dtype=np.intp),
         np.ascontiguousarray(stop + c.offsets[seq], dtype=np.intp),
-        g_carry, g_other, coef, do_grad, d_unary, acc_trans, acc_boundary,
+        g_carry, g_other, coef, coef_other, do_grad, d_unary, acc_trans, acc_boundary,
         c.scratch(2 * L), np.empty((c.n_threads, max(1, max_length * L)), dtype=np.int32),
         np.empty((c.n_threads, max(1, max_length)), dtype=np.intp), c.n_threads,
     )

@@ -35,7 +35,8 @@ from scipy.special import softmax
 
 from ._compat import HasMethods, Interval, StrOptions, validate_params
 from ._params import ParameterLayout
-from ._tagger import CRFTagger, FitInfo
+from ._tagger import CRFTagger
+from .solvers._monitor import FitInfo
 from ._validation import check_sequences, encode_labels
 from ._vectorize import SequenceVectorizer
 from .inference import forward_backward

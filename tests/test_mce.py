@@ -135,16 +135,21 @@ def test_segment_margins_match_enumeration(seed):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_segment_margins_gradient_matches_finite_differences(seed):
+@pytest.mark.parametrize("other", ["same", "random", "zero"])
+def test_segment_margins_gradient_matches_finite_differences(seed, other):
     rng = np.random.default_rng(10 + seed)
     U, T, s, e, y, off = random_problem(rng, 3, lengths=(1, 4, 5), scale=1.5)
     segs = _random_segments(rng, off)
     coef = rng.normal(size=segs[0].shape[0])
-    _, _, (dU, dT, ds, de) = segment_margins(U, T, s, e, off, y, segs, coef=coef)
+    coef_other = {"same": None, "random": rng.normal(size=coef.shape[0]),
+                  "zero": np.zeros(coef.shape[0])}[other]
+    _, _, (dU, dT, ds, de) = segment_margins(U, T, s, e, off, y, segs, coef=coef,
+                                             coef_other=coef_other)
+    c_other = coef if coef_other is None else coef_other
 
     def f(U, T, s, e):
         c, o, _ = segment_margins(U, T, s, e, off, y, segs)
-        return float(coef @ (c - o))
+        return float(coef @ c - c_other @ np.where(np.isfinite(o), o, 0.0))
 
     # Piecewise linear: a one-sided difference of a small step is exact away from ties.
     eps = 1e-6
@@ -192,7 +197,9 @@ MCE_VARIANTS = [
 ]
 MCE_F_VARIANTS = [dict(gamma=1.0), dict(gamma=0.5), dict(gamma=0.5, alpha=2.0, beta=0.2),
                   dict(gamma=1.0, false_positives="viterbi"),
-                  dict(gamma=0.5, beta=0.3, false_positives="viterbi")]
+                  dict(gamma=0.5, beta=0.3, false_positives="viterbi"),
+                  dict(gamma=1.0, false_positives="gold"),
+                  dict(gamma=0.5, alpha=2.0, beta=-0.2, false_positives="gold")]
 
 
 def _loss(name, params):
@@ -293,30 +300,56 @@ def test_single_token_sequences(name, params):
     check_gradient(loss, U, T, s, e, y, off)
 
 
-@pytest.mark.parametrize("gamma", [1.0, 0.5])
-def test_mce_f_sequence_without_gold_segments_only_counts_false_positives(gamma):
+@pytest.mark.parametrize("params", [dict(gamma=1.0), dict(gamma=0.5),
+                                    dict(gamma=0.5, false_positives="gold")])
+def test_mce_f_sequence_without_gold_segments_only_counts_false_positives(params):
     rng = np.random.default_rng(8)
-    loss = _loss("mce_f", dict(gamma=gamma))
+    loss = _loss("mce_f", params)
     U, T, s, e, y, off = random_problem(rng, 3, lengths=(4, 3), scale=1.5)
     y = np.array([2, 2, 2, 2, 0, 1, 2])  # all O | B-NP I-NP O
     value = loss.value_and_grad(U, T, s, e, y, off)[0]
     assert_allclose(value, loss_by_enumeration(loss, U, T, s, e, y, off), rtol=1e-10)
     check_gradient(loss, U, T, s, e, y, off)
-    # A zero weight on the segment-bearing sequence leaves no gold segment weight.
-    with pytest.raises(ValueError, match="positive sample weight"):
-        loss.value_and_grad(U, T, s, e, y, off, sample_weight=np.array([1.0, 0.0]))
+    # A zero weight on the segment-bearing sequence leaves no gold segment
+    # weight: the value is the weighted false positives at TP = S.
+    w = np.array([1.0, 0.0])
+    value = loss.value_and_grad(U, T, s, e, y, off, sample_weight=w)[0]
+    assert_allclose(value, loss_by_enumeration(loss, U, T, s, e, y, off, w), rtol=1e-10)
+    check_gradient(loss, U, T, s, e, y, off, sample_weight=w)
 
 
-def test_mce_f_gold_all_o_raises():
-    loss = _loss("mce_f", {})
-    U = np.random.default_rng(0).normal(size=(4, 3))
-    z = np.zeros(3)
-    with pytest.raises(ValueError, match="at least one gold segment"):
-        loss.value_and_grad(U, np.zeros((3, 3)), z, z, np.full(4, 2), np.array([0, 4]))
-    # ... while mce is defined for all-O gold.
-    val = MinimumClassificationError().value_and_grad(
-        U, np.zeros((3, 3)), z, z, np.full(4, 2), np.array([0, 4]))[0]
+@pytest.mark.parametrize("false_positives", ["max_incorrect", "gold", "viterbi"])
+def test_mce_f_all_o_batch_counts_false_positives_at_perfect_tp(false_positives):
+    # No gold segment (an all-O sentence, as online solvers meet it): the
+    # value is FP_l / (gamma^2 + 1), by enumeration, with its gradient.
+    rng = np.random.default_rng(0)
+    loss = _loss("mce_f", dict(gamma=0.5, false_positives=false_positives))
+    U, T, s, e, _, off = random_problem(rng, 3, lengths=(4, 2), scale=1.5)
+    y = np.full(6, 2)
+    value, dU = loss.value_and_grad(U, T, s, e, y, off)[:2]
+    assert value > 0 and np.any(dU)
+    assert_allclose(value, loss_by_enumeration(loss, U, T, s, e, y, off), rtol=1e-10)
+    check_gradient(loss, U, T, s, e, y, off)
+    # ... while mce is defined for all-O gold as for any other.
+    val = MinimumClassificationError().value_and_grad(U, T, s, e, y, off)[0]
     assert np.isfinite(val)
+
+
+def test_mce_f_gold_competitor_rewards_gold_o():
+    # The false positive 'B-NP' on a gold 'O' token: with the gold competitor
+    # the gradient lowers the loss by raising the O potential there (d_unary
+    # < 0 on O), which the paper's competitor (another wrong chunk) does not.
+    U = np.zeros((3, 3))
+    U[1] = [2.0, 1.0, 0.0]  # token 1 prefers B-NP, then I-NP, then O
+    z = np.zeros(3)
+    y = np.array([0, 2, 2])  # B-NP O O
+    off = np.array([0, 3])
+    gold = _loss("mce_f", dict(false_positives="gold"))
+    paper = _loss("mce_f", {})
+    dU_gold = gold.value_and_grad(U, np.zeros((3, 3)), z, z, y, off)[1]
+    dU_paper = paper.value_and_grad(U, np.zeros((3, 3)), z, z, y, off)[1]
+    assert dU_gold[1, 2] < 0 and dU_gold[1, 0] > 0
+    assert dU_paper[1, 2] == 0.0
 
 
 def test_mce_f_needs_class_names_and_valid_params():
@@ -359,11 +392,14 @@ def test_tagger_passes_class_names_to_a_clone_of_the_loss(toy_chunks):
     assert crf.init_n_iter_ > 0 and crf.n_iter_ > 0
 
 
+@pytest.mark.parametrize("solver", ["lbfgs", None])
 @pytest.mark.parametrize("loss", ["mce", "mce_f"])
-def test_mce_from_cll_initialisation_does_not_lower_training_objective(toy_chunks, loss):
-    # init='cll' and the warm_start protocol start from the same point and
-    # L-BFGS only accepts decreasing steps: the MCE objective at the end is
-    # at most its value at the CLL solution.
+def test_mce_from_cll_initialisation_does_not_lower_training_objective(toy_chunks, loss,
+                                                                        solver):
+    # init='cll' and the warm_start protocol start from the same point (the
+    # default schedule skips its SGD warm-up from both) and L-BFGS only
+    # accepts decreasing steps: the MCE objective at the end is at most its
+    # value at the CLL solution.
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
@@ -371,10 +407,12 @@ def test_mce_from_cll_initialisation_does_not_lower_training_objective(toy_chunk
     X, y = toy_chunks
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        a = CRFTagger(loss=loss, init="cll", C=1.0, max_iter=40).fit(X, y)
+        a = CRFTagger(loss=loss, init="cll", C=1.0, max_iter=40, solver=solver).fit(X, y)
         b = CRFTagger(loss="cll", C=1.0).fit(X, y)
-        b.set_params(loss=loss, warm_start=True, max_iter=40).fit(X, y)
-    assert a.loss_curve_[-1] <= a.loss_curve_[0] + 1e-9
+        b.set_params(loss=loss, warm_start=True, max_iter=40, solver=solver).fit(X, y)
+    if solver == "lbfgs":
+        assert a.loss_curve_[-1] <= a.loss_curve_[0] + 1e-9
+    assert a.n_iter_ == b.n_iter_ and a.n_parameters_ == b.n_parameters_
     assert_allclose(a.coef_, b.coef_, rtol=1e-6, atol=1e-8)
     assert_allclose(a.transition_, b.transition_, rtol=1e-6, atol=1e-8)
 
@@ -431,7 +469,7 @@ def test_grid_search_over_C_and_loss_alpha_on_conll2000_subset(corpus):
 
 
 @pytest.mark.parametrize("loss", ["mce", "mce_f"])
-def test_starting_from_zero_warns_and_init_cll_does_not(loss):
+def test_lbfgs_from_zero_warns_and_init_cll_or_the_default_schedule_does_not(loss):
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
@@ -440,8 +478,10 @@ def test_starting_from_zero_warns_and_init_cll_does_not(loss):
 
     X, y = make_toy_chunks(30, seed=1)
     with pytest.warns(UserWarning, match="init='cll'"):
-        CRFTagger(loss=loss, max_iter=3, n_jobs=1).fit(X, y)
+        CRFTagger(loss=loss, max_iter=3, n_jobs=1, solver="lbfgs").fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         warnings.simplefilter("ignore", ConvergenceWarning)
-        CRFTagger(loss=loss, init="cll", max_iter=3, n_jobs=1).fit(X, y)
+        CRFTagger(loss=loss, init="cll", max_iter=3, n_jobs=1, solver="lbfgs").fit(X, y)
+        # The default schedule starts from zero with its SGD warm-up: no warning.
+        CRFTagger(loss=loss, max_iter=3, n_jobs=1, eta0=0.01, random_state=0).fit(X, y)

@@ -18,6 +18,7 @@ from ..inference import (
     sequence_scores,
     viterbi_excluding,
 )
+from ..solvers import Schedule
 from ._base import BaseLoss, enumerated_gold_score, gold_counts
 
 __all__ = ["MinimumClassificationError", "SegmentFScoreMCE"]
@@ -44,6 +45,21 @@ def _max_incorrect(unary, transition, start, end, y, offsets, n_threads):
     (:func:`~sklearn_crfloss.inference.viterbi_2best`), up to ties.
     """
     return viterbi_excluding(unary, transition, start, end, offsets, y, n_threads=n_threads)
+
+
+def _stack_segments(first, second=None):
+    """Two (seq, begin, stop) sets as one sorted by sequence, and the inverse order.
+
+    Returns ``(segments, order)`` such that ``values[order]`` lists the
+    values computed on ``segments`` in the order ``first`` then ``second``.
+    """
+    if second is None:
+        return first, np.arange(first[0].shape[0])
+    stacked = tuple(np.concatenate([a, b]) for a, b in zip(first, second))
+    perm = np.argsort(stacked[0], kind="stable")
+    order = np.empty_like(perm)
+    order[perm] = np.arange(perm.shape[0])
+    return tuple(a[perm] for a in stacked), order
 
 
 def _add_path_counts(grads, path, offsets, coef, rows):
@@ -82,6 +98,9 @@ class _SmoothedErrorLoss(BaseLoss):
     convex = False
     smooth = False
     needs_init = True
+    #: Suzuki et al. (2006), footnote 2: online GPD for ten iterations (from
+    #: zero only), then QuickProp; see :class:`sklearn_crfloss.solvers.Schedule`.
+    default_solver = Schedule([("sgd", 10), "quickprop"], warm_up=1)
 
     _parameter_constraints: dict = {
         "alpha": [Interval(Real, 0, None, closed="neither")],
@@ -286,6 +305,22 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
       ``FP_l = sum w l(d(s'))``. ``y~`` is held fixed in the gradient (it
       changes only at ties).
 
+    * ``false_positives='gold'`` (not in the paper): the false positives
+      are the paper's (the segments of ``y~`` that are not correct), but the
+      competitor of a false positive ``s'`` on span ``a:b`` is the gold
+      labelling of that span: ``d(s') = g(s') - g(y*_{a:b})``, both segment
+      discriminants (Eq. 15; ``g(y*_{a:b})`` is the best score of a sequence
+      carrying the gold labels on the span). The paper's competitor, the best
+      sequence without ``s'``, is usually another wrong segmentation of the
+      span, so its gradient rarely raises the gold labels there (after
+      training from zero with the paper's set a model predicted ``O`` on 0%
+      of the test tokens); with the gold competitor every false positive
+      pushes the gold labels of its span up and its own labels down. When a
+      false positive carries the gold labels of its span (it differs from a
+      gold segment only by where it ends, decided by the next token's label)
+      ``d = 0`` and its term has no gradient; the false positive that starts
+      at that token carries the correction.
+
     * ``false_positives='viterbi'`` (not in the paper): the false positives
       are the segments of the Viterbi output ``y^`` that are not correct,
       each counted ``(l(m) - l(0)) / (1 - l(0))``, which is 0 when ``m = 0``.
@@ -299,6 +334,12 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
       segment whose labels are also carried by a longer gold segment).
       For correctly labelled sentences it has no false positive term; the
       correct segments' terms still widen their margins.
+
+    A batch without gold segments (or whose gold segments all have weight
+    0), which online and minibatch solvers meet on all-``O`` sentences, has
+    no F-score; its value is then that of its false positives at a perfect
+    ``TP_l = S``: ``FP_l / (gamma^2 + 1)``, the limit of the ratio above
+    (times ``S``) as the gold segments become correct.
 
     The smoothing ``l`` is the sigmoid (Eq. 8), so ``TP_l >= 0``. The
     derivative follows section 4.2: ``dF/dl = gamma^2 / Z_D + (gamma^2 + 1)
@@ -320,9 +361,11 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
     scheme : str, default='conlleval'
         Tagging scheme of :func:`sklearn_crfloss.segments.get_segments`
         (``'conlleval'``: the CoNLL evaluation's semantics).
-    false_positives : {'max_incorrect', 'viterbi'}, default='max_incorrect'
-        Which false positive segments ``FP_l`` counts: those of the maximum
-        incorrect output (the paper's simplification) or the continuous
+    false_positives : {'max_incorrect', 'gold', 'viterbi'}, default='max_incorrect'
+        Which false positive segments ``FP_l`` counts and against what: those
+        of the maximum incorrect output against the best sequence without
+        them (the paper's simplification), the same segments against the
+        gold labels of their span (``'gold'``), or the continuous
         Viterbi-output variant described above.
 
     Attributes
@@ -335,8 +378,8 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
     ValueError
         From :func:`~sklearn_crfloss.losses.get_loss` (and so from
         ``CRFTagger.fit``), on a parameter out of range; from
-        ``value_and_grad``, before :meth:`set_classes` or when the batch has
-        no gold segment (F undefined).
+        ``value_and_grad``, before :meth:`set_classes`, or when the gold
+        segments have positive weight but ``TP_l`` underflows to 0.
 
     References
     ----------
@@ -350,7 +393,7 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         **_SmoothedErrorLoss._parameter_constraints,
         "gamma": [Interval(Real, 0, None, closed="left")],
         "scheme": [str],
-        "false_positives": [StrOptions({"max_incorrect", "viterbi"})],
+        "false_positives": [StrOptions({"max_incorrect", "gold", "viterbi"})],
     }
 
     def __init__(self, gamma=1.0, alpha=1.0, beta=0.0, scheme="conlleval",
@@ -402,54 +445,71 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         w = np.ones(n_seq) if sample_weight is None else np.asarray(sample_weight, float)
         alpha, beta, g2 = float(self.alpha), float(self.beta), float(self.gamma) ** 2
         gseq, gbeg, gend, gkey = self._gold_segments(y, offsets)
-        if gseq.shape[0] == 0:
-            raise ValueError(
-                "loss='mce_f' needs at least one gold segment in the training "
-                "data: with none, TP = 0 and the F-score is undefined."
-            )
-        if self.false_positives == "max_incorrect":
+        if self.false_positives == "viterbi":
+            wrong_path = viterbi(unary, transition, start, end, offsets, n_threads=n_threads)[0]
+        else:
             wrong_path, _ = _max_incorrect(unary, transition, start, end, y, offsets,
                                            n_threads)
-        else:
-            wrong_path = viterbi(unary, transition, start, end, offsets, n_threads=n_threads)[0]
         wseq, wbeg, wend, wkey = self._segments(wrong_path, offsets)
         keep = ~np.isin(wkey, gkey)
         fp_segs = (wseq[keep], wbeg[keep], wend[keep])
-        gold_segs = (gseq, gbeg, gend)
-
-        mm = max_marginals(unary, transition, start, end, offsets, n_threads=n_threads)
-        c_g, o_g, _ = segment_margins(unary, transition, start, end, offsets, y, gold_segs,
-                                      mm=mm, n_threads=n_threads)
+        n_gold = gseq.shape[0]
+        gold_competitor = self.false_positives == "gold"
+        # Segments scored on the gold labels: the gold segments, then (for
+        # 'gold') the spans of the false positives; sorted by sequence.
+        ref_segs, order = _stack_segments((gseq, gbeg, gend),
+                                          fp_segs if gold_competitor else None)
+        kw = dict(mm=max_marginals(unary, transition, start, end, offsets,
+                                   n_threads=n_threads), n_threads=n_threads)
+        c_y, o_y, _ = segment_margins(unary, transition, start, end, offsets, y, ref_segs, **kw)
+        c_y, o_y = c_y[order], o_y[order]
         c_f, o_f, _ = segment_margins(unary, transition, start, end, offsets, wrong_path,
-                                      fp_segs, mm=mm, n_threads=n_threads)
+                                      fp_segs, **kw)
+        m_g = c_y[:n_gold] - o_y[:n_gold]
+        m_f = c_f - (c_y[n_gold:] if gold_competitor else o_f)
         wg = w[gseq]
         wf = w[fp_segs[0]]
-        l_g, dl_g = _smooth(-(c_g - o_g), alpha, beta, "sigmoid")
-        l_f, dl_f = _smooth(c_f - o_f, alpha, beta, "sigmoid")
+        l_g, dl_g = _smooth(-m_g, alpha, beta, "sigmoid")
+        l_f, dl_f = _smooth(m_f, alpha, beta, "sigmoid")
         if self.false_positives == "viterbi":  # (l(m) - l(0)) / (1 - l(0)): 0 at m = 0
             l0 = expit(beta)
             l_f = (l_f - l0) / (1.0 - l0)
             dl_f = dl_f / (1.0 - l0)
-        one_minus_l_g = expit(-(alpha * -(c_g - o_g) + beta))
+        one_minus_l_g = expit(-(alpha * -m_g + beta))
         tp = float(np.dot(wg, one_minus_l_g))
         fn = float(np.dot(wg, l_g))
         fp = float(np.dot(wf, l_f))
-        z_n = g2 * fn + fp
-        z_d = (g2 + 1.0) * tp
         scale = float(wg.sum())
-        if not scale > 0 or not z_d > 0:
-            raise ValueError(
-                "loss='mce_f' needs at least one gold segment with a positive sample "
-                "weight (and TP_l > 0): the F-score ratio is undefined otherwise."
-            )
-        value = scale * z_n / z_d
-        # dF/dl (section 4.2), dl/dd, and d(d)/dm = -1 (gold) or +1 (false positives).
-        coef_g = -scale * (g2 / z_d + (g2 + 1.0) * z_n / z_d ** 2) * dl_g * wg
-        coef_f = scale / z_d * dl_f * wf
-        _, _, grad_g = segment_margins(unary, transition, start, end, offsets, y, gold_segs,
-                                       coef=coef_g, mm=mm, n_threads=n_threads)
-        _, _, grad_f = segment_margins(unary, transition, start, end, offsets, wrong_path,
-                                       fp_segs, coef=coef_f, mm=mm, n_threads=n_threads)
+        if scale > 0:
+            z_n = g2 * fn + fp
+            z_d = (g2 + 1.0) * tp
+            if not z_d > 0:
+                raise ValueError(
+                    "loss='mce_f': TP_l underflowed to 0 (every gold segment is "
+                    "misclassified by a wide margin); the F-score ratio is undefined.")
+            value = scale * z_n / z_d
+            # dF/dl (section 4.2), dl/dd, and d(d)/dm = -1 (gold) or +1 (false positives).
+            coef_g = -scale * (g2 / z_d + (g2 + 1.0) * z_n / z_d ** 2) * dl_g * wg
+            coef_f = scale / z_d * dl_f * wf
+        else:  # no gold segment: the false positives at TP_l = S (class docstring)
+            value = fp / (g2 + 1.0)
+            coef_g = np.zeros(n_gold)
+            coef_f = dl_f * wf / (g2 + 1.0)
+        if gold_competitor:
+            # d(s') = g(s') - g(gold labels on the span): the carrying paths only.
+            coef = np.concatenate([coef_g, -coef_f])[np.argsort(order, kind="stable")]
+            other = np.concatenate([coef_g, np.zeros_like(coef_f)])[
+                np.argsort(order, kind="stable")]
+            _, _, grad_g = segment_margins(unary, transition, start, end, offsets, y,
+                                           ref_segs, coef=coef, coef_other=other, **kw)
+            _, _, grad_f = segment_margins(unary, transition, start, end, offsets, wrong_path,
+                                           fp_segs, coef=coef_f,
+                                           coef_other=np.zeros_like(coef_f), **kw)
+        else:
+            _, _, grad_g = segment_margins(unary, transition, start, end, offsets, y,
+                                           ref_segs, coef=coef_g, **kw)
+            _, _, grad_f = segment_margins(unary, transition, start, end, offsets, wrong_path,
+                                           fp_segs, coef=coef_f, **kw)
         return (value,) + tuple(a + b for a, b in zip(grad_g, grad_f))
 
     def enumerated_batch_loss(self, paths, scores, gold, sample_weight=None,
@@ -461,7 +521,10 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         best score of the paths carrying a segment's labels minus the best
         of the others; the false positives are the segments of the maximum
         incorrect (or, with ``false_positives='viterbi'``, the best) path
-        that are not gold segments. Parameters, return value and errors as
+        that are not gold segments, each measured against the best other path
+        (or, with ``false_positives='gold'``, against the best path carrying
+        the gold labels of its span); without gold segments the false
+        positives count at ``TP_l = S``. Parameters, return value and errors as
         in :meth:`BaseLoss.enumerated_batch_loss`.
         """
         from ..segments import get_segments
@@ -483,10 +546,18 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
                 n_gold += wi
             for seg in get_segments(list(classes[wrong_path]), scheme=self.scheme):
                 if seg not in set(gold_segs):
-                    lf = _enumerated_smooth(self, _enumerated_margin(P, S, wrong_path, *seg[:2]))
+                    a, b = seg[:2]
+                    if self.false_positives == "gold":  # against the gold labels of the span
+                        carry = np.all(P[:, a:b] == wrong_path[None, a:b], axis=1)
+                        gold_carry = np.all(P[:, a:b] == g[None, a:b], axis=1)
+                        lf = _enumerated_smooth(self, S[carry].max() - S[gold_carry].max())
+                    else:
+                        lf = _enumerated_smooth(self, _enumerated_margin(P, S, wrong_path, a, b))
                     if self.false_positives == "viterbi":
                         l0 = 1.0 / (1.0 + np.exp(-self.beta))
                         lf = (lf - l0) / (1.0 - l0)
                     fp += wi * lf
         g2 = self.gamma ** 2
+        if n_gold == 0:  # no gold segment: the false positives at TP = S
+            return float(fp / (g2 + 1.0))
         return float(n_gold * (g2 * fn + fp) / ((g2 + 1.0) * tp))

@@ -5,7 +5,9 @@ are ``__init__`` arguments) registered in :data:`SOLVERS` under the name
 ``CRFTagger(solver=name)`` accepts. Every solver minimises ``loss + prior``
 through the objective's ``value_and_grad`` (batch solvers) or the loss's
 ``value_and_grad`` on one sequence (online solvers), and reports every
-iteration or epoch to one :class:`ConvergenceMonitor`.
+iteration or epoch to one :class:`ConvergenceMonitor`. A list of solvers,
+e.g. ``[('sgd', 10), 'quickprop']``, is a :class:`Schedule`: the solvers run
+in turn, each from the last one's result.
 
 To add a solver: subclass :class:`BaseSolver`, implement ``solve`` (and
 ``check`` for the losses and priors it cannot train), register it here.
@@ -16,32 +18,43 @@ from ._base import BaseSolver
 from ._lbfgs import LBFGS, minimize_lbfgs
 from ._monitor import ConvergenceMonitor, HeldOutScore
 from ._online import MIRA, StructuredPerceptron
+from ._owlqn import OWLQN, minimize_liblbfgs
+from ._quickprop import QuickProp
+from ._rprop import Rprop
+from ._schedule import Schedule
 from ._sgd import SGD
 
 #: Registry of solver names accepted by ``CRFTagger(solver=...)``.
 SOLVERS = {
     "lbfgs": LBFGS,
+    "owlqn": OWLQN,
+    "rprop": Rprop,
+    "quickprop": QuickProp,
     "sgd": SGD,
     "perceptron": StructuredPerceptron,
     "mira": MIRA,
 }
 
-__all__ = ["BaseSolver", "ConvergenceMonitor", "HeldOutScore", "LBFGS", "MIRA", "SGD",
-           "SOLVERS", "StructuredPerceptron", "make_solver", "minimize_lbfgs"]
+__all__ = ["BaseSolver", "ConvergenceMonitor", "HeldOutScore", "LBFGS", "MIRA", "OWLQN",
+           "QuickProp", "Rprop", "SGD", "SOLVERS", "Schedule", "StructuredPerceptron",
+           "default_solver", "make_solver", "minimize_lbfgs", "minimize_liblbfgs"]
 
 
-def make_solver(name, **params):
-    """A solver of the registry, built from the estimator parameters it takes.
+def make_solver(solver, **params):
+    """A solver of the registry, a solver object or a schedule, ready to train.
 
     Parameters
     ----------
-    name : str or BaseSolver
-        A key of :data:`SOLVERS`, or a solver object (cloned; ``params``
-        are not applied to it).
+    solver : str, BaseSolver or list
+        A key of :data:`SOLVERS`; a solver object (an unfitted copy is
+        used, its hyperparameters as given); or a list (or tuple) of stages,
+        which becomes a :class:`Schedule` (see there for the syntax,
+        e.g. ``[('sgd', 10), 'quickprop']``).
     **params
         Candidate hyperparameters (e.g. the estimator's ``eta0``,
-        ``average``, ``random_state``); those the solver's ``__init__`` does
-        not take are ignored.
+        ``average``, ``random_state``) for a named solver and the named
+        stages of a schedule; those a solver's ``__init__`` does not take
+        are ignored.
 
     Returns
     -------
@@ -50,11 +63,42 @@ def make_solver(name, **params):
     Raises
     ------
     ValueError
-        If ``name`` is not registered, or a parameter of a solver object is
-        out of its range.
+        If a name is not registered, or a schedule is malformed.
+    TypeError
+        If ``solver`` is neither a name, a list nor an object with ``solve``.
     """
-    solver = resolve(name, SOLVERS, "solver", method="solve")
-    if not isinstance(name, str):
-        return solver
-    return solver.set_params(**{k: v for k, v in params.items()
-                                if k in solver.get_params(deep=False)})
+    if isinstance(solver, (list, tuple)):
+        solver = Schedule(list(solver))
+    obj = resolve(solver, SOLVERS, "solver", method="solve")
+    if isinstance(obj, Schedule):
+        return obj.bind(**params)
+    if not isinstance(solver, str):
+        return obj
+    return obj.set_params(**{k: v for k, v in params.items()
+                             if k in obj.get_params(deep=False)})
+
+
+def default_solver(loss, prior):
+    """The solver ``CRFTagger(solver=None)`` trains ``loss`` with ``prior`` by.
+
+    The loss's ``default_solver`` (``'lbfgs'`` for smooth losses; a
+    schedule for ``'mce'`` and ``'mce_f'``; the online rules for the margin
+    losses), except that a smooth loss with ``prior='l1'`` trains with
+    ``'owlqn'`` (OWL-QN; see the solvers guide for the measurements).
+
+    Parameters
+    ----------
+    loss : loss object
+    prior : prior object
+
+    Returns
+    -------
+    str or tuple
+        A name of :data:`SOLVERS` or a schedule (for :func:`make_solver`).
+    """
+    from ..priors import LaplacianPrior
+
+    default = getattr(loss, "default_solver", "lbfgs")
+    if isinstance(default, str) and default == "lbfgs" and isinstance(prior, LaplacianPrior):
+        return "owlqn"
+    return default

@@ -1,10 +1,14 @@
 """L-BFGS: scipy's L-BFGS-B with the CRFsuite-style stopping rule of the monitor."""
 
+from numbers import Integral
+
 import numpy as np
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
+from .._compat import Interval, StrOptions
 from ._base import BaseSolver
+from ._owlqn import check_line_search_loss, minimize_liblbfgs
 
 __all__ = ["LBFGS", "minimize_lbfgs"]
 
@@ -73,17 +77,29 @@ def minimize_lbfgs(fun, x0, monitor, *, bounds=None, max_corrections=6, to_theta
 
 
 class LBFGS(BaseSolver):
-    """Limited-memory BFGS (``solver='lbfgs'``) through scipy's L-BFGS-B.
+    """Limited-memory BFGS (``solver='lbfgs'``), through libLBFGS or scipy's L-BFGS-B.
 
-    Full batch; the default for smooth losses. A prior with a
-    ``parametrisation`` (the Laplacian's split ``theta = z+ - z-``,
+    Full batch; the default for smooth losses. By default the iterations
+    are libLBFGS's (CRFsuite's optimiser, through PyLBFGS:
+    :func:`minimize_liblbfgs`, More-Thuente line search): on CoNLL-2000 they
+    are scipy's L-BFGS-B iterates (same count, same objective to 3e-6
+    relative) for 7% less CPU and 30% less wall time (measured, see the
+    solvers guide), because its step does less work per iteration. A prior
+    with a ``parametrisation`` (the Laplacian's split ``theta = z+ - z-``,
     ``z >= 0``) is optimised in its own variables with box bounds, which
-    leaves exact zeros.
+    needs scipy's L-BFGS-B and leaves exact zeros (``prior='l1'`` trains
+    with ``solver='owlqn'`` by default).
 
     Parameters
     ----------
     max_corrections : int, default=6
         L-BFGS memory (CRFsuite's ``lbfgs.num_memories``).
+    backend : {'liblbfgs', 'scipy'}, default='liblbfgs'
+        Which implementation runs the iterations without bounds; the split
+        of ``prior='l1'`` always runs scipy's L-BFGS-B. libLBFGS stops on
+        the monitor's rule, ``max_iter``, a failed line search or
+        ``||g|| < 1e-8 max(1, ||theta||)``; scipy's on the first three and
+        its own ``ftol=1e-12``, ``gtol=1e-8`` tests.
 
     References
     ----------
@@ -95,26 +111,29 @@ class LBFGS(BaseSolver):
 
     name = "lbfgs"
 
-    def __init__(self, max_corrections=6):
+    _parameter_constraints: dict = {
+        "max_corrections": [Interval(Integral, 1, None, closed="left")],
+        "backend": [StrOptions({"liblbfgs", "scipy"})],
+    }
+
+    def __init__(self, max_corrections=6, backend="liblbfgs"):
         self.max_corrections = max_corrections
+        self.backend = backend
 
     def check(self, loss, prior):
         # Docstring inherited.
-        # A loss that is not smooth everywhere may still declare L-BFGS its
-        # default (MCE: smooth but for ties of its best incorrect output).
-        if not getattr(loss, "smooth", True) and getattr(loss, "default_solver", None) != "lbfgs":
-            raise ValueError(
-                f"loss={getattr(loss, 'name', loss)!r} is not differentiable where its best "
-                "path changes: L-BFGS does not apply, use solver='sgd'."
-            )
+        check_line_search_loss(loss, "L-BFGS")
 
     def solve(self, objective, loss, prior, C, x0, monitor):
         # Docstring inherited.
         par = prior.parametrisation(objective.n_params) if hasattr(
             prior, "parametrisation") else None
         if par is None:
-            return minimize_lbfgs(lambda x: objective.value_and_grad(x, loss, prior, C), x0,
-                                  monitor, max_corrections=self.max_corrections)
+            fun = lambda x: objective.value_and_grad(x, loss, prior, C)  # noqa: E731
+            if self.backend == "liblbfgs":
+                return minimize_liblbfgs(fun, x0, monitor, max_corrections=self.max_corrections,
+                                         epsilon=1e-8, name="L-BFGS")
+            return minimize_lbfgs(fun, x0, monitor, max_corrections=self.max_corrections)
 
         def fun(z):
             value, grad = objective.loss_value_and_grad(par.to_theta(z), loss)

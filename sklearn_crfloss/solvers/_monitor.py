@@ -8,6 +8,7 @@ therefore the same for every solver: a solver only passes its objective,
 its current parameters and a few named fields.
 """
 
+from dataclasses import dataclass, field
 import inspect
 import time
 import warnings
@@ -59,7 +60,7 @@ class ConvergenceMonitor:
     n_iter_no_change : int, default=5
         Reports without improvement of the validation score before stopping.
     on_params : callable or None, default=None
-        Called as ``on_params(iteration, theta)`` after every report, with
+        Called as ``on_params(iteration, theta, value)`` after every report, with
         the solver's current parameters (e.g. to evaluate a model snapshot).
     unit : str, default='iter'
         What a report counts (``'epoch'`` for the online solvers), for the
@@ -160,7 +161,7 @@ class ConvergenceMonitor:
             if self.validation is not None:
                 stop, score_note = self._validate(theta, k)
             if self.on_params is not None:
-                self.on_params(k, theta)
+                self.on_params(k, theta, value)
         if self.verbose:
             extra = "".join(f"  {name} {val:.3e}" for name, val in fields.items())
             stage = f"[{self.stage}] " if self.stage else ""
@@ -259,6 +260,35 @@ def split_sequences(n_sequences, validation_fraction, random_state):
     return np.sort(train).astype(np.intp), np.sort(held_out).astype(np.intp)
 
 
+def hold_out(X, y, offsets, sample_weight, token_weight, validation_fraction, random_state):
+    """Split vectorised training data into a training part and a held-out part.
+
+    Parameters
+    ----------
+    X : sparse matrix of shape (n_tokens, n_attributes)
+    y : ndarray of intp of shape (n_tokens,)
+    offsets : ndarray of intp of shape (n_sequences + 1,)
+    sample_weight : ndarray of shape (n_sequences,) or None
+    token_weight : ndarray of shape (n_tokens,) or None
+    validation_fraction, random_state
+        As :func:`split_sequences`.
+
+    Returns
+    -------
+    train : tuple
+        ``(X, y, offsets, sample_weight, token_weight)`` of the training part.
+    held_out : tuple
+        ``(X, y, offsets)`` of the held-out sequences.
+    """
+    train, held = split_sequences(offsets.shape[0] - 1, validation_fraction, random_state)
+    rows, held_offsets = take_sequences(offsets, held)
+    held_out = (X[rows], y[rows], held_offsets)
+    rows, offsets = take_sequences(offsets, train)
+    return ((X[rows], y[rows], offsets,
+             None if sample_weight is None else sample_weight[train],
+             None if token_weight is None else token_weight[rows]), held_out)
+
+
 def take_sequences(offsets, index):
     """Token rows of the sequences ``index``, and their offsets among those rows.
 
@@ -330,3 +360,80 @@ def takes_model(callback):
     except ValueError:  # no signature (some builtins): the two-argument form
         return False
     return True
+
+
+@dataclass
+class FitInfo:
+    """How training went: what ``CRFTagger`` records as fitted attributes.
+
+    Attributes
+    ----------
+    n_iter : int
+        Iterations (epochs) of the training of ``loss``, all stages.
+    init_n_iter : int
+        Iterations of the ``init='cll'`` stage.
+    loss_curve : list of float
+        The objective after each iteration of ``loss``'s stages.
+    converged : bool
+        The last stage's outcome.
+    message : str
+        Why the last stage ended (its monitor's ``message``).
+    validation_scores : list of float or None
+        Early stopping's held-out score after each iteration of ``loss``.
+    best_validation_score : float or None
+        The best held-out score of the last stage (its parameters are kept).
+    """
+
+    n_iter: int = 0
+    init_n_iter: int = 0
+    loss_curve: list = field(default_factory=list)
+    converged: bool = True
+    message: str = ""
+    validation_scores: list = None
+    best_validation_score: float = None
+
+    def summary(self, objective, with_init, seconds):
+        """The ``verbose`` summary line at the end of fit.
+
+        Parameters
+        ----------
+        objective : float
+            The final objective.
+        with_init : bool
+            Whether an ``init='cll'`` stage ran before (its iterations are shown).
+        seconds : float
+            Wall time of the fit.
+
+        Returns
+        -------
+        str
+        """
+        init = f" (+ {self.init_n_iter} of init='cll')" if with_init else ""
+        status = "converged" if self.converged else "not converged"
+        why = f": {self.message}" if self.message else ""
+        return (f"fit done: {self.n_iter} iterations{init}, objective {objective:.6e}, "
+                f"{status}{why}, {seconds:.2f} s")
+
+
+def stage_summary(stage, monitor, solver_name, seconds):
+    """The ``verbose >= 2`` summary line of one training stage.
+
+    Parameters
+    ----------
+    stage : str
+        The stage's name (e.g. ``"init='cll'"``).
+    monitor : ConvergenceMonitor
+        The stage's monitor, after :meth:`ConvergenceMonitor.finish`.
+    solver_name : str
+    seconds : float
+        Wall time of the stage.
+
+    Returns
+    -------
+    str
+    """
+    last = monitor.history[-1] if monitor.history else float("nan")
+    status = "converged" if monitor.converged else "not converged"
+    why = f": {monitor.message}" if monitor.message else ""
+    return (f"[{stage}] {solver_name}: {monitor.n_iter} iterations, objective "
+            f"{last:.6e}, {status}{why}, {seconds:.2f} s")

@@ -1,0 +1,261 @@
+"""OWL-QN and L-BFGS through libLBFGS (the PyLBFGS package), CRFsuite's optimiser."""
+
+import warnings
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from ._base import BaseSolver
+
+__all__ = ["OWLQN", "minimize_liblbfgs"]
+
+# The messages PyLBFGS warns with when libLBFGS stops early but returns a point.
+_STOPPED_EARLY = {
+    "A rounding error occurred; alternatively, no line-search step satisfies the "
+    "sufficient decrease and curvature conditions.": "line search",
+    "The line-search routine reaches the maximum number of evaluations.": "line search",
+    "The algorithm routine reaches the maximum number of iterations.": "max_iter",
+}
+
+
+def _liblbfgs():
+    try:
+        import lbfgs
+    except ImportError as exc:  # pragma: no cover - PyLBFGS is a dependency
+        raise ImportError("solver='owlqn' needs the PyLBFGS package (libLBFGS): "
+                          "pip install PyLBFGS") from exc
+    return lbfgs
+
+
+def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e-5,
+                      max_linesearch=20, name=None, to_theta=None):
+    """Minimise ``fun(x) + l1 * ||x||_1`` with libLBFGS (OWL-QN if ``l1 > 0``).
+
+    libLBFGS (N. Okazaki) is the optimiser of CRFsuite; PyLBFGS wraps it.
+    With ``l1 > 0`` it runs OWL-QN (Andrew & Gao 2007) with the
+    backtracking line search CRFsuite uses for it; else L-BFGS with the
+    More-Thuente line search. Stops after ``monitor.max_iter`` iterations
+    (not converged), when the monitor's relative-improvement rule holds, or
+    when ``||g|| < epsilon max(1, ||x||)`` (``g``: the pseudo-gradient for
+    OWL-QN; CRFsuite's ``epsilon``).
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(x) -> (value, grad)`` of the smooth part; ``x`` is a view of
+        libLBFGS's memory, valid during the call only.
+    x0 : ndarray of float64 of shape (n,)
+    monitor : ConvergenceMonitor
+        Receives the objective (``fun + l1 ||x||_1``) of every iteration.
+    l1 : float, default=0.0
+        Coefficient of the L1 norm, ``>= 0``.
+    max_corrections : int, default=6
+        L-BFGS memory (libLBFGS's ``m``, CRFsuite's ``num_memories``).
+    epsilon : float, default=1e-5
+        Gradient-norm test (libLBFGS's ``epsilon``).
+    max_linesearch : int, default=20
+        Evaluations allowed per line search.
+    name : str or None, default=None
+        The solver's name in warnings (None: ``'OWL-QN'`` if ``l1 > 0``,
+        else ``'L-BFGS (libLBFGS)'``).
+    to_theta : callable or None, default=None
+        Maps ``x`` to the CRF parameters reported to the monitor (early
+        stopping, callbacks taking the model); None: ``x`` itself.
+
+    Returns
+    -------
+    ndarray of float64 of shape (n,)
+        The last accepted point.
+
+    Raises
+    ------
+    Exception
+        Whatever ``fun`` raised (libLBFGS is stopped at once).
+    """
+    lbfgs = _liblbfgs()
+    last = np.array(x0, dtype=np.float64)
+    state = {"error": None, "stopped": False}
+
+    def evaluate(x, g):
+        if state["error"] is not None:  # unwind libLBFGS quickly
+            g[:] = 0.0
+            return np.nan
+        try:
+            value, grad = fun(x)
+        except BaseException as exc:  # re-raised after libLBFGS returns
+            state["error"] = exc
+            g[:] = 0.0
+            return np.nan
+        g[:] = grad
+        return value
+
+    def progress(x, g, fx, xnorm, gnorm, step, k, n_evals):
+        last[:] = x
+        state["gtest"] = gnorm <= 1e-6 * max(1.0, xnorm)
+        if state["error"] is not None:
+            return 1
+        theta = (lambda: to_theta(last.copy())) if to_theta is not None else last.copy
+        try:
+            stop = monitor.report(fx, theta=theta, **{"|grad|": gnorm, "step": step})
+        except BaseException as exc:  # e.g. a callback's KeyboardInterrupt: re-raised below
+            state["error"] = exc
+            return 1
+        if stop:
+            state["stopped"] = True
+            return 1
+        return 0
+
+    # As for scipy's L-BFGS-B (see minimize_lbfgs): one BLAS thread.
+    with threadpool_limits(limits=1, user_api="blas"), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            x = lbfgs.fmin_lbfgs(
+                evaluate, last.copy(), progress, orthantwise_c=float(l1),
+                line_search="wolfe" if l1 > 0 else "default", m=max_corrections,
+                epsilon=epsilon, max_iterations=monitor.max_iter,
+                max_linesearch=max_linesearch)
+            reason = None
+        except lbfgs.LBFGSError as exc:
+            x, reason = last, str(exc)
+    early = None
+    for w in caught:
+        kind = _STOPPED_EARLY.get(str(w.message))
+        if kind is None:
+            warnings.warn(w.message, w.category, stacklevel=2)
+        else:
+            early = (kind, str(w.message))
+    if state["error"] is not None:
+        raise state["error"]
+    if name is None:
+        name = "OWL-QN" if l1 > 0 else "L-BFGS (libLBFGS)"
+    if state["stopped"]:
+        monitor.finish(True, "the objective stopped improving", solver=name)
+    elif reason is not None:
+        monitor.finish(False, reason.rstrip("."), solver=name)
+    elif early is not None and early[0] == "line search" and _at_precision(monitor, state):
+        # scipy's L-BFGS-B reports this as convergence (its ftol test).
+        monitor.finish(True, "the objective cannot be lowered further at rounding "
+                       "precision", solver=name)
+    elif early is not None:
+        message = early[1].rstrip(".")
+        if early[0] == "line search":
+            message = ("the line search found no acceptable step (libLBFGS: "
+                       f"{message}); the objective may be nonsmooth here")
+        monitor.finish(False, message, solver=name)
+    else:
+        monitor.finish(True, "the gradient norm test holds", solver=name)
+    return np.asarray(x, dtype=np.float64).reshape(-1)
+
+
+def check_line_search_loss(loss, solver):
+    """Refuse a loss whose subgradient changes at every best-path change.
+
+    The MCE losses (``needs_init``: trained from a fit) are smooth but at
+    ties of their best incorrect output, so a line-search method may be
+    tried on them; the margin losses are piecewise linear everywhere.
+
+    Raises
+    ------
+    ValueError
+        Naming ``solver`` and the loss.
+    """
+    if not getattr(loss, "smooth", True) and not getattr(loss, "needs_init", False):
+        raise ValueError(
+            f"loss={getattr(loss, 'name', loss)!r} is not differentiable where its best "
+            f"path changes: {solver} does not apply, use solver='sgd'.")
+
+
+def _at_precision(monitor, state):
+    """Whether a failed line search happened at the optimum's rounding precision.
+
+    True if the last iteration lowered the objective by at most 1e-10
+    (relative), or the gradient norm was below ``1e-6 max(1, ||x||)``.
+    """
+    h = monitor.history
+    small_step = len(h) >= 2 and h[-2] - h[-1] <= 1e-10 * max(abs(h[-1]), 1.0)
+    return small_step or state.get("gtest", False)
+
+
+class OWLQN(BaseSolver):
+    """OWL-QN for the L1 prior, L-BFGS otherwise (``solver='owlqn'``), through libLBFGS.
+
+    Orthant-wise limited-memory quasi-Newton (Andrew & Gao 2007) minimises
+    ``loss + ||theta||_1 / C`` (``prior='l1'``) directly on ``theta``: each
+    iteration takes an L-BFGS direction computed from the loss's curvature,
+    built on the pseudo-gradient of the L1 term (its one-sided derivative
+    that points downhill, 0 where neither does) and constrained to the
+    orthant of the current point, and the line search projects every trial
+    point back onto that orthant, so weights that would cross 0 stop
+    exactly at 0. It keeps ``n_params`` variables (the L-BFGS-B split of
+    ``solver='lbfgs'`` doubles them) and is the default for ``prior='l1'``
+    with a smooth loss. This is CRFsuite's ``c1 > 0`` training (libLBFGS,
+    backtracking line search, 6 corrections, stopping on ``delta``/``period``
+    here through ``tol``, and on ``||g|| < epsilon max(1, ||theta||)``).
+
+    A feature-dependent Laplacian prior (``LaplacianPrior(feature_dependent=True)``,
+    penalty ``sum_k d_k |theta_k| / C``) is optimised in the variables
+    ``u_k = d_k theta_k``, where its penalty is the plain ``||u||_1 / C``.
+    With another differentiable prior (``'l2'``, ``'hyperbolic'``,
+    ``'none'``) this is plain L-BFGS with libLBFGS's More-Thuente line
+    search (CRFsuite's ``c1 = 0`` training).
+
+    Parameters
+    ----------
+    max_corrections : int, default=6
+        L-BFGS memory (CRFsuite's ``num_memories``).
+    epsilon : float, default=1e-5
+        Stop when ``||g|| < epsilon max(1, ||theta||)`` (CRFsuite's
+        ``epsilon``); ``g`` is the pseudo-gradient for OWL-QN.
+    max_linesearch : int, default=20
+        Objective evaluations allowed per line search (CRFsuite's
+        ``max_linesearch``).
+
+    References
+    ----------
+    G. Andrew, J. Gao (2007). Scalable training of L1-regularized log-linear
+    models. ICML. Section 3 (Algorithm 1, OWL-QN).
+    N. Okazaki (2007). libLBFGS: a library of limited-memory
+    Broyden-Fletcher-Goldfarb-Shanno (L-BFGS). https://www.chokkan.org/software/liblbfgs/
+    """
+
+    name = "owlqn"
+
+    def __init__(self, max_corrections=6, epsilon=1e-5, max_linesearch=20):
+        self.max_corrections = max_corrections
+        self.epsilon = epsilon
+        self.max_linesearch = max_linesearch
+
+    def check(self, loss, prior):
+        # Docstring inherited.
+        from ..priors import LaplacianPrior
+
+        check_line_search_loss(loss, "OWL-QN")
+        if (not isinstance(prior, LaplacianPrior) and hasattr(prior, "parametrisation")
+                and prior.parametrisation(1) is not None):
+            raise ValueError(f"solver='owlqn' trains prior='l1' or a differentiable prior, "
+                             f"not {getattr(prior, 'name', prior)!r}.")
+
+    def solve(self, objective, loss, prior, C, x0, monitor):
+        # Docstring inherited.
+        from ..priors import LaplacianPrior
+
+        options = dict(max_corrections=self.max_corrections, epsilon=self.epsilon,
+                       max_linesearch=self.max_linesearch)
+        if not isinstance(prior, LaplacianPrior):
+            return minimize_liblbfgs(lambda x: objective.value_and_grad(x, loss, prior, C),
+                                     x0, monitor, **options)
+        # The penalty's weights d_k: its subgradient at theta = 1, times C.
+        d = prior.value_and_grad(np.ones(objective.n_params), C)[1] * C
+        if np.all(d == 1.0):
+            return minimize_liblbfgs(lambda x: objective.loss_value_and_grad(x, loss), x0,
+                                     monitor, l1=1.0 / C, **options)
+        if not np.all(d > 0):
+            raise ValueError("solver='owlqn' needs positive L1 weights d_k.")
+
+        def fun(u):  # theta = u / d
+            value, grad = objective.loss_value_and_grad(u / d, loss)
+            return value, grad / d
+
+        return minimize_liblbfgs(fun, d * x0, monitor, l1=1.0 / C, to_theta=lambda u: u / d,
+                                 **options) / d

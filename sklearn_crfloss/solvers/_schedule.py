@@ -1,0 +1,233 @@
+"""Schedules of solvers: ``solver=[('sgd', 10), 'quickprop']``."""
+
+import copy
+import warnings
+from numbers import Integral
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from ._base import BaseSolver
+
+__all__ = ["Schedule"]
+
+
+def _child_monitor(parent, max_iter, stage, offset):
+    """A monitor for one stage: the parent's settings, an empty history.
+
+    Its callback numbers iterations after the ``offset`` iterations of the
+    stages before it, so that the numbers run on across the schedule.
+    """
+    child = copy.copy(parent)
+    child.max_iter = max_iter
+    child.history = []
+    child.converged = False
+    child.message = ""
+    child.stage = stage
+    if parent.callback is not None:
+        child.callback = lambda k, value: parent.callback(offset + k, value)
+    if parent.on_params is not None:
+        child.on_params = lambda k, theta, value: parent.on_params(offset + k, theta, value)
+    return child
+
+
+class Schedule(BaseSolver):
+    """Solvers run one after the other, each starting from the last one's result.
+
+    ``CRFTagger(solver=[('sgd', 10), 'quickprop'])`` (a list, which
+    :func:`make_solver` turns into a ``Schedule``) is the training of
+    Suzuki et al. (2006, footnote 2): "online GPD optimization for the
+    first ten iterations", then QuickProp; it is the default of
+    ``loss='mce'`` and ``loss='mce_f'``.
+
+    Every stage reports to its own :class:`ConvergenceMonitor` (a copy of
+    the estimator's, with the stage's budget, an empty history and the
+    stage's name for ``verbose`` and warnings; a stage with its own
+    ``n_iter`` before the last one does not warn that it did not converge,
+    since it is meant to stop there); their histories are
+    concatenated, so ``n_iter_`` and ``loss_curve_`` cover all stages and
+    the ``callback`` numbers iterations across them. Each stage starts from
+    the parameters the previous one returned; the outcome of the last stage
+    is the schedule's (``converged_``). An online stage's ``loss_curve_``
+    entries are its epochs' summed losses, a batch stage's the objective.
+
+    The first ``warm_up`` stages are a warm-up: they run only when training
+    starts from zero parameters, where every label sequence has the same
+    score and the nonsmooth MCE losses give no useful batch direction; from
+    a fit (``init='cll'``, ``warm_start=True``) they are skipped. The
+    default schedule of ``'mce'`` and ``'mce_f'`` is
+    ``Schedule([('sgd', 10), 'quickprop'], warm_up=1)``; a list passed as
+    ``solver`` has no warm-up (every stage runs).
+
+    Parameters
+    ----------
+    stages : list
+        One entry per stage, in order: a solver (a name of :data:`SOLVERS`
+        or a :class:`BaseSolver` instance), or a pair ``(solver, n_iter)``
+        where ``n_iter`` (int >= 1) is the stage's budget of iterations or
+        epochs. A stage without ``n_iter`` gets the estimator's ``max_iter``
+        (None: the stage solver's ``default_max_iter``). Named stages take
+        the estimator's ``eta0``, ``average`` and ``random_state`` as
+        :func:`make_solver` gives them; solver objects are used as given.
+    warm_up : int, default=0
+        How many leading stages run only from zero parameters (above); at
+        most ``len(stages) - 1``.
+
+    Attributes
+    ----------
+    dense_states : bool
+        True if any stage trains a weight for every (attribute, label) pair
+        (the online solvers): every stage then trains that layout.
+    default_max_iter : None
+        Each stage without ``n_iter`` runs its own solver's
+        ``default_max_iter`` when the estimator's ``max_iter`` is None.
+
+    Raises
+    ------
+    ValueError
+        On an empty list, a malformed stage, an unknown solver name, or a
+        stage solver that cannot train the loss and prior
+        (:meth:`check`).
+
+    References
+    ----------
+    J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
+    fields with multivariate evaluation measures. ACL. Section 5.1,
+    footnote 2.
+
+    Examples
+    --------
+    >>> from sklearn_crfloss.solvers import make_solver
+    >>> schedule = make_solver([("sgd", 10), "quickprop"], eta0=0.05)
+    >>> [(type(s).__name__, n) for s, n in schedule.stages_]
+    [('SGD', 10), ('QuickProp', None)]
+    >>> schedule.stages_[0][0].eta0
+    0.05
+    """
+
+    name = "schedule"
+
+    def __init__(self, stages, warm_up=0):
+        self.stages = stages
+        self.warm_up = warm_up
+
+    def bind(self, **params):
+        """Resolve the stages' solvers with the estimator's hyperparameters.
+
+        Parameters
+        ----------
+        **params
+            Passed to :func:`make_solver` for every named stage.
+
+        Returns
+        -------
+        self : Schedule
+            With ``stages_``, a list of ``(solver, n_iter or None)``.
+
+        Raises
+        ------
+        ValueError
+            On an empty list, a malformed stage or an unknown name.
+        """
+        from . import make_solver
+
+        stages = self.stages
+        if isinstance(stages, (str, BaseSolver)) or not hasattr(stages, "__len__"):
+            raise ValueError(f"a schedule is a list of stages, got {stages!r}")
+        if len(stages) == 0:
+            raise ValueError("a schedule needs at least one stage, got an empty list")
+        if (not isinstance(self.warm_up, Integral) or isinstance(self.warm_up, bool)
+                or not 0 <= self.warm_up < len(stages)):
+            raise ValueError(f"warm_up must be an int in [0, {len(stages) - 1}] (the number "
+                             f"of leading warm-up stages), got {self.warm_up!r}")
+        resolved = []
+        for stage in stages:
+            n_iter = None
+            if isinstance(stage, tuple):
+                if len(stage) != 2:
+                    raise ValueError(f"a schedule stage is a solver or a pair (solver, "
+                                     f"n_iter), got {stage!r}")
+                stage, n_iter = stage
+                if (not isinstance(n_iter, Integral) or isinstance(n_iter, bool)
+                        or n_iter < 1):
+                    raise ValueError(f"the n_iter of a schedule stage must be an int >= 1, "
+                                     f"got {n_iter!r}")
+                n_iter = int(n_iter)
+            if isinstance(stage, (list, tuple)):
+                raise ValueError(f"a schedule stage cannot be a list, got {stage!r}")
+            resolved.append((make_solver(stage, **params), n_iter))
+        self.stages_ = resolved
+        return self
+
+    def for_start(self, from_zero):
+        """The solver that trains from zero parameters or from a fit.
+
+        Parameters
+        ----------
+        from_zero : bool
+            Whether training starts from zero parameters.
+
+        Returns
+        -------
+        BaseSolver
+            ``self`` from zero; from a fit, the schedule without its
+            ``warm_up`` stages (the remaining solver itself if one stage is
+            left), so that the estimator builds the layout of the stages
+            that run.
+        """
+        stages = self._bound()
+        if from_zero or not self.warm_up:
+            return self
+        rest = stages[self.warm_up:]
+        if len(rest) == 1 and rest[0][1] is None:
+            return rest[0][0]
+        out = copy.copy(self)
+        out.stages_ = rest
+        out.warm_up = 0
+        return out
+
+    def _bound(self):
+        return self.stages_ if hasattr(self, "stages_") else self.bind().stages_
+
+    @property
+    def dense_states(self):
+        return any(s.dense_states for s, _ in self._bound())
+
+    default_max_iter = None
+
+    def check(self, loss, prior):
+        # Docstring inherited: every stage's check.
+        for solver, _ in self._bound():
+            solver.check(loss, prior)
+
+    def solve(self, objective, loss, prior, C, x0, monitor):
+        # Docstring inherited.
+        stages = self._bound()
+        if np.any(x0):  # from a fit: no warm-up
+            stages = stages[self.warm_up:]
+        x = x0
+        for k, (solver, n_iter) in enumerate(stages):
+            label = f"{solver.name} {k + 1}/{len(stages)}"
+            budget = n_iter or monitor.max_iter or solver.default_max_iter
+            offset = monitor.n_iter
+            child = _child_monitor(monitor, budget,
+                                   f"{monitor.stage} {label}" if monitor.stage else label,
+                                   offset)
+            child.unit = getattr(solver, "unit", "iter")
+            with warnings.catch_warnings():
+                if n_iter is not None and k < len(stages) - 1:
+                    # A stage of a set length before the last is not meant to converge.
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                x = solver.solve(objective, loss, prior, C, x, child)
+            monitor.history.extend(child.history)
+            monitor.converged, monitor.message = child.converged, child.message
+            # Early stopping runs across the stages: the best held-out score
+            # so far (validation_scores is one list, shared by the copies).
+            if child.best_theta is not monitor.best_theta:
+                monitor.best_score, monitor.best_theta = child.best_score, child.best_theta
+                monitor.best_iter = offset + child.best_iter
+            monitor._no_change = child._no_change
+            if child.early_stopped:
+                monitor.early_stopped = True
+                break
+        return x
