@@ -32,7 +32,7 @@ from ._validation import (check_sample_weight, check_sequences, check_token_weig
                           encode_known_labels, encode_labels)
 from ._vectorize import SequenceVectorizer
 from . import inspection
-from .decoding import CONSTRAINTS, DECODERS, decode, get_allowed, nbest_decode
+from .decoding import CONSTRAINTS, DECODERS, check_decoding, decode, get_allowed, nbest_decode
 from .inference import forward_backward, sequence_scores
 from .losses import LOSSES, ConditionalLogLikelihood, get_loss
 from .priors import PRIORS, get_prior
@@ -646,7 +646,7 @@ class CRFTagger(BaseEstimator):
 
     def _decode_paths(self, unary, offsets):
         """Label indices of the decoded sequences (``decoder``, ``constraints``) and scores."""
-        return decode(self.decoder, self.constraints, self.classes_, unary, self.transition_,
+        return decode(*check_decoding(self), self.classes_, unary, self.transition_,
                       self.start_, self.end_, offsets, n_threads=effective_n_jobs(self.n_jobs))
 
     def _log_z(self, unary, offsets):
@@ -680,9 +680,9 @@ class CRFTagger(BaseEstimator):
         sklearn.exceptions.NotFittedError
             Before fit.
         ValueError
-            If X does not match the training data's kind or width; with
-            ``constraints='iob2'``, if a label is not ``'O'``,
-            ``'B-<type>'`` or ``'I-<type>'``.
+            If X does not match the training data's kind or width, ``decoder`` or
+            ``constraints`` is invalid (set after fit), or with ``constraints='iob2'``
+            a label is not ``'O'``, ``'B-<type>'`` or ``'I-<type>'``.
         """
         unary, offsets = self._potentials(X)
         path, score = self._decode_paths(unary, offsets)
@@ -750,7 +750,7 @@ class CRFTagger(BaseEstimator):
             Before fit.
         """
         unary, offsets = self._potentials(X)
-        allowed = get_allowed(self.constraints, self.classes_)
+        allowed = get_allowed(check_decoding(self)[1], self.classes_)
         paths, scores = nbest_decode(unary, self.transition_, self.start_, self.end_, offsets,
                                      n_best, allowed, n_threads=effective_n_jobs(self.n_jobs))
         log_proba = scores - self._log_z(unary, offsets)[:, None]

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_array_equal
+from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_crfloss import CRFTagger
 
@@ -98,6 +99,21 @@ def test_failed_fit_leaves_fitted_estimator_unchanged():
     for k in before:
         assert before[k] is after[k]
     assert all(np.array_equal(a, b) for a, b in zip(crf.predict(X), pred))
+
+
+@pytest.mark.parametrize("params", [{"decoder": "posterior-typo"},
+                                    {"constraints": "bilou-typo"},
+                                    {"decoder": lambda *args: None}],
+                         ids=["decoder", "constraints", "callable decoder"])
+def test_decoding_parameters_are_validated_after_fit(params):
+    # As fit validates them (scikit-learn's _parameter_constraints), for
+    # every method that decodes.
+    crf = CRFTagger().fit(X_OK, Y_OK).set_params(**params)
+    name = next(iter(params))
+    for method in (crf.predict, crf.decode, crf.predict_nbest, crf.sequence_log_proba):
+        with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of CRFTagger"):
+            method(X_OK)
+    assert len(crf.predict_marginals(X_OK)) == 2  # no decoding: not concerned
 
 
 def test_unknown_attributes_at_predict_are_ignored():
