@@ -7,6 +7,7 @@ from numpy.testing import assert_array_equal
 from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_crfloss import CRFTagger
+from sklearn_crfloss.solvers import LBFGS
 
 from conftest import make_toy_chunks
 
@@ -99,6 +100,40 @@ def test_failed_fit_leaves_fitted_estimator_unchanged():
     for k in before:
         assert before[k] is after[k]
     assert all(np.array_equal(a, b) for a, b in zip(crf.predict(X), pred))
+
+
+def _fitted_state(crf):
+    """The fitted attributes (public and private) of an estimator, by name."""
+    params = crf.get_params(deep=False)
+    return {k: v for k, v in vars(crf).items() if k not in params}
+
+
+def _interrupt(k, objective):
+    if k == 3:
+        raise KeyboardInterrupt("stopped by the callback")
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("solver", ["lbfgs", LBFGS(backend="scipy"), "owlqn", "sgd", "quickprop"],
+                         ids=str)
+def test_interrupted_fit_leaves_the_estimator_as_it_was(solver):
+    # A KeyboardInterrupt from a callback propagates as such (libLBFGS
+    # included: no SystemError), and nothing of the interrupted fit remains.
+    X, y = make_toy_chunks(30)
+    crf = CRFTagger(solver=solver, max_iter=20, C=10.0)
+    with pytest.raises(KeyboardInterrupt):
+        crf.set_params(callback=_interrupt).fit(X, y)
+    assert _fitted_state(crf) == {}
+    crf.set_params(callback=None, max_iter=5).fit(X, y)
+    before = _fitted_state(crf)
+    pred = crf.predict(X)
+    with pytest.raises(KeyboardInterrupt):
+        crf.set_params(callback=_interrupt, max_iter=20, warm_start=True).fit(X[:20], y[:20])
+    after = _fitted_state(crf)
+    assert before.keys() == after.keys()
+    for k in before:
+        assert before[k] is after[k], k
+    assert crf.predict(X) == pred
 
 
 @pytest.mark.parametrize("params", [{"decoder": "posterior-typo"},
