@@ -12,7 +12,7 @@ from sklearn.base import clone
 
 from ._compat import validate_parameter_constraints
 
-__all__ = ["RESOLVER_DOC", "resolve"]
+__all__ = ["RESOLVER_DOC", "RegisteredParamsMixin", "resolve"]
 
 #: The docstring body of a registry's ``get_<what>`` function, to be
 #: completed with ``.format(what=..., registry=..., base=...)`` and put in
@@ -116,3 +116,51 @@ def resolve(value, registry, what, method="value_and_grad"):
         validate_parameter_constraints(constraints, obj.get_params(deep=False),
                                        caller_name=type(obj).__name__)
     return obj
+
+
+class RegisteredParamsMixin:
+    """``set_params`` that reaches the hyperparameters of a registered name.
+
+    scikit-learn's ``set_params(loss__lam=0.5)`` sets ``lam`` on the object
+    in ``loss``; when ``loss`` is a name such as ``'mixed'`` there is no
+    object to set it on. Here a name given with (or holding) nested
+    parameters is first replaced by the object it stands for (:func:`resolve`
+    with its registry), so ``set_params(loss='mixed', loss__lam=0.5)`` sets
+    ``loss=MixedLoss(lam=0.5)``: ``get_params`` then shows the object and
+    its ``loss__lam``, and ``clone`` copies both, as in a GridSearchCV grid
+    such as ``{'loss': ['mixed'], 'loss__lam': [0.1, 0.5]}``.
+
+    A subclass lists its registered parameters in ``_registered_params``
+    (parameter name -> registry dict); it must come before
+    :class:`~sklearn.base.BaseEstimator` among the bases.
+    """
+
+    #: Parameter name -> registry of the names it accepts.
+    _registered_params: dict = {}
+
+    def set_params(self, **params):
+        """Set the parameters; a registered name with nested parameters becomes its object.
+
+        Parameters
+        ----------
+        **params : dict
+            Estimator parameters, ``<component>__<parameter>`` for nested
+            ones (also when ``<component>`` is, or is set here to, a
+            registered name).
+
+        Returns
+        -------
+        self : estimator instance
+
+        Raises
+        ------
+        ValueError
+            If a name with nested parameters is not registered (the message
+            lists the names), or a nested parameter is not one of the
+            object's.
+        """
+        for name, registry in self._registered_params.items():
+            value = params.get(name, getattr(self, name))
+            if isinstance(value, str) and any(key.startswith(f"{name}__") for key in params):
+                params[name] = resolve(value, registry, name)
+        return super().set_params(**params)

@@ -28,11 +28,12 @@ from ._compat import HasMethods, Interval, StrOptions, validate_params
 from ._docstring import fill_doc
 from ._objective import CRFObjective
 from ._params import ParameterLayout, observed_pairs
+from ._registry import RegisteredParamsMixin
 from ._validation import (check_sample_weight, check_sequences, check_token_weight,
                           encode_known_labels, encode_labels)
 from ._vectorize import SequenceVectorizer
 from . import inspection
-from .decoding import CONSTRAINTS, DECODERS, decode, get_allowed, nbest_decode
+from .decoding import CONSTRAINTS, DECODERS, check_decoding, decode, get_allowed, nbest_decode
 from .inference import forward_backward, sequence_scores
 from .losses import LOSSES, ConditionalLogLikelihood, get_loss
 from .priors import PRIORS, get_prior
@@ -42,7 +43,7 @@ from .solvers._monitor import FitInfo, hold_out, stage_summary, takes_model
 __all__ = ["CRFTagger"]
 
 
-class CRFTagger(BaseEstimator):
+class CRFTagger(RegisteredParamsMixin, BaseEstimator):
     """Linear-chain conditional random field for sequence labelling.
 
     A first-order linear-chain CRF scores a label sequence ``y`` of a
@@ -64,10 +65,10 @@ class CRFTagger(BaseEstimator):
         ``'jrb'``, ``'max_margin'``, ``'perceptron'``, ``'mira'``: the
         cost-sensitive and margin losses; the nonconvex ones want
         ``init='cll'``) or an object with a ``value_and_grad`` method (see
-        :class:`sklearn_crfloss.losses.BaseLoss`). Hyperparameters of a loss
-        object are reachable as ``loss__<name>`` (GridSearchCV). A loss with
-        a ``set_classes`` method receives ``classes_`` before training (on a
-        clone; the object passed stays unchanged).
+        :class:`sklearn_crfloss.losses.BaseLoss`). Its hyperparameters are
+        ``loss__<name>``: ``set_params(loss='mixed', loss__lam=0.5)`` sets
+        ``loss=MixedLoss(lam=0.5)``. A loss with ``set_classes`` receives
+        ``classes_`` before training (on a clone; the object stays unchanged).
     prior : str or prior object, default='l2'
         Prior on all parameters: ``'l2'`` (Gaussian, ``||theta||^2 / (2C)``),
         ``'l1'`` (Laplacian, ``||theta||_1 / C``, exact zeros),
@@ -297,6 +298,7 @@ class CRFTagger(BaseEstimator):
     True
     """
 
+    _registered_params = {"loss": LOSSES, "prior": PRIORS}  # see RegisteredParamsMixin
     _parameter_constraints = {
         "loss": [StrOptions(set(LOSSES)), HasMethods(["value_and_grad"])],
         "prior": [StrOptions(set(PRIORS)), HasMethods(["value_and_grad"])],
@@ -646,7 +648,7 @@ class CRFTagger(BaseEstimator):
 
     def _decode_paths(self, unary, offsets):
         """Label indices of the decoded sequences (``decoder``, ``constraints``) and scores."""
-        return decode(self.decoder, self.constraints, self.classes_, unary, self.transition_,
+        return decode(*check_decoding(self), self.classes_, unary, self.transition_,
                       self.start_, self.end_, offsets, n_threads=effective_n_jobs(self.n_jobs))
 
     def _log_z(self, unary, offsets):
@@ -680,9 +682,9 @@ class CRFTagger(BaseEstimator):
         sklearn.exceptions.NotFittedError
             Before fit.
         ValueError
-            If X does not match the training data's kind or width; with
-            ``constraints='iob2'``, if a label is not ``'O'``,
-            ``'B-<type>'`` or ``'I-<type>'``.
+            If X does not match the training data's kind or width, ``decoder`` or
+            ``constraints`` is invalid (set after fit), or with ``constraints='iob2'``
+            a label is not ``'O'``, ``'B-<type>'`` or ``'I-<type>'``.
         """
         unary, offsets = self._potentials(X)
         path, score = self._decode_paths(unary, offsets)
@@ -750,7 +752,7 @@ class CRFTagger(BaseEstimator):
             Before fit.
         """
         unary, offsets = self._potentials(X)
-        allowed = get_allowed(self.constraints, self.classes_)
+        allowed = get_allowed(check_decoding(self)[1], self.classes_)
         paths, scores = nbest_decode(unary, self.transition_, self.start_, self.end_, offsets,
                                      n_best, allowed, n_threads=effective_n_jobs(self.n_jobs))
         log_proba = scores - self._log_z(unary, offsets)[:, None]

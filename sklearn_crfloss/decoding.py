@@ -24,12 +24,13 @@ returning the allowed transitions and first labels, registered in
 
 import numpy as np
 
+from ._compat import validate_parameter_constraints
 from ._docstring import fill_doc
 from ._registry import resolve
 from .inference import forward_backward, viterbi, viterbi_nbest
 from .segments import split_label
 
-__all__ = ["CONSTRAINTS", "DECODERS", "apply_allowed", "decode", "get_allowed",
+__all__ = ["CONSTRAINTS", "DECODERS", "apply_allowed", "check_decoding", "decode", "get_allowed",
            "iob2_allowed", "mea_decode", "nbest_decode", "viterbi_decode"]
 
 
@@ -255,3 +256,38 @@ def get_allowed(constraints, classes):
     if constraints is None:
         return None
     return resolve(constraints, CONSTRAINTS, "constraints", method="__call__")(classes)
+
+
+def check_decoding(estimator):
+    """Validate an estimator's ``decoder`` and ``constraints`` at decode time.
+
+    ``fit`` validates every parameter; these two may be changed after fit
+    (``set_params(decoder=...)``) and are used by ``predict``, so the
+    prediction methods check them again, against the same entries of the
+    estimator's ``_parameter_constraints`` (scikit-learn's declarative
+    constraints).
+
+    Parameters
+    ----------
+    estimator : estimator with ``decoder``, ``constraints`` and ``_parameter_constraints``
+        E.g. a :class:`~sklearn_crfloss.CRFTagger`.
+
+    Returns
+    -------
+    decoder : str
+        ``estimator.decoder``, a key of :data:`DECODERS`.
+    constraints : str or None
+        ``estimator.constraints``, a key of :data:`CONSTRAINTS` or None.
+
+    Raises
+    ------
+    sklearn.utils._param_validation.InvalidParameterError
+        A subclass of ValueError and TypeError, naming the parameter, the
+        values it accepts and the value it got.
+    """
+    names = ("decoder", "constraints")
+    validate_parameter_constraints(
+        {name: estimator._parameter_constraints[name] for name in names},
+        {name: getattr(estimator, name) for name in names},
+        caller_name=type(estimator).__name__)
+    return estimator.decoder, estimator.constraints

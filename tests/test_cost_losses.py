@@ -24,8 +24,13 @@ from conftest import make_toy_chunks
 def test_cost_matrices():
     classes = np.array(["B-PER", "I-PER", "O"])
     assert_allclose(HammingCost(cost_scale=5).matrix(classes), 5 * (1 - np.eye(3)))
-    M = LabelCost({("B-PER", "O"): 4.0, ("I-PER", "O"): 3.0, ("X", "O"): 9.0}).matrix(classes)
+    M = LabelCost({("B-PER", "O"): 4.0, ("I-PER", "O"): 3.0}).matrix(classes)
     assert_allclose(M, [[0, 1, 4], [1, 0, 3], [1, 1, 0]])
+    # A label that is not a training label (a typo, or the wrong case) is an
+    # error, not a cost without effect; every unknown label is named.
+    with pytest.raises(ValueError, match=r"not among the training labels: 'X', 'b-per' "
+                                         r"\(the labels are \['B-PER', 'I-PER', 'O'\]\)"):
+        LabelCost({("B-PER", "O"): 4.0, ("X", "O"): 9.0, ("O", "b-per"): 1.0}).matrix(classes)
     with pytest.raises(ValueError, match="must be 0"):
         LabelCost({("O", "O"): 1.0}).matrix(classes)
     with pytest.raises(ValueError, match="negative"):

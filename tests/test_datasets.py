@@ -520,6 +520,36 @@ def test_download_zip_without_the_member(tmp_path, monkeypatch, remote):
     assert _files_under(home) == []
 
 
+def test_truncated_local_file_is_refused(tmp_path, monkeypatch):
+    # A local file is checked against its sha256 before it is read: a
+    # truncated copy names the file instead of loading fewer sentences.
+    real = os.path.join(_data_home(), "conll2002", "esp.testb")
+    home = tmp_path / "home"
+    (home / "conll2002").mkdir(parents=True)
+    with open(real, "rb") as f:
+        data = f.read()
+    truncated = home / "conll2002" / "esp.testb"
+    truncated.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="is corrupt or truncated") as excinfo:
+        load_conll2002("esp", "testb", data_home=home, download_if_missing=False)
+    assert repr(str(truncated)) in str(excinfo.value)
+    # Through the environment variable, and with downloads allowed, the same.
+    monkeypatch.setenv(ENV, str(home))
+    with pytest.raises(ValueError, match="esp.testb' is corrupt or truncated"):
+        load_conll2002("esp", "testb")
+    # The complete file is read; it is hashed once while it stays the same.
+    truncated.write_bytes(data)
+    hashed = []
+    monkeypatch.setattr(_conll, "_sha256", lambda path: hashed.append(path) or _sha256(path))
+    X, _ = load_conll2002("esp", "testb")
+    assert len(X) == 1517 and load_conll2002("esp", "testb")[0] == X
+    assert len(hashed) == 1
+    # A change of size or modification time is checked again.
+    truncated.write_bytes(data[:-2])
+    with pytest.raises(ValueError, match="corrupt or truncated"):
+        load_conll2002("esp", "testb")
+
+
 def test_missing_file_without_download(tmp_path, monkeypatch):
     monkeypatch.delenv(ENV, raising=False)
     home = tmp_path / "home"

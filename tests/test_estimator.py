@@ -20,7 +20,8 @@ from sklearn.utils import estimator_checks, get_tags
 
 from sklearn_crfloss import CRFTagger
 from sklearn_crfloss.inference import forward_backward, sequence_scores
-from sklearn_crfloss.losses import ConditionalLogLikelihood
+from sklearn_crfloss.losses import ConditionalLogLikelihood, MixedLoss
+from sklearn_crfloss.priors import GaussianPrior
 from sklearn_crfloss.metrics import (
     hamming_scorer,
     segment_f1_scorer,
@@ -149,6 +150,28 @@ def test_clone_params_repr_html(toy_chunks):
     tags = get_tags(crf)
     assert tags.input_tags.two_d_array is False
     assert tags.target_tags.required is True
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_nested_parameters_of_a_loss_name(toy_chunks):
+    # set_params(loss='mixed', loss__lam=...) sets the loss object the name
+    # stands for, so get_params, clone, fit and a grid over both agree.
+    X, y = toy_chunks
+    crf = CRFTagger(max_iter=5).set_params(loss="mixed", loss__lam=0.3)
+    assert isinstance(crf.loss, MixedLoss) and crf.loss.lam == 0.3
+    assert crf.get_params()["loss__lam"] == 0.3
+    copy = clone(crf)
+    assert copy.loss is not crf.loss and copy.get_params()["loss__lam"] == 0.3
+    expected = CRFTagger(max_iter=5, loss=MixedLoss(lam=0.3)).fit(X, y)
+    assert_array_equal(crf.fit(X, y).coef_, expected.coef_)
+    # A name already in place, and the prior, work the same way.
+    assert CRFTagger(loss="mixed").set_params(loss__lam=0.8).loss.lam == 0.8
+    prior = CRFTagger().set_params(prior__mean=0.5).prior
+    assert isinstance(prior, GaussianPrior) and prior.mean == 0.5
+    assert CRFTagger().set_params(loss="mixed").loss == "mixed"  # no nested ones: a name
+    search = GridSearchCV(CRFTagger(max_iter=3), {"loss": ["mixed"], "loss__lam": [0.2, 0.8]},
+                          cv=2).fit(X, y)
+    assert search.best_estimator_.loss.lam in (0.2, 0.8)
 
 
 def test_under_warnings_as_errors_inside_pipeline():

@@ -1,8 +1,11 @@
 """Max-margin, perceptron and MIRA: subgradients and the online trainers (SGD: test_sgd.py)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_crfloss import CRFTagger
 from sklearn_crfloss.losses import MIRA, MaxMargin, StructuredPerceptron
@@ -47,14 +50,33 @@ def _separable(seed=0, n=40):
 @pytest.mark.parametrize("loss", ["perceptron", "mira", "max_margin"])
 def test_online_trainers_fit_a_separable_problem(loss):
     X, y = _separable()
-    crf = CRFTagger(loss=loss, max_iter=15, random_state=0, C=10.0).fit(X, y)
-    assert crf.n_iter_ == 15 and len(crf.loss_curve_) == 15
-    assert crf.score(X, y) == 1.0
-    if loss != "max_margin":
-        assert crf.loss_curve_[-1] == 0  # no mistakes in the last epoch
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        crf = CRFTagger(loss=loss, max_iter=15, random_state=0, C=10.0).fit(X, y)
+    assert crf.score(X, y) == 1.0 and crf.converged_
+    if loss == "max_margin":
+        assert crf.n_iter_ == 15 and len(crf.loss_curve_) == 15
+    else:
+        # The perceptron and MIRA stop after the first epoch without a mistake.
+        assert crf.n_iter_ < 15 and len(crf.loss_curve_) == crf.n_iter_
+        assert crf.loss_curve_[-1] == 0 and min(crf.loss_curve_[:-1]) > 0
+
+
+@pytest.mark.parametrize("loss", ["perceptron", "mira"])
+def test_online_trainers_do_not_converge_by_max_iter(loss):
+    # max_iter epochs that all make mistakes: not converged, and a warning
+    # that says which stage ran out and why (as the batch solvers do).
+    X, y = make_toy_chunks(40, seed=1)
+    with pytest.warns(ConvergenceWarning) as record:
+        crf = CRFTagger(loss=loss, max_iter=3, random_state=0).fit(X, y)
+    assert not crf.converged_ and crf.n_iter_ == 3 and crf.loss_curve_[-1] > 0
+    message = str(record[0].message)
+    assert (f"{loss} (stage loss='{loss}') did not converge in 3 epochs: reached "
+            f"max_iter=3, the last epoch with {crf.loss_curve_[-1]:g} mistakes") in message
 
 
 @pytest.mark.parametrize("loss", ["perceptron", "mira", "max_margin"])
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_same_random_state_same_model(loss):
     X, y = make_toy_chunks(40, seed=1)
     a = CRFTagger(loss=loss, max_iter=3, random_state=7).fit(X, y)
@@ -65,6 +87,7 @@ def test_same_random_state_same_model(loss):
     assert not np.array_equal(a.coef_, c.coef_)
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_averaging_changes_the_perceptron():
     X, y = make_toy_chunks(40, seed=2)
     avg = CRFTagger(loss="perceptron", max_iter=3, random_state=0).fit(X, y)
@@ -85,6 +108,7 @@ def test_solver_combinations_are_checked():
         CRFTagger(loss="max_margin", prior=GaussianPrior(mean=1.0)).fit(X, y)
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_mira_step_is_clipped_by_C():
     X, y = _separable(seed=3, n=20)
     small = CRFTagger(loss=MIRA(cost_scale=1.0), C=1e-3, max_iter=1, random_state=0,

@@ -1,11 +1,18 @@
 """Bad input: a clear ValueError or TypeError naming the problem and the sequence."""
 
+import os
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_array_equal
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_crfloss import CRFTagger
+from sklearn_crfloss.datasets import load_conll2000
+from sklearn_crfloss.losses import SoftmaxMargin
+from sklearn_crfloss.solvers import LBFGS
 
 from conftest import make_toy_chunks
 
@@ -98,6 +105,118 @@ def test_failed_fit_leaves_fitted_estimator_unchanged():
     for k in before:
         assert before[k] is after[k]
     assert all(np.array_equal(a, b) for a, b in zip(crf.predict(X), pred))
+
+
+def _fitted_state(crf):
+    """The fitted attributes (public and private) of an estimator, by name."""
+    params = crf.get_params(deep=False)
+    return {k: v for k, v in vars(crf).items() if k not in params}
+
+
+def _interrupt(k, objective):
+    if k == 3:
+        raise KeyboardInterrupt("stopped by the callback")
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("solver", ["lbfgs", LBFGS(backend="scipy"), "owlqn", "sgd", "quickprop"],
+                         ids=str)
+def test_interrupted_fit_leaves_the_estimator_as_it_was(solver):
+    # A KeyboardInterrupt from a callback propagates as such (libLBFGS
+    # included: no SystemError), and nothing of the interrupted fit remains.
+    X, y = make_toy_chunks(30)
+    crf = CRFTagger(solver=solver, max_iter=20, C=10.0)
+    with pytest.raises(KeyboardInterrupt):
+        crf.set_params(callback=_interrupt).fit(X, y)
+    assert _fitted_state(crf) == {}
+    crf.set_params(callback=None, max_iter=5).fit(X, y)
+    before = _fitted_state(crf)
+    pred = crf.predict(X)
+    with pytest.raises(KeyboardInterrupt):
+        crf.set_params(callback=_interrupt, max_iter=20, warm_start=True).fit(X[:20], y[:20])
+    after = _fitted_state(crf)
+    assert before.keys() == after.keys()
+    for k in before:
+        assert before[k] is after[k], k
+    assert crf.predict(X) == pred
+
+
+@pytest.mark.parametrize("params", [{"decoder": "posterior-typo"},
+                                    {"constraints": "bilou-typo"},
+                                    {"decoder": lambda *args: None}],
+                         ids=["decoder", "constraints", "callable decoder"])
+def test_decoding_parameters_are_validated_after_fit(params):
+    # As fit validates them (scikit-learn's _parameter_constraints), for
+    # every method that decodes.
+    crf = CRFTagger().fit(X_OK, Y_OK).set_params(**params)
+    name = next(iter(params))
+    for method in (crf.predict, crf.decode, crf.predict_nbest, crf.sequence_log_proba):
+        with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of CRFTagger"):
+            method(X_OK)
+    assert len(crf.predict_marginals(X_OK)) == 2  # no decoding: not concerned
+
+
+def _truncated_corpus(tmp_path):
+    folder = tmp_path / "conll2000"
+    folder.mkdir()
+    with open(os.path.join(os.environ["SKLEARN_CRFLOSS_DATA"], "conll2000", "test.txt"),
+              "rb") as f:
+        (folder / "test.txt").write_bytes(f.read()[:100_000])
+    return load_conll2000("test", data_home=tmp_path, download_if_missing=False)
+
+
+X_TOY, Y_TOY = make_toy_chunks(20)
+
+
+def _fit_toy(**params):
+    return CRFTagger(**params).fit(X_TOY, Y_TOY)
+
+
+# Issue 15, "Faults and bad input": each case, the exception (or warning) it
+# ends with, and what the message must say.
+FAULTS = [
+    ("constraints set after fit",
+     lambda tmp: _fit_toy().set_params(constraints="bilou-typo").predict(X_TOY),
+     ValueError, "'constraints' parameter of CRFTagger must be None or a str among"),
+    ("decoder set after fit",
+     lambda tmp: _fit_toy().set_params(decoder="posterior-typo").predict(X_TOY),
+     ValueError, "'decoder' parameter of CRFTagger must be a str among"),
+    ("cost naming an unknown label",
+     lambda tmp: _fit_toy(loss=SoftmaxMargin(cost={("b-np", "O"): 2.0})),
+     ValueError, "not among the training labels: 'b-np'"),
+    ("cost naming an unknown label, set as loss__cost",
+     lambda tmp: CRFTagger(loss="softmax_margin").set_params(
+         loss__cost={("B-NP", "o"): 2.0}).fit(X_TOY, Y_TOY),
+     ValueError, "not among the training labels: 'o'"),
+    ("loss__ parameters of an unknown loss name",
+     lambda tmp: CRFTagger().set_params(loss="mixd", loss__lam=0.5),
+     ValueError, "Unknown loss 'mixd'; choose one of"),
+    ("loss__ parameter the named loss does not have",
+     lambda tmp: CRFTagger().set_params(loss="cll", loss__lam=0.5),
+     ValueError, "Invalid parameter 'lam' for estimator ConditionalLogLikelihood"),
+    ("perceptron stopped by max_iter",
+     lambda tmp: _fit_toy(loss="perceptron", max_iter=1, random_state=0),
+     ConvergenceWarning, r"perceptron \(stage loss='perceptron'\) did not converge in 1 "
+                         r"epochs: reached max_iter=1, the last epoch with \d+ mistakes"),
+    ("MIRA stopped by max_iter",
+     lambda tmp: _fit_toy(loss="mira", max_iter=1, random_state=0),
+     ConvergenceWarning, "mira .* did not converge in 1 epochs: reached max_iter=1"),
+    ("truncated local corpus file", _truncated_corpus,
+     ValueError, r"conll2000.test\.txt' is corrupt or truncated \(100000 bytes\)"),
+    ("fit interrupted by a callback (libLBFGS)",
+     lambda tmp: _fit_toy(solver="lbfgs", callback=_interrupt),
+     KeyboardInterrupt, "stopped by the callback"),
+]
+
+
+@pytest.mark.parametrize("case, action, expected, match", FAULTS, ids=[f[0] for f in FAULTS])
+def test_faults_and_bad_input(case, action, expected, match, tmp_path, data_home):
+    if issubclass(expected, Warning):
+        with pytest.warns(expected, match=match):
+            action(tmp_path)
+    else:
+        with pytest.raises(expected, match=match):
+            action(tmp_path)
 
 
 def test_unknown_attributes_at_predict_are_ignored():

@@ -452,11 +452,46 @@ def _fetch(requested, relpaths, data_home, what):
             ) from exc
 
 
+# Local files found to match their sha256: (real path, size, mtime_ns) of
+# each, so that a file is hashed once per process while it stays the same.
+_VERIFIED = set()
+
+
+def _sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(_CHUNK), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _check_local(relpath, path):
+    """Raise a ValueError if the local file ``path`` does not have ``relpath``'s sha256."""
+    st = os.stat(path)
+    key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+    if key in _VERIFIED:
+        return
+    checksum = _REMOTE_FILES[relpath][3]
+    digest = _sha256(path)
+    if digest != checksum:
+        raise ValueError(
+            f"The local file {path!r} is corrupt or truncated ({st.st_size} bytes): "
+            f"its sha256 is {digest}, but {checksum} is expected for {relpath!r}. "
+            "Delete it to download it again, or put a correct copy in its place."
+        )
+    _VERIFIED.add(key)
+
+
 def _ensure_files(relpath, data_home, download_if_missing, what):
-    """Return the local path of ``relpath``, downloading it if needed."""
+    """Return the local path of ``relpath``, downloading it if needed.
+
+    A file already in place is checked against its sha256 (ValueError if
+    it does not match).
+    """
     data_home = get_data_home(data_home)
     path = os.path.join(data_home, relpath)
     if os.path.exists(path):
+        _check_local(relpath, path)
         return path
     if not download_if_missing:
         raise FileNotFoundError(
@@ -501,6 +536,9 @@ OSError
     the expected path so that the file can be put there by hand), if the
     archive is damaged, or if a downloaded file does not have the
     expected sha256 (the file is then deleted).
+ValueError
+    If the file found in the data folder does not have the expected
+    sha256 (corrupt or truncated); the message names the file.
 """,
 )
 
@@ -534,7 +572,9 @@ def load_conll2000(subset="train", *, data_home=None, download_if_missing=True):
     ``download_if_missing``) from the official site (gzip) with
     :func:`sklearn.datasets.fetch_file`, decompressed into a temporary file
     next to the final one, checked against its known sha256 and renamed
-    into place.  Existing files are not re-checked.
+    into place.  A file already in place is checked against the same
+    sha256 before it is read (once per process while its size and
+    modification time do not change).
 
     Parameters
     ----------
@@ -596,7 +636,9 @@ def load_conll2002(
     ``download_if_missing``) from NLTK's ``conll2002.zip`` with
     :func:`sklearn.datasets.fetch_file`, extracted, checked against their
     known sha256 and renamed into place; all the missing files of the
-    archive at once.  Existing files are not re-checked.
+    archive at once.  A file already in place is checked against the same
+    sha256 before it is read (once per process while its size and
+    modification time do not change).
 
     Parameters
     ----------

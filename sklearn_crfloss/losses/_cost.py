@@ -99,10 +99,11 @@ class LabelCost(BaseEstimator):
     Raises
     ------
     ValueError
-        From :meth:`matrix`, if a cost in ``costs`` is negative or a
-        diagonal pair has a non-zero cost. Labels not among the training
-        labels are ignored. The ranges of ``default`` and ``cost_scale``
-        are checked by :func:`get_cost`.
+        From :meth:`matrix`, if a cost in ``costs`` is negative, a
+        diagonal pair has a non-zero cost, or a pair names a label that is
+        not among the training labels (a misspelt label would otherwise
+        leave the cost without effect). The ranges of ``default`` and
+        ``cost_scale`` are checked by :func:`get_cost`.
     """
 
     _parameter_constraints: dict = {
@@ -119,6 +120,12 @@ class LabelCost(BaseEstimator):
     def matrix(self, classes):
         """Cost matrix ``c[a, b]`` of shape (n_classes, n_classes) in ``classes`` order."""
         index = {c: i for i, c in enumerate(classes)}
+        unknown = sorted({repr(label) for pair in dict(self.costs) for label in pair
+                          if label not in index})
+        if unknown:
+            raise ValueError(
+                f"the cost names labels that are not among the training labels: "
+                f"{', '.join(unknown)} (the labels are {np.asarray(classes).tolist()}).")
         n = len(classes)
         M = float(self.default) * (1.0 - np.eye(n))
         for (a, b), value in dict(self.costs).items():
@@ -126,8 +133,7 @@ class LabelCost(BaseEstimator):
                 raise ValueError(f"cost of ({a!r}, {b!r}) is negative: {value}")
             if a == b and value != 0:
                 raise ValueError(f"cost of ({a!r}, {a!r}) must be 0, got {value}")
-            if a in index and b in index:
-                M[index[a], index[b]] = value
+            M[index[a], index[b]] = value
         return float(self.cost_scale) * M
 
 

@@ -217,8 +217,9 @@ class ConvergenceMonitor:
         self.message = message
         if not converged:
             where = f" (stage {self.stage})" if self.stage else ""
+            unit = "iterations" if self.unit == "iter" else f"{self.unit}s"
             warnings.warn(
-                f"{solver}{where} did not converge in {self.n_iter} iterations: {message}. "
+                f"{solver}{where} did not converge in {self.n_iter} {unit}: {message}. "
                 "Increase max_iter or tol.",
                 ConvergenceWarning, stacklevel=4,
             )

@@ -16,6 +16,11 @@ transitions, start and end potentials (``dense_states = True``).
   win by the cost, clipped at ``C``: ``tau = min(C, hinge / ||df||^2)``;
   a hinge below ``1e-9`` (a tie left by an earlier step) is no mistake.
 
+Training stops after an epoch without a mistake (no update: the weights
+are a fixed point of the rule, the data are separated), which counts as
+convergence; ``max_iter`` epochs with mistakes do not converge (a
+:class:`~sklearn.exceptions.ConvergenceWarning` says so).
+
 Averaging (``average=True``): the returned parameters are the mean of the
 parameters after every example, kept with the ``W - U / c`` trick (Daume III
 2006). Stochastic gradient descent (``solver='sgd'``) is in
@@ -61,6 +66,7 @@ class _OnlineSolver(BaseSolver):
         params = [np.array(p, dtype=np.float64) for p in layout.unpack(x0)]
         self._start(params, prior, C, n_seq)
         rng = random_generator(self.random_state)
+        value = None  # mistakes (updates) of the last epoch
         for _ in range(monitor.max_iter):
             value = 0.0
             for i in rng.permutation(n_seq):
@@ -73,7 +79,13 @@ class _OnlineSolver(BaseSolver):
             if monitor.report(value, theta=lambda: layout.pack(*self._result(params)),
                               check=False):
                 break
-        monitor.finish(True, f"ran {monitor.n_iter} epochs")
+            if value == 0:  # no update in a whole epoch: a fixed point of the rule
+                break
+        if value == 0:  # (finish reports early stopping as such)
+            monitor.finish(True, f"epoch {monitor.n_iter} made no mistake", solver=self.name)
+        else:
+            monitor.finish(False, f"reached max_iter={monitor.max_iter}, the last epoch "
+                           f"with {value:g} mistakes", solver=self.name)
         return layout.pack(*self._result(params))
 
     def _potentials(self, params, Xs, cols):
