@@ -91,7 +91,8 @@ def main(argv=None):
     p.add_argument("--max-iter", type=int, default=200,
                    help="iterations of the batch solvers (the sgd stages keep their epochs)")
     p.add_argument("--sgd-epochs", type=int, default=10)
-    p.add_argument("--eta0", type=float, default=0.1)
+    p.add_argument("--eta0", type=float, default=None,
+                   help="eta0 of the sgd stages (default: the estimator's 'auto')")
     p.add_argument("--C", type=float, default=1.0)
     args = p.parse_args(argv)
     print("command:", command_line(["SKLEARN_CRFLOSS_DATA"]))
@@ -110,7 +111,8 @@ def main(argv=None):
             spec = SOLVER_SPECS[key]
             max_iter = args.sgd_epochs if key == "sgd" else args.max_iter
             crf = CRFTagger(loss=loss_name, solver=spec, init=init, C=args.C,
-                            max_iter=max_iter, eta0=args.eta0, random_state=0, n_jobs=1)
+                            max_iter=max_iter, eta0="auto" if args.eta0 is None else args.eta0, random_state=0,
+                           n_jobs=1)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 try:
