@@ -40,6 +40,16 @@ cdef extern from *:
        has lost the sequence's mass in double precision; the kernel then
        recomputes the sequence in log space. */
     static const double CRF_MIN_SCALE = 1e-250;
+    /* The scaled passes also lose information without any normaliser
+       underflowing: an entry of an unnormalised row below the smallest
+       normal double is flushed to 0 (or loses bits), and a later step can
+       make its path the likely one (Rabiner's beta_hat is only bounded by
+       1 / alpha_hat). Every entry of such a row is at least exp(-R) / L,
+       with R the range (max - min, finite entries) of the transition or
+       start potentials plus that of the unary row; the passes are exact
+       while R + log L stays below this (exp(-690) ~ 1e-300), and a
+       sequence past it is computed in log space. */
+    static const double CRF_MAX_RANGE = 690.0;
     /* The low 32 bits of a compact attribute's code: its first weight. */
     static const long long CRF_LOW32 = 0xFFFFFFFFLL;
 
@@ -78,6 +88,7 @@ cdef extern from *:
     }
     """
     const double MIN_SCALE "CRF_MIN_SCALE"
+    const double MAX_RANGE "CRF_MAX_RANGE"
     const long long LOW32 "CRF_LOW32"
     double exp_nonpos "crf_exp_nonpos"(double x) noexcept nogil
 
@@ -101,6 +112,30 @@ cdef inline double logsumexp_row(const double* x, Py_ssize_t n) noexcept nogil:
     for k in range(n):
         s += exp(x[k] - m)
     return m + log(s)
+
+
+cdef inline double finite_range(const double* x, Py_ssize_t n) noexcept nogil:
+    """max - min of the finite entries of x[:n] (0 if there are none)."""
+    cdef double lo = INFINITY, hi = -INFINITY
+    cdef Py_ssize_t k
+    for k in range(n):
+        if isfinite(x[k]):
+            lo = x[k] if x[k] < lo else lo
+            hi = x[k] if x[k] > hi else hi
+    return hi - lo if hi >= lo else 0.0
+
+
+cdef inline double tail_range(const double* transition, const double* start,
+                              Py_ssize_t L, double scale) noexcept nogil:
+    """scale * max(range(transition), range(start)) + log(L) (see MAX_RANGE).
+
+    The part of the scaled passes' range bound that does not depend on
+    the unary rows (scale: a positive factor of the potentials, 1 but in
+    the SGD kernel's scaled representation).
+    """
+    cdef double r = finite_range(transition, L * L)
+    cdef double r0 = finite_range(start, L)
+    return scale * (r if r > r0 else r0) + log(<double>L)
 
 
 cdef inline double exp_row(const double* u, double* psi, Py_ssize_t L) noexcept nogil:
@@ -172,12 +207,14 @@ cdef inline double scaled_forward(
     const double* unary, Py_ssize_t n, Py_ssize_t L,
     const double* exp_trans, const double* exp_start, const double* exp_end,
     double* psi, double* alpha, double* v, double* log_z,
-    const double* grad, double* A, double* w,
+    const double* grad, double* A, double* w, double t_range,
 ) noexcept nogil:
     """Scaled forward pass over the n rows of ``unary`` (one sequence).
 
     exp_trans, exp_start, exp_end are the shifted exponentials of the
-    transition, start and end potentials; psi and alpha have n rows of L, v
+    transition, start and end potentials, t_range their :func:`tail_range`
+    (0.0 is returned if it plus the range of a unary row passes
+    MAX_RANGE); psi and alpha have n rows of L, v
     is one row of scratch. On return psi[t] = exp(U[t] - max U[t]) / c_t and
     alpha[t] = alpha_hat[t], the forward row normalised to sum 1 by c_t, so
     that alpha_hat[t] = (alpha_hat[t-1] @ exp_trans) * psi[t] (with psi
@@ -195,6 +232,8 @@ cdef inline double scaled_forward(
     cdef Py_ssize_t t, j
     cdef double c, lz = 0.0
     for t in range(n):
+        if t_range + finite_range(&unary[t * L], L) > MAX_RANGE:
+            return 0.0
         lz += exp_row(&unary[t * L], &psi[t * L], L)
     for t in range(n):
         if t == 0:  # the "previous row times exp_trans" of token 0: exp_start

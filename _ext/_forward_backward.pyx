@@ -29,7 +29,9 @@
 #     no (n_tokens, L) array in memory, no second pass over the features.
 # * If a normaliser underflows (all paths through a position lose their mass
 #   in double precision, which needs potentials of magnitude ~700 or more),
-#   that sequence is recomputed in log space. The fallback is exact but does
+#   or the range of the potentials could flush a row's entry to 0 that a
+#   later token makes likely (MAX_RANGE in _chain.pxd), or a backward row
+#   overflows, that sequence is recomputed in log space. The fallback is exact but does
 #   L^2 exp/log per edge; ordinary models never reach it.
 # * Sequences run in parallel (OpenMP prange, a static schedule so that the
 #   sums are the same from run to run); each thread owns its scratch
@@ -41,9 +43,9 @@ from cython.parallel cimport prange, threadid
 from libc.math cimport exp, log, isfinite, INFINITY
 from libc.stdint cimport uintptr_t
 
-from _chain cimport (LANES, MIN_SCALE, exp_nonpos, gather_token, logsumexp_row,
-                     outer_acc_padded, padded_width, row_max_padded, row_sum_padded,
-                     scatter_token, vec_mat_padded)
+from _chain cimport (LANES, MAX_RANGE, MIN_SCALE, exp_nonpos, finite_range, gather_token,
+                     logsumexp_row, outer_acc_padded, padded_width, row_max_padded,
+                     row_sum_padded, scatter_token, tail_range, vec_mat_padded)
 
 
 def exp_potentials(transition, start, end):
@@ -148,9 +150,12 @@ cdef void _setup_threads(double[:, ::1] scratch, int n_threads, Py_ssize_t L,
 cdef int _scaled_core(
     double* psi, double* alpha, double* mu, double* rs, Py_ssize_t n, Py_ssize_t L,
     Py_ssize_t Lp, const double* E, const double* Et, const double* es, const double* ee,
-    double* tmp, double* log_z,
+    double* tmp, double* log_z, double t_range,
 ) noexcept nogil:
     """Scaled forward-backward of one sequence in padded rows. 0, or 1 on underflow.
+
+    1 also when t_range (the :func:`tail_range` of _chain.pxd) plus the
+    range of a row of U passes MAX_RANGE, or when the backward rows overflow.
 
     On entry psi holds the n rows of U (pads -inf); rs has n doubles, tmp 2 * Lp.
     On return 0: alpha holds alpha_hat, mu the node marginals (pads 0),
@@ -167,6 +172,8 @@ cdef int _scaled_core(
     cdef double* sw
     for t in range(n):
         row = psi + t * Lp
+        if t_range + finite_range(row, L) > MAX_RANGE:
+            return 1
         m = row_max_padded(row, Lp)
         lz += m
         for j in range(Lp):
@@ -208,6 +215,13 @@ cdef int _scaled_core(
             mu[t * Lp + j] = a[j] * b[j]
             row[j] = row[j] * r * b[j]
         vec_mat_padded(row, Et, b2, L, Lp)
+        # beta_hat[t-1, j] is only bounded by 1 / alpha_hat[t-1, j], and an
+        # alpha_hat that underflowed to 0 bounds nothing: with potentials of a
+        # few hundred the backward rows can overflow (inf, or NaN from 0 * inf
+        # in the pads) although no forward normaliser did. The row's sum is
+        # not finite then (the terms are >= 0 or NaN): redo it in log space.
+        if not isfinite(row_sum_padded(b2, Lp)):
+            return 1
         sw = b
         b = b2
         b2 = sw
@@ -218,7 +232,7 @@ cdef int _scaled_core(
 
 cdef inline int _run(Buffers* b, Py_ssize_t n, Py_ssize_t L, Py_ssize_t Lp, double weight,
                      double shift, double* pair_acc, double* start_acc, double* end_acc,
-                     double* log_z) noexcept nogil:
+                     double* log_z, double t_range) noexcept nogil:
     """_scaled_core on the rows in b.psi, then the accumulators. 0, or 1 on underflow.
 
     On success adds weight * the pair sums to pair_acc (L rows of Lp),
@@ -228,7 +242,7 @@ cdef inline int _run(Buffers* b, Py_ssize_t n, Py_ssize_t L, Py_ssize_t Lp, doub
     """
     cdef Py_ssize_t j
     cdef double lz = 0.0
-    if _scaled_core(b.psi, b.alpha, b.mu, b.rs, n, L, Lp, b.E, b.Et, b.es, b.ee, b.tmp, &lz):
+    if _scaled_core(b.psi, b.alpha, b.mu, b.rs, n, L, Lp, b.E, b.Et, b.es, b.ee, b.tmp, &lz, t_range):
         return 1
     outer_acc_padded(b.alpha, b.psi + Lp, n - 1, L, Lp, weight, b.alpha_t, b.tmp, pair_acc)
     for j in range(Lp):
@@ -241,43 +255,60 @@ cdef inline int _run(Buffers* b, Py_ssize_t n, Py_ssize_t L, Py_ssize_t Lp, doub
 cdef void _log_sequence(
     const double* U, Py_ssize_t ldu, Py_ssize_t n, Py_ssize_t L,
     const double[:, ::1] transition, const double[::1] start, const double[::1] end,
-    double weight, double* marg, Py_ssize_t ldm, double* work, double* scratch,
+    double weight, double* marg, Py_ssize_t ldm, double* work, double* lcs, double* scratch,
     double* direct_acc, double* start_acc, double* end_acc, double* log_z_out,
 ) noexcept nogil:
     """Log-space forward-backward of one sequence (the underflow fallback).
 
-    U has n rows of stride ldu; marg (stride ldm) receives log alpha, then
-    the marginals; work has n * L doubles (log beta), scratch L.
-    direct_acc (L*L) is incremented by weight * the pair marginals themselves.
+    U has n rows of stride ldu; marg (stride ldm) receives log alpha_hat,
+    then the marginals; work has n * L doubles (log beta_hat), lcs n
+    (the log normalisers), scratch L. direct_acc (L*L) is incremented by
+    weight * the pair marginals themselves.
+
+    The rows are normalised as in the scaled pass, but in log space: log
+    alpha_hat[t] = log alpha[t] - lc_t with lc_t its logsumexp, and log
+    beta_hat[t-1] = logsumexp(T + U[t] + log beta_hat[t]) - lc_t. Every
+    value then keeps the magnitude of the potentials, not that of log Z
+    (which grows with n), so that the rounding error of a marginal does not
+    grow with its position; alpha_hat * beta_hat is the marginal.
     """
     cdef Py_ssize_t t, i, j
-    cdef double log_z, x
-    for j in range(L):
-        marg[j] = start[j] + U[j]
-    for t in range(1, n):
+    cdef double lc, x
+    cdef double log_z = 0.0
+    for t in range(n):
         for j in range(L):
-            for i in range(L):
-                scratch[i] = marg[(t - 1) * ldm + i] + transition[i, j]
-            marg[t * ldm + j] = logsumexp_row(scratch, L) + U[t * ldu + j]
+            if t == 0:
+                x = start[j]
+            else:
+                for i in range(L):
+                    scratch[i] = marg[(t - 1) * ldm + i] + transition[i, j]
+                x = logsumexp_row(scratch, L)
+            marg[t * ldm + j] = x + U[t * ldu + j]
+        lc = logsumexp_row(&marg[t * ldm], L)
+        lcs[t] = lc
+        log_z += lc
+        for j in range(L):
+            marg[t * ldm + j] -= lc
     for j in range(L):
-        work[(n - 1) * L + j] = end[j]
         scratch[j] = marg[(n - 1) * ldm + j] + end[j]
-    log_z = logsumexp_row(scratch, L)
-    log_z_out[0] = log_z
-    for t in range(n - 2, -1, -1):
+    lc = logsumexp_row(scratch, L)
+    log_z_out[0] = log_z + lc
+    for j in range(L):
+        work[(n - 1) * L + j] = end[j] - lc
+    for t in range(n - 1, 0, -1):
         for i in range(L):
             for j in range(L):
-                scratch[j] = transition[i, j] + U[(t + 1) * ldu + j] + work[(t + 1) * L + j]
-            work[t * L + i] = logsumexp_row(scratch, L)
+                scratch[j] = transition[i, j] + U[t * ldu + j] + work[t * L + j]
+            work[(t - 1) * L + i] = logsumexp_row(scratch, L) - lcs[t]
     for t in range(1, n):
         for i in range(L):
             for j in range(L):
                 x = (marg[(t - 1) * ldm + i] + transition[i, j] + U[t * ldu + j]
-                     + work[t * L + j] - log_z)
+                     + work[t * L + j] - lcs[t])
                 direct_acc[i * L + j] += weight * exp(x)
     for t in range(n):
         for j in range(L):
-            marg[t * ldm + j] = exp(marg[t * ldm + j] + work[t * L + j] - log_z)
+            marg[t * ldm + j] = exp(marg[t * ldm + j] + work[t * L + j])
     for j in range(L):
         start_acc[j] += weight * marg[j]
         end_acc[j] += weight * marg[(n - 1) * ldm + j]
@@ -317,6 +348,7 @@ cdef int _batch(
     cdef Py_ssize_t k, s, n, t, j
     cdef int tid
     cdef int n_fallback = 0
+    cdef double t_range = tail_range(&transition[0, 0], &start[0], L, 1.0)
     cdef Buffers b
     _setup_threads(scratch, n_threads, L, max_length, exp_trans, exp_start, exp_end)
     for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
@@ -333,17 +365,17 @@ cdef int _batch(
                     b.psi[t * Lp + j] = unary[s + t, j] if j < L else -INFINITY
         if _run(&b, n, L, Lp, weights[k], shift_start + shift_end + (n - 1) * shift_trans,
                 &pair_acc[tid, 0, 0], &boundary_acc[tid, 0, 0], &boundary_acc[tid, 1, 0],
-                &log_z[k]):
+                &log_z[k], t_range):
             # Log space. The scaled pass touched no accumulator: nothing to undo.
             if fused:  # psi was overwritten: gather U again
                 _gather_sequence(&indptr[0], &indices[0], &data[0], binary, &code[0], &w[0],
                                  &W_hot[0, 0], s, n, L, Lp, nnz, b.psi)
                 _log_sequence(b.psi, Lp, n, L, transition, start, end, weights[k], b.mu, Lp,
-                              b.alpha, b.tmp, &direct_acc[tid, 0, 0], &boundary_acc[tid, 0, 0],
+                              b.alpha, b.rs, b.tmp, &direct_acc[tid, 0, 0], &boundary_acc[tid, 0, 0],
                               &boundary_acc[tid, 1, 0], &log_z[k])
             else:
                 _log_sequence(&unary[s, 0], L, n, L, transition, start, end, weights[k],
-                              &marginals[s, 0], L, b.alpha, b.tmp, &direct_acc[tid, 0, 0],
+                              &marginals[s, 0], L, b.alpha, b.rs, b.tmp, &direct_acc[tid, 0, 0],
                               &boundary_acc[tid, 0, 0], &boundary_acc[tid, 1, 0], &log_z[k])
             n_fallback += 1
         elif not fused:

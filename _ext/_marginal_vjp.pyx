@@ -30,8 +30,8 @@
 # * The scaled forward pass is the forward-backward kernel's own
 #   (_chain.pxd: scaled_forward), run with its expectation-semiring part on,
 #   which carries A along with alpha_hat (one pass over exp_trans for both).
-# * A sequence whose scaled pass underflows (only the forward pass can) is
-#   flagged in `failed`; it has added nothing to the accumulators and its rows
+# * A sequence whose scaled pass underflows (forward), overflows (backward)
+#   or whose potentials' range passes MAX_RANGE (_chain.pxd) is flagged in `failed`; it has added nothing to the accumulators and its rows
 #   of d_unary hold partial values, which the Python wrapper overwrites with
 #   a log-space recomputation.
 # * Sequences run in parallel (prange, static schedule); each thread owns its
@@ -39,7 +39,9 @@
 
 from cython.parallel cimport prange, threadid
 
-from _chain cimport scaled_forward, vec_mat2
+from libc.math cimport isfinite
+
+from _chain cimport scaled_forward, tail_range, vec_mat2
 
 
 cdef int _vjp_sequence(
@@ -48,9 +50,14 @@ cdef int _vjp_sequence(
     const double[::1] exp_start, const double[::1] exp_end,
     Py_ssize_t s, Py_ssize_t e,
     double[:, ::1] d_unary, double* buf, double* pair_acc,
-    double* start_acc, double* end_acc,
+    double* start_acc, double* end_acc, double t_range,
 ) noexcept nogil:
-    """VJP for rows s:e. buf holds (2 * (e - s) + 5) * L doubles. 0 or 1 on underflow."""
+    """VJP for rows s:e. buf holds (2 * (e - s) + 5 + L) * L doubles. 0 or 1 on underflow.
+
+    The sequence's pair sums go to the last L * L doubles of buf first, and
+    to pair_acc only once the backward pass has finished: a sequence that
+    fails half-way adds nothing.
+    """
     cdef Py_ssize_t L = unary.shape[1]
     cdef Py_ssize_t n = e - s
     cdef Py_ssize_t t, i, j
@@ -64,12 +71,14 @@ cdef int _vjp_sequence(
     cdef double* B_next = b_cur + L
     cdef double* B_cur
     cdef double* tmp
+    cdef double* pairs = B_next + L
+    cdef double total
 
     # Forward: alpha_hat in `alpha` and psi divided by the scales, as in the
     # forward-backward kernel (log Z is not needed), and A (same scaling as
     # alpha_hat) in d_unary[s:e].
     c_end = scaled_forward(&unary[s, 0], n, L, &exp_trans[0, 0], &exp_start[0],
-                           &exp_end[0], psi, alpha, v, NULL, &grad[s, 0], &d_unary[s, 0], w)
+                           &exp_end[0], psi, alpha, v, NULL, &grad[s, 0], &d_unary[s, 0], w, t_range)
     if c_end == 0.0:
         return 1
     gbar = 0.0
@@ -82,6 +91,8 @@ cdef int _vjp_sequence(
     # (A[t] is read for edge (t, t+1), processed before row t is finalised).
     B_cur = v  # v is free after the forward pass
     c_end = 1.0 / c_end
+    for j in range(L * L):
+        pairs[j] = 0.0
     for j in range(L):
         b_next[j] = exp_end[j] * c_end
         B_next[j] = 0.0
@@ -102,9 +113,18 @@ cdef int _vjp_sequence(
             a = d_unary[s + t - 1, i] - gbar * alpha[(t - 1) * L + i]
             b = alpha[(t - 1) * L + i]
             for j in range(L):
-                pair_acc[i * L + j] += a * psi[t * L + j] + b * B_next[j]
+                pairs[i * L + j] += a * psi[t * L + j] + b * B_next[j]
         # beta_hat[t-1] = expT @ v_t ; B[t-1] = expT @ w_t
         vec_mat2(&psi[t * L], B_next, &exp_trans_t[0, 0], b_cur, B_cur, L)
+        # beta_hat[t-1, j] is bounded only by 1 / alpha_hat[t-1, j], which an
+        # underflow to 0 makes unbounded: the backward rows can overflow
+        # (potentials of a few hundred) although the forward pass did not.
+        # A sum with an inf or NaN term is not finite: log space then.
+        total = 0.0
+        for j in range(L):
+            total += b_cur[j] + B_cur[j]
+        if not isfinite(total):
+            return 1
         tmp = b_next
         b_next = b_cur
         b_cur = tmp
@@ -117,11 +137,15 @@ cdef int _vjp_sequence(
     for j in range(L):
         start_acc[j] += d_unary[s, j]
         end_acc[j] += d_unary[e - 1, j]
+    for j in range(L * L):
+        pair_acc[j] += pairs[j]
     return 0
 
 
 def marginals_vjp_batch(
     const double[:, ::1] unary,
+    const double[:, ::1] transition,
+    const double[::1] start,
     const double[:, ::1] grad,
     const double[:, ::1] exp_trans,
     const double[:, ::1] exp_trans_t,
@@ -138,11 +162,12 @@ def marginals_vjp_batch(
     """Marginal VJP over a batch of non-empty sequences (low level).
 
     Use :func:`sklearn_crfloss.inference.marginals_vjp`. Shapes: unary, grad,
-    d_unary (n_tokens, L); exp_trans = exp(T - max T) and its transpose (L, L);
+    d_unary (n_tokens, L); transition (L, L) and start (L,) (for the range
+    bound of the scaled pass, MAX_RANGE in _chain.pxd); exp_trans = exp(T - max T) and its transpose (L, L);
     exp_start, exp_end (L,) (shifted exponentials); offsets (n_seq + 1,) intp;
     pair_acc (n_threads, L, L) (zeroed; receives sum over edges before the
     final multiplication by exp_trans); boundary_acc (n_threads, 2, L) (zeroed);
-    scratch (n_threads, (2 * max_length + 5) * L); failed (n_seq,) int8,
+    scratch (n_threads, (2 * max_length + 5 + L) * L); failed (n_seq,) int8,
     set to 1 for a sequence whose scaled pass underflowed (its d_unary rows
     are then garbage and it adds nothing to the accumulators). Returns the
     number of failed sequences.
@@ -150,6 +175,7 @@ def marginals_vjp_batch(
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
     cdef Py_ssize_t k, s, e, tid, j
     cdef int n_failed = 0
+    cdef double t_range = tail_range(&transition[0, 0], &start[0], unary.shape[1], 1.0)
     with nogil:
         for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
             tid = threadid()
@@ -157,7 +183,7 @@ def marginals_vjp_batch(
             e = offsets[k + 1]
             if _vjp_sequence(unary, grad, exp_trans, exp_trans_t, exp_start, exp_end,
                              s, e, d_unary, &scratch[tid, 0], &pair_acc[tid, 0, 0],
-                             &boundary_acc[tid, 0, 0], &boundary_acc[tid, 1, 0]):
+                             &boundary_acc[tid, 0, 0], &boundary_acc[tid, 1, 0], t_range):
                 failed[k] = 1
                 n_failed += 1
     return n_failed

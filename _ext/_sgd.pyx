@@ -38,9 +38,9 @@
 #   shares the update code (_apply) with the loop.
 # * Serial by nature (each step reads the previous one's parameters).
 
-from libc.math cimport exp, pow, NAN, isnan
+from libc.math cimport exp, pow, NAN, isfinite, isnan
 
-from _chain cimport argmax_sum, backtrace, max_plus_step, scaled_forward, vec_mat
+from _chain cimport argmax_sum, backtrace, max_plus_step, scaled_forward, tail_range, vec_mat
 
 cdef enum:
     KIND_SUM = 0
@@ -140,7 +140,8 @@ cdef double _gold(Model* c, Py_ssize_t s, Py_ssize_t n, double a) noexcept nogil
 
 cdef double _sum_product_grad(Model* c, Py_ssize_t s, Py_ssize_t n, double a) noexcept nogil:
     """log Z - score(gold) of rows s:s+n; marg <- marginals - onehot(y),
-    dtail <- expected minus gold counts. NaN if the scaled pass underflows."""
+    dtail <- expected minus gold counts. NaN if the scaled pass underflows
+    (or its backward rows overflow)."""
     cdef Py_ssize_t L = c.L, LL = c.L * c.L, t, i, j
     cdef double m_t, m_s, m_e, lz = 0.0, c_end, x
     cdef double* et = c.work
@@ -166,7 +167,8 @@ cdef double _sum_product_grad(Model* c, Py_ssize_t s, Py_ssize_t n, double a) no
             pair[i * L + j] = 0.0
         es[i] = exp(a * c.tail[LL + i] - m_s)
         ee[i] = exp(a * c.tail[LL + L + i] - m_e)
-    c_end = scaled_forward(c.U, n, L, et, es, ee, c.psi, c.marg, v, &lz, NULL, NULL, NULL)
+    c_end = scaled_forward(c.U, n, L, et, es, ee, c.psi, c.marg, v, &lz, NULL, NULL, NULL,
+                           tail_range(c.tail, &c.tail[LL], L, a))
     if c_end == 0.0:
         return NAN
     # Backward pass: beta_hat[n-1] = exp_end / c_end; beta_hat[t-1] =
@@ -181,6 +183,13 @@ cdef double _sum_product_grad(Model* c, Py_ssize_t s, Py_ssize_t n, double a) no
         for j in range(L):
             v[j] = c.psi[t * L + j] * b_next[j]
         vec_mat(v, et_t, b_cur, L)
+        # The backward rows can overflow where alpha_hat underflowed to 0
+        # (see _forward_backward.pyx): NaN, as for a forward underflow.
+        x = 0.0
+        for j in range(L):
+            x += b_cur[j]
+        if not isfinite(x):
+            return NAN
         for i in range(L):
             x = c.marg[(t - 1) * L + i]
             for j in range(L):

@@ -340,8 +340,8 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     boundary_acc = np.zeros((c.n_threads, 2, L))
     failed = np.zeros(sub_offsets.shape[0] - 1, dtype=np.int8)
     n_failed = marginals_vjp_batch(
-        c.unary, grad, exp_trans, exp_trans_t, exp_start, exp_end, sub_offsets, d_unary,
-        pair_acc, boundary_acc, c.scratch((2 * max_length + 5) * L), failed, c.n_threads,
+        c.unary, c.transition, c.start, grad, exp_trans, exp_trans_t, exp_start, exp_end, sub_offsets, d_unary,
+        pair_acc, boundary_acc, c.scratch((2 * max_length + 5 + L) * L), failed, c.n_threads,
     )
     d_trans = pair_acc.sum(axis=0) * exp_trans
     d_start, d_end = boundary_acc.sum(axis=0)
@@ -362,38 +362,46 @@ def _marginals_vjp_log_space(unary, transition, start, end, grad):
 
     ``grad`` is shifted per row to be >= 1 (adding a constant to a row adds
     a constant to ``g(y)``, which leaves every covariance unchanged), so the
-    expectation-semiring quantities are positive and have logarithms.
+    expectation-semiring quantities are positive and have logarithms. The
+    rows are normalised as the scaled kernel's (alpha_hat, beta_hat), in log
+    space: every value keeps the magnitude of the potentials rather than of
+    log Z, so that rounding errors do not grow with the position.
     """
     n, L = unary.shape
     G = grad - grad.min(axis=1, keepdims=True) + 1.0
     log_G = np.log(G)
-    la = np.empty((n, L))   # log alpha
-    lA = np.empty((n, L))   # log A (prefix-weighted by g)
-    la[0] = start + unary[0]
-    lA[0] = la[0] + log_G[0]
-    for t in range(1, n):
-        la[t] = logsumexp(la[t - 1][:, None] + transition, axis=0) + unary[t]
-        lA[t] = np.logaddexp(logsumexp(lA[t - 1][:, None] + transition, axis=0) + unary[t],
-                             la[t] + log_G[t])
-    lb = np.empty((n, L))   # log beta
-    lB = np.full((n, L), -np.inf)  # log B (suffix-weighted by g)
-    lb[n - 1] = end
+    la = np.empty((n, L))   # log alpha_hat
+    lA = np.empty((n, L))   # log A (prefix-weighted by g), scaled as alpha_hat
+    lc = np.empty(n)        # log of the normalisers
+    x = start + unary[0]
+    X = x + log_G[0]
+    for t in range(n):
+        if t:
+            x = logsumexp(la[t - 1][:, None] + transition, axis=0) + unary[t]
+            X = np.logaddexp(logsumexp(lA[t - 1][:, None] + transition, axis=0) + unary[t],
+                             x + log_G[t])
+        lc[t] = logsumexp(x)
+        la[t] = x - lc[t]
+        lA[t] = X - lc[t]
+    lc_end = logsumexp(la[n - 1] + end)
+    lb = np.empty((n, L))   # log beta_hat
+    lB = np.full((n, L), -np.inf)  # log B (suffix-weighted by g), scaled as beta_hat
+    lb[n - 1] = end - lc_end
     for t in range(n - 2, -1, -1):
         nxt = unary[t + 1] + lb[t + 1]
-        lb[t] = logsumexp(transition + nxt[None, :], axis=1)
+        lb[t] = logsumexp(transition + nxt[None, :], axis=1) - lc[t + 1]
         lB[t] = logsumexp(
             transition + unary[t + 1][None, :]
-            + np.logaddexp(lB[t + 1], log_G[t + 1] + lb[t + 1])[None, :], axis=1)
-    log_z = logsumexp(la[n - 1] + end)
-    gbar = np.exp(logsumexp(lA[n - 1] + end) - log_z)
-    mu = np.exp(la + lb - log_z)
-    d_unary = np.exp(lA + lb - log_z) + np.exp(la + lB - log_z) - gbar * mu
+            + np.logaddexp(lB[t + 1], log_G[t + 1] + lb[t + 1])[None, :], axis=1) - lc[t + 1]
+    gbar = np.exp(logsumexp(lA[n - 1] + end) - lc_end)
+    mu = np.exp(la + lb)
+    d_unary = np.exp(lA + lb) + np.exp(la + lB) - gbar * mu
     d_trans = np.zeros((L, L))
     for t in range(1, n):
-        base = la[t - 1][:, None] + transition + unary[t][None, :] - log_z
+        step = transition + unary[t][None, :] - lc[t]
+        base = la[t - 1][:, None] + step
         pair = np.exp(base + lb[t][None, :])
-        d_trans += (np.exp(lA[t - 1][:, None] + transition + unary[t][None, :] - log_z
-                           + lb[t][None, :])
+        d_trans += (np.exp(lA[t - 1][:, None] + step + lb[t][None, :])
                     + np.exp(base + np.logaddexp(lB[t], log_G[t] + lb[t])[None, :])
                     - gbar * pair)
     return d_unary, d_trans, d_unary[0].copy(), d_unary[n - 1].copy()

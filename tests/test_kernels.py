@@ -5,7 +5,8 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.special import logsumexp
 
-from sklearn_crfloss.inference import forward_backward, sequence_scores, viterbi
+from sklearn_crfloss.inference import (forward_backward, marginals_vjp, max_marginals,
+                                       segment_margins, sequence_scores, viterbi)
 
 from _oracle import brute_force, random_problem
 
@@ -191,3 +192,68 @@ def test_forward_backward_with_padded_rows_matches_log_space(n_labels):
         assert_allclose(fb.marginals[a:b], marginals, atol=1e-12)
         counts += pairs
     assert_allclose(fb.transition_counts, counts, atol=1e-11)
+
+
+def _max_product(U, T, s, e):
+    """max_y score(y) by the plain max-product recursion."""
+    a = s + U[0]
+    for t in range(1, U.shape[0]):
+        a = np.max(a[:, None] + T, axis=0) + U[t]
+    return np.max(a + e)
+
+
+def _extreme_problem(scale, n, n_labels, seed):
+    rng = np.random.default_rng(seed)
+    U = rng.uniform(-scale, scale, size=(n, n_labels))
+    T = rng.uniform(-scale, scale, size=(n_labels, n_labels))
+    s = rng.uniform(-scale, scale, size=n_labels)
+    e = rng.uniform(-scale, scale, size=n_labels)
+    return U, T, s, e, np.array([0, n])
+
+
+# (scale, n_tokens, n_labels, seed). Scale 300: no normaliser underflows, but
+# entries flushed to 0 in the scaled rows later carry the likely paths (the
+# marginals summed to 8e7 at some tokens, or were NaN, with no fallback).
+# 5 labels: rows padded to 8 doubles; 12: to 16.
+EXTREME = [(300.0, 2000, 5, 1), (300.0, 2000, 3, 0), (400.0, 2000, 12, 3),
+           (1e3, 2000, 5, 0), (1e4, 2000, 12, 1), (1e3, 5000, 12, 2), (1e4, 5000, 5, 3)]
+
+
+@pytest.mark.parametrize("scale, n, n_labels, seed", EXTREME)
+def test_extreme_potentials_stay_finite(scale, n, n_labels, seed):
+    # Issue "Faults and bad input": any finite potentials give finite
+    # outputs of every kernel, marginals that sum to 1, log Z as a log-space
+    # recursion, and the Viterbi score as a max-product recursion.
+    U, T, s, e, off = _extreme_problem(scale, n, n_labels, seed)
+    fb = forward_backward(U, T, s, e, off)
+    assert np.all(np.isfinite(fb.marginals))
+    assert_allclose(fb.marginals.sum(axis=1), 1.0, rtol=0, atol=1e-9)
+    assert_allclose(fb.log_z[0], _log_forward(U, T, s, e), rtol=1e-9)
+    for counts in (fb.transition_counts, fb.start_counts, fb.end_counts):
+        assert np.all(np.isfinite(counts))
+    assert_allclose(fb.transition_counts.sum(), n - 1, rtol=1e-9)
+
+    # The marginals' VJP: finite, and a constant added to a row of U changes
+    # no marginal, so the rows of d_unary sum to 0. (So does d_trans, but the
+    # log-space fallback sums ~n shifted terms of size ~n per edge: at scale
+    # 1e4 its sum is off by ~2e-4; only finiteness is checked there.)
+    grad = np.random.default_rng(seed).normal(size=U.shape)
+    d_unary, d_trans, d_start, d_end = marginals_vjp(U, T, s, e, off, grad)
+    for d in (d_unary, d_trans, d_start, d_end):
+        assert np.all(np.isfinite(d))
+    assert_allclose(d_unary.sum(axis=1), 0.0, atol=1e-6)
+
+    best = _max_product(U, T, s, e)
+    path, score = viterbi(U, T, s, e, off)
+    assert_allclose(score[0], best, rtol=1e-12)
+    assert_allclose(sequence_scores(U, T, s, e, path, off), score, rtol=1e-12)
+    mm = max_marginals(U, T, s, e, off)
+    assert np.all(np.isfinite(mm.alpha)) and np.all(np.isfinite(mm.beta))
+    assert_allclose(np.max(mm.alpha + mm.beta, axis=1), best, rtol=1e-12)
+    segments = (np.zeros(3, dtype=np.intp), np.array([0, 10, n - 5]), np.array([5, 20, n]))
+    g_carry, g_other, grads = segment_margins(U, T, s, e, off, path, segments,
+                                              coef=np.ones(3), mm=mm)
+    assert_allclose(g_carry, best, rtol=1e-12)  # the spans of the best path
+    assert np.all(np.isfinite(g_other)) and np.all(g_other <= best)
+    for d in grads:
+        assert np.all(np.isfinite(d))

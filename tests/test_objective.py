@@ -170,3 +170,18 @@ def test_fused_cll_matches_generic_path_with_padded_rows():
     ref_value, ref_grad = objective.loss_value_and_grad(theta, GenericCLL())
     assert_allclose(value, ref_value, rtol=1e-12)
     assert_allclose(grad, ref_grad, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("scale", [100.0, 1e3, 1e4])
+def test_fused_cll_is_finite_on_long_sequences_with_large_weights(scale):
+    # Issue "Faults and bad input": the fused kernel on 2,000-token sequences
+    # with weights of magnitude up to 1e4 (potentials of up to ~1e5): every
+    # value finite, and the same as the generic path (forward_backward).
+    rng = np.random.default_rng(6)
+    objective, theta, _ = make_objective(rng, binary=False, lengths=(2000, 3, 2000),
+                                         scale=scale)
+    value, grad = objective.loss_value_and_grad(theta, ConditionalLogLikelihood())
+    ref_value, ref_grad = objective.loss_value_and_grad(theta, GenericCLL())
+    assert np.isfinite(value) and np.all(np.isfinite(grad))
+    assert_allclose(value, ref_value, rtol=1e-9)
+    assert_allclose(grad, ref_grad, rtol=1e-6, atol=1e-6 * np.abs(ref_grad).max())

@@ -129,11 +129,12 @@ def test_scale_fold_keeps_iterates_and_average():
 
 
 def test_underflowing_sequence_goes_through_the_loss(monkeypatch):
-    # Potentials of ~1e3 make the scaled forward pass underflow; that
-    # sequence is stepped on through the loss's log-space fallback.
+    # Weights of a few hundred put some sequences past the scaled pass's
+    # range bound (MAX_RANGE in _chain.pxd), not all: those are stepped on
+    # through the loss's log-space fallback.
     X, y, offsets, layout, w = _problem()
     rng = np.random.default_rng(0)
-    x0 = rng.normal(scale=800.0, size=layout.n_params)
+    x0 = rng.normal(scale=200.0, size=layout.n_params)
     calls = []
     generic = _ScaledModel.generic_step
     monkeypatch.setattr(_ScaledModel, "generic_step",
@@ -158,7 +159,7 @@ def test_sgd_reaches_the_lbfgs_optimum():
         theta, opt = np.concatenate([crf.coef_.ravel(), crf.transition_.ravel()]), \
             np.concatenate([ref.coef_.ravel(), ref.transition_.ravel()])
         assert np.linalg.norm(theta - opt) < 0.02 * np.linalg.norm(opt)
-        assert crf.n_iter_ == 60 and crf.converged_
+        assert crf.n_iter_ == 60 and not crf.converged_  # no early stopping: max_iter
 
 
 def test_same_random_state_same_model():

@@ -355,14 +355,19 @@ class SGD(BaseSolver):
                 if self.eta0 == "auto" else float(self.eta0))
         self.eta0_ = eta0
         schedule = (eta0, lam, lam_s, power)
+        stopped = False
         for _ in range(monitor.max_iter):
             value = model.run(rng.permutation(n_seq), schedule, batch_size=batch)
             if lam > 0:
                 value += 0.5 * lam * n_seq * model.squared_norm()
             eta = eta0 / (1.0 + eta0 * lam_s * model.state[1]) ** power
             if monitor.report(value, theta=model.theta, check=False, eta=eta):
+                stopped = True
                 break
-        monitor.finish(True, f"ran {monitor.n_iter} epochs")
+        # Only early stopping ends SGD before max_iter: reaching it is not
+        # convergence (finish warns, but in a fixed-length non-final stage).
+        monitor.finish(stopped, f"reached max_iter={monitor.max_iter} epochs without "
+                       "early stopping", solver="SGD")
         return model.theta()
 
     def _calibrate(self, model, rng, lam, lam_s, batch, monitor):
