@@ -1,7 +1,8 @@
-"""Pickling: the version record and the size (issue 15)."""
+"""Pickling (version record, size) and concurrent prediction (issue 15)."""
 
 import pickle
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -98,3 +99,24 @@ def test_lookup_table_not_pickled():
     loaded = pickle.loads(pickle.dumps(model))
     assert loaded._features._cache == {}
     assert loaded.predict(X) == model.predict(X)  # rebuilt on first use
+
+
+@pytest.mark.parametrize("cls", [CRFTagger, LOPTagger])
+def test_concurrent_predict_matches_sequential(cls):
+    """20 calls on 4 threads, the first ones concurrent on a freshly fitted model."""
+    reference, X = _fitted(cls)
+    expected = (reference.predict(X), reference.predict_marginals(X))
+    model, _ = _fitted(cls)  # its lookup table is built under contention
+
+    def call(i):
+        return model.predict(X) if i % 2 == 0 else model.predict_marginals(X)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(call, range(20)))
+    for i, result in enumerate(results):
+        if i % 2 == 0:
+            assert result == expected[0]
+        else:
+            assert len(result) == len(expected[1])
+            for got, want in zip(result, expected[1]):
+                np.testing.assert_array_equal(got, want)
