@@ -7,7 +7,8 @@ priors in :mod:`sklearn_crfloss.priors`, training procedures in
 inference on potentials in :mod:`sklearn_crfloss.inference`, label schemes and
 chunks in :mod:`sklearn_crfloss.segments`, evaluation (conlleval segment F1,
 scorers) in :mod:`sklearn_crfloss.metrics`, feature templates in
-:mod:`sklearn_crfloss.features` and corpora in :mod:`sklearn_crfloss.datasets`.
+:mod:`sklearn_crfloss.features`, corpora in :mod:`sklearn_crfloss.datasets`
+and warnings in :mod:`sklearn_crfloss.exceptions`.
 """
 
 from importlib.util import find_spec as _find_spec

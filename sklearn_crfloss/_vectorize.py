@@ -25,6 +25,7 @@ float64.
 """
 
 import copy
+import threading
 
 import numpy as np
 import scipy.sparse as sp
@@ -182,10 +183,16 @@ class SequenceVectorizer:
         each split (``'a=b=c'``: key ``'a'`` value ``'b=c'``, key ``'a=b'``
         value ``'c'``), so every (key, value) pair DictVectorizer maps to a
         column is found. Kept in ``_cache``, which the copies of
-        :meth:`select` share and pickling leaves out.
+        :meth:`select` share and pickling leaves out, with the lock that
+        makes concurrent first calls (predict from several threads) build it
+        once rather than once per thread.
         """
         cache = self.__dict__.setdefault("_cache", {})
-        if "table" not in cache:
+        if "table" in cache:
+            return cache["table"]
+        with cache.setdefault("lock", threading.Lock()):  # setdefault: atomic
+            if "table" in cache:  # built by another thread meanwhile
+                return cache["table"]
             dv = self.vectorizer
             names = dv.feature_names_
             sep = dv.separator

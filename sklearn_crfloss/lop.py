@@ -35,6 +35,7 @@ from scipy.special import softmax
 
 from ._compat import HasMethods, Interval, StrOptions, validate_params
 from ._params import ParameterLayout
+from ._persistence import VersionedStateMixin
 from ._tagger import CRFTagger
 from .solvers._monitor import FitInfo
 from ._validation import check_sequences, encode_labels
@@ -181,7 +182,7 @@ def _boundary_positions(firsts, lasts):
     return out
 
 
-class LOPTagger(BaseEstimator):
+class LOPTagger(VersionedStateMixin, BaseEstimator):
     """Logarithmic opinion pool of CRF experts (LOP-CRF).
 
     Smith & Osborne (2005), section 4; weight training from Smith, Cohn &
