@@ -652,7 +652,7 @@ def max_marginals(unary, transition, start, end, offsets, n_threads=1):
 
 @_chain_doc
 def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=None,
-                    mm=None, n_threads=1, coef_other=None):
+                    mm=None, n_threads=1, coef_other=None, out=None):
     """Best score with and without given labels on given spans, and gradients.
 
     For every segment ``m`` of sequence ``k`` spanning tokens ``a..b-1``
@@ -683,6 +683,10 @@ def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=
         With ``coef``: the gradient is that of ``sum_m coef[m] * g_carry[m]
         - coef_other[m] * g_other[m]`` instead (None: ``coef_other = coef``;
         zeros: the gradient of the carrying scores alone).
+    out : ndarray of float64 of shape (n_tokens, n_labels) or None, default=None
+        With ``coef``: a C-contiguous array the unary gradient is added to
+        (and returned as ``d_unary``), so that several calls accumulate
+        into one array; None: a new array of zeros.
 
     Returns
     -------
@@ -728,7 +732,16 @@ def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=
     g_carry = np.empty(n_seg)
     g_other = np.empty(n_seg)
     max_length = int(lengths.max()) if c.n_seq else 0
-    d_unary = np.zeros((c.n_tokens, L)) if do_grad else np.empty((0, L))
+    if not do_grad:
+        d_unary = np.empty((0, L))
+    elif out is None:
+        d_unary = np.zeros((c.n_tokens, L))
+    else:
+        d_unary = out
+        if (not isinstance(out, np.ndarray) or out.dtype != np.float64
+                or out.shape != (c.n_tokens, L) or not out.flags.c_contiguous):
+            raise ValueError(f"out must be a C-contiguous float64 array of shape "
+                             f"{(c.n_tokens, L)}")
     acc_trans = np.zeros((c.n_threads, L * L))
     acc_boundary = np.zeros((c.n_threads, 2 * L))
     segment_margins_batch(

@@ -163,6 +163,22 @@ def test_segment_margins_gradient_matches_finite_differences(seed, other):
             assert_allclose(grad[idx], fd, atol=1e-5)
 
 
+def test_segment_margins_out_accumulates_the_unary_gradient():
+    rng = np.random.default_rng(3)
+    U, T, s, e, y, off = random_problem(rng, 3, lengths=(1, 4, 5), scale=1.5)
+    segs_a, segs_b = _random_segments(rng, off), _random_segments(rng, off)
+    coef_a, coef_b = rng.normal(size=12), rng.normal(size=12)
+    dU_a = segment_margins(U, T, s, e, off, y, segs_a, coef=coef_a)[2][0]
+    dU_b = segment_margins(U, T, s, e, off, y, segs_b, coef=coef_b)[2][0]
+    out = np.full_like(U, 0.5)
+    got = segment_margins(U, T, s, e, off, y, segs_a, coef=coef_a, out=out)[2][0]
+    segment_margins(U, T, s, e, off, y, segs_b, coef=coef_b, out=out)
+    assert got is out
+    assert_allclose(out, 0.5 + dU_a + dU_b, rtol=1e-14, atol=1e-14)
+    with pytest.raises(ValueError, match="C-contiguous float64"):
+        segment_margins(U, T, s, e, off, y, segs_a, coef=coef_a, out=np.zeros((2, 3)))
+
+
 def test_segment_margins_reject_bad_segments():
     U = np.zeros((3, 2))
     z = np.zeros(2)

@@ -507,13 +507,15 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
                                            ref_segs, coef=coef, coef_other=other, **kw)
             _, _, grad_f = segment_margins(unary, transition, start, end, offsets, wrong_path,
                                            fp_segs, coef=coef_f,
-                                           coef_other=np.zeros_like(coef_f), **kw)
+                                           coef_other=np.zeros_like(coef_f), out=grad_g[0],
+                                           **kw)
         else:
             _, _, grad_g = segment_margins(unary, transition, start, end, offsets, y,
                                            ref_segs, coef=coef_g, **kw)
             _, _, grad_f = segment_margins(unary, transition, start, end, offsets, wrong_path,
-                                           fp_segs, coef=coef_f, **kw)
-        return (value,) + tuple(a + b for a, b in zip(grad_g, grad_f))
+                                           fp_segs, coef=coef_f, out=grad_g[0], **kw)
+        # grad_f's unary gradient was added into grad_g's array (out=).
+        return (value, grad_g[0]) + tuple(a + b for a, b in zip(grad_g[1:], grad_f[1:]))
 
     def enumerated_batch_loss(self, paths, scores, gold, sample_weight=None,
                               token_weight=None):
