@@ -1,5 +1,7 @@
 """MCE and MCE-F (Suzuki et al. 2006): kernels and losses against enumeration."""
 
+import warnings
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
@@ -501,3 +503,63 @@ def test_lbfgs_from_zero_warns_and_init_cll_or_the_default_schedule_does_not(los
         CRFTagger(loss=loss, init="cll", max_iter=3, n_jobs=1, solver="lbfgs").fit(X, y)
         # The default schedule starts from zero with its SGD warm-up: no warning.
         CRFTagger(loss=loss, max_iter=3, n_jobs=1, eta0=0.01, random_state=0).fit(X, y)
+
+
+# ----------------------------------------- finite psi: saturation by log A
+
+
+def _fitted_like_problem(n_seq=25, length=20, n_labels=3, margin=1.0, seed=0):
+    """Random potentials where the gold path wins every token by ``margin``."""
+    rng = np.random.default_rng(seed)
+    unary, transition, start, end, y, offsets = random_problem(
+        rng, n_labels=n_labels, lengths=(length,) * n_seq, scale=0.1)
+    unary[np.arange(y.shape[0]), y] += margin
+    return unary, transition, start, end, y, offsets
+
+
+@pytest.mark.parametrize("psi", [0.5, 1.0, 2.0])
+def test_mce_finite_psi_warns_when_log_a_saturates(psi):
+    # log A = -log(3**20 - 1) = -22 shifts d by -22 / psi: every l(d) is about 0.
+    problem = _fitted_like_problem()
+    loss = MinimumClassificationError(psi=psi)
+    with pytest.warns(UserWarning, match=r"saturated for \d+% of the training sequences.*"
+                                         r"shifts d by -log\(\|Y\|-1\)/psi"):
+        value = loss.value_and_grad(*problem)[0]
+    assert value < 0.01 * 25  # l(d) < 0.01 for each of the 25 sequences
+    with warnings.catch_warnings():  # once per loss object (per fit)
+        warnings.simplefilter("error")
+        loss.value_and_grad(*problem)
+
+
+@pytest.mark.parametrize("params", [
+    dict(psi=np.inf),  # no shift
+    dict(psi=50.0),  # shift -0.44: d is about the max-based measure
+    dict(psi=1.0, beta=22.0),  # the offset the warning suggests
+])
+def test_mce_no_saturation_warning(params):
+    problem = _fitted_like_problem()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        MinimumClassificationError(**params).value_and_grad(*problem)
+
+
+def test_mce_saturation_not_judged_on_minibatches():
+    # An online solver's minibatch of a few sequences says little.
+    problem = _fitted_like_problem(n_seq=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        MinimumClassificationError(psi=1.0).value_and_grad(*problem)
+
+
+def test_mce_finite_psi_degenerate_fit_warns():
+    # Long toy sentences: from a CLL fit psi=1 only shrinks the weights.
+    from conftest import make_toy_chunks
+    from sklearn_crfloss import CRFTagger
+
+    X, y = make_toy_chunks(120, max_len=30, seed=1)
+    X, y = zip(*[(x, t) for x, t in zip(X, y) if len(t) >= 12])
+    with pytest.warns(UserWarning, match="loss='mce' with psi=1: the smoothed loss"):
+        CRFTagger(loss=MinimumClassificationError(psi=1.0), init="cll").fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        CRFTagger(loss=MinimumClassificationError(), init="cll").fit(X, y)

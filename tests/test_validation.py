@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_crfloss import CRFTagger
 from sklearn_crfloss.datasets import load_conll2000
-from sklearn_crfloss.losses import SoftmaxMargin
+from sklearn_crfloss.losses import MinimumClassificationError, SoftmaxMargin
 from sklearn_crfloss.solvers import LBFGS
 
 from conftest import make_toy_chunks
@@ -172,6 +172,11 @@ def _fit_toy(**params):
     return CRFTagger(**params).fit(X_TOY, Y_TOY)
 
 
+# Sentences of 12 to 30 tokens, where log(|Y| - 1) is 19 to 48 (MCE, finite psi).
+X_LONG, Y_LONG = zip(*[(x, t) for x, t in zip(*make_toy_chunks(120, seed=1, max_len=30))
+                       if len(t) >= 12])
+
+
 # Issue 15, "Faults and bad input": each case, the exception (or warning) it
 # ends with, and what the message must say.
 FAULTS = [
@@ -203,6 +208,11 @@ FAULTS = [
      ConvergenceWarning, "mira .* did not converge in 1 epochs: reached max_iter=1"),
     ("truncated local corpus file", _truncated_corpus,
      ValueError, r"conll2000.test\.txt' is corrupt or truncated \(100000 bytes\)"),
+    ("MCE with psi=1 saturated by log A on long sentences (degenerate fit)",
+     lambda tmp: CRFTagger(loss=MinimumClassificationError(psi=1.0), init="cll").fit(
+         X_LONG, Y_LONG),
+     UserWarning, r"loss='mce' with psi=1: the smoothed loss is saturated for \d+% of the "
+                  r"training sequences .* shifts d by -log\(\|Y\|-1\)/psi"),
     ("fit interrupted by a callback (libLBFGS)",
      lambda tmp: _fit_toy(solver="lbfgs", callback=_interrupt),
      KeyboardInterrupt, "stopped by the callback"),
