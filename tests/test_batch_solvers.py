@@ -91,9 +91,14 @@ def test_rprop_adapts_step_sizes_by_gradient_signs():
     # 1-D: steps grow by eta_plus while the sign holds; the first sign change
     # halves the step size and skips one move (iRprop-), then it moves back.
     path = [0.0]
-    for n in range(1, 13):
-        x, _ = _solve(Rprop(delta0=0.1), _Quadratic([1.0], [1.0]), None, 1.0, max_iter=n)
-        path.append(float(x[0]))
+    monitor = ConvergenceMonitor(0.0, 12,
+                                 on_params=lambda k, theta, value: path.append(float(theta[0])))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        x = Rprop(delta0=0.1).solve(_Quadratic([1.0], [1.0]), None, None, 1.0, np.zeros(1),
+                                    monitor)
+    # The solver returns the iterate of the lowest objective, not the last one.
+    assert float(x[0]) == path[int(np.argmin([(p - 1.0) ** 2 for p in path]))]
     steps = np.diff(path)
     assert_allclose(steps[:4], 0.1 * 1.2 ** np.arange(4))
     k = int(np.argmax(np.array(path) > 1.0))  # the step that overshot is steps[k - 1]

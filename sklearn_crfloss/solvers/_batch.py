@@ -4,7 +4,9 @@ Each iteration takes one step computed from the gradient at the current
 point (and the solver's own per-parameter state), evaluates the objective
 there and reports it: no line search, so a discontinuous objective (the
 MCE-F loss, whose terms jump where a sentence's best incorrect output
-changes) never stops the run, it only makes a step worse.
+changes) never stops the run, it only makes a step worse. Since no step is
+guaranteed to descend, the solvers return the point of the lowest objective
+seen (the starting point included), not the last one.
 """
 
 import numpy as np
@@ -43,21 +45,24 @@ class _StepRuleSolver(BaseSolver):
             raise ValueError(f"solver={self.name!r}: the objective is {value} at the "
                              "starting point.")
         self._start(grad)
+        best_x, best_value = x, value  # no step is guaranteed to descend
         for _ in range(monitor.max_iter):
             step = self._step(grad)
             x_new = x + step
             new_value, new_grad = objective.value_and_grad(x_new, loss, prior, C)
             if not (np.isfinite(new_value) and np.all(np.isfinite(new_grad))):
                 monitor.finish(False, f"the objective became {new_value} after a step; "
-                               "the last finite point is returned (try a smaller first "
+                               "the point of the lowest objective is returned (try a smaller first "
                                "step)", solver=type(self).__name__)
-                return x
+                return best_x
             x, value, grad = x_new, new_value, new_grad
+            if value < best_value:
+                best_x, best_value = x, value
             if monitor.report(value, theta=x, **{"|grad|": float(np.linalg.norm(grad)),
                                         "|step|": float(np.linalg.norm(step))}):
                 monitor.finish(True, "the objective stopped improving",
                                solver=type(self).__name__)
-                return x
+                return best_x
         monitor.finish(False, f"reached max_iter={monitor.max_iter}",
                        solver=type(self).__name__)
-        return x
+        return best_x
