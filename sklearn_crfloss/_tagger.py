@@ -547,13 +547,13 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         name = getattr(loss, "name", type(loss).__name__)
         if self.init == "cll" and name != "cll":
             t0 = time.perf_counter()
-            monitor = ConvergenceMonitor(self.tol, self.max_iter or 1000, verbose=self.verbose,
-                                         stage="init='cll'")
             cll = ConditionalLogLikelihood()
-            x0 = make_solver(default_solver(cll, prior)).solve(objective, cll, prior, C, x0,
-                                                               monitor)
+            init_solver = make_solver(default_solver(cll, prior))
+            monitor = ConvergenceMonitor(self.tol, self.max_iter or init_solver.default_max_iter,
+                                         verbose=self.verbose, stage="init='cll'")
+            x0 = init_solver.solve(objective, cll, prior, C, x0, monitor)
             init_n_iter = monitor.n_iter
-            self._stage_done("init='cll'", monitor, "lbfgs", time.perf_counter() - t0)
+            self._stage_done("init='cll'", monitor, init_solver.name, time.perf_counter() - t0)
         else:
             init_n_iter = 0
             if (from_zero and solver.name in ("lbfgs", "owlqn")

@@ -37,7 +37,7 @@ from ._compat import HasMethods, Interval, StrOptions, validate_params
 from ._params import ParameterLayout
 from ._persistence import VersionedStateMixin
 from ._tagger import CRFTagger
-from .solvers._monitor import FitInfo
+from .solvers._monitor import FitInfo, take_sequences
 from ._validation import check_sequences, encode_labels
 from ._vectorize import SequenceVectorizer
 from .inference import forward_backward
@@ -650,10 +650,7 @@ def _make_pool(pool, features, experts, groups, weights, info):
 
 def _subset(Xc, offsets, y, seqs):
     """Rows, offsets and labels of the sequences ``seqs`` (indices, in order)."""
-    lengths = np.diff(offsets)[seqs]
-    rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in seqs]
-                          or [np.zeros(0, dtype=np.intp)])
-    sub_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.intp)
+    rows, sub_offsets = take_sequences(offsets, np.asarray(seqs, dtype=np.intp))
     return Xc[rows], sub_offsets, y[rows]
 
 

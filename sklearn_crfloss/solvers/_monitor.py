@@ -107,6 +107,7 @@ class ConvergenceMonitor:
         self.converged = False
         self.message = ""
         self._no_change = 0
+        self.offset = 0  # reports made by earlier stages of a schedule (see Schedule)
         self._t0 = time.perf_counter()
 
     @property
@@ -184,11 +185,12 @@ class ConvergenceMonitor:
             self._no_change = 0
         else:
             self._no_change += 1
-        if best is None or score > best:
+        improved = best is None or score > best
+        if improved:
             self.best_score = score
             self.best_theta = np.array(theta, dtype=np.float64, copy=True)
-            self.best_iter = k
-        note = f"  validation {score:.4f}{' *' if self.best_iter == k else ''}"
+            self.best_iter = self.offset + k  # numbered across the stages of a schedule
+        note = f"  validation {score:.4f}{' *' if improved else ''}"
         return self._no_change >= self.n_iter_no_change, note
 
     def finish(self, converged, message="", *, solver="the solver"):

@@ -41,8 +41,8 @@ class QuickProp(_StepRuleSolver):
     thousands of sequences, whose gradients have no fixed scale; Fahlman
     divided by the number of training cases for the same reason). The prior
     must be differentiable (``'l2'``, ``'hyperbolic'``, ``'none'``); for
-    ``'l1'`` use ``solver='owlqn'``. The parameters of the last iteration
-    are returned; training stops after ``max_iter`` iterations or when the
+    ``'l1'`` use ``solver='owlqn'``. The parameters of the lowest objective
+    seen (the start included) are returned; training stops after ``max_iter`` iterations or when the
     objective improved by less than ``tol`` (relative) over 10 iterations.
 
     Parameters

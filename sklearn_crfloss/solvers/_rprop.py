@@ -30,7 +30,7 @@ class Rprop(_StepRuleSolver):
     and a discontinuous objective (``loss='mce_f'``) never stops the run.
     The prior must be differentiable (``'l2'``, ``'hyperbolic'``,
     ``'none'``); for ``'l1'`` use ``solver='owlqn'``. The parameters of the
-    last iteration are returned; training stops after ``max_iter``
+    lowest objective seen (the start included) are returned; training stops after ``max_iter``
     iterations or when the objective improved by less than ``tol``
     (relative) over 10 iterations.
 

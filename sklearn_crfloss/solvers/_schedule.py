@@ -24,6 +24,7 @@ def _child_monitor(parent, max_iter, stage, offset):
     child.converged = False
     child.message = ""
     child.stage = stage
+    child.offset = parent.offset + offset
     if parent.callback is not None:
         child.callback = lambda k, value: parent.callback(offset + k, value)
     if parent.on_params is not None:
@@ -225,7 +226,7 @@ class Schedule(BaseSolver):
             # so far (validation_scores is one list, shared by the copies).
             if child.best_theta is not monitor.best_theta:
                 monitor.best_score, monitor.best_theta = child.best_score, child.best_theta
-                monitor.best_iter = offset + child.best_iter
+                monitor.best_iter = child.best_iter  # already numbered across stages
             monitor._no_change = child._no_change
             if child.early_stopped:
                 monitor.early_stopped = True
