@@ -448,10 +448,6 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
             loss.stages()  # a schedule's values are checked here, before any training
         default = default_solver(loss, prior)
         spec = default if self.solver is None else self.solver
-        if (isinstance(default, str) and default in ("perceptron", "mira")
-                and getattr(spec, "name", spec) != default):
-            raise ValueError(f"loss={default!r} is trained by its own online rule; leave "
-                             f"solver=None (got solver={self.solver!r}).")
         solver = make_solver(spec, average=self.average, eta0=self.eta0,
                              random_state=self.random_state)
         if hasattr(solver, "for_start"):  # a schedule's warm-up runs from zero only

@@ -60,7 +60,16 @@ class BaseSolver(BaseEstimator):
         Raises
         ------
         ValueError
+            Here: if ``loss`` is trained by its own online rule (its
+            ``default_solver`` is ``'perceptron'`` or ``'mira'``) and this
+            solver is not that rule. Subclasses add their own conditions
+            and call this one.
         """
+        default = getattr(loss, "default_solver", None)
+        if isinstance(default, str) and default in ("perceptron", "mira") \
+                and default != self.name:
+            raise ValueError(f"loss={default!r} is trained by its own online rule; leave "
+                             f"solver=None (got solver={self.name!r}).")
 
     def solve(self, objective, loss, prior, C, x0, monitor):
         """Minimise ``objective.value_and_grad(theta, loss, prior, C)`` from ``x0``.

@@ -26,10 +26,7 @@ class _StepRuleSolver(BaseSolver):
 
     def check(self, loss, prior):
         # Docstring inherited.
-        default = getattr(loss, "default_solver", None)
-        if default in ("perceptron", "mira"):
-            raise ValueError(f"loss={default!r} is trained by its own online rule; leave "
-                             f"solver=None (got solver={self.name!r}).")
+        super().check(loss, prior)
         if hasattr(prior, "parametrisation") and prior.parametrisation(1) is not None:
             raise ValueError(
                 f"solver={self.name!r} needs a prior that is differentiable everywhere; "

@@ -122,6 +122,7 @@ class LBFGS(BaseSolver):
 
     def check(self, loss, prior):
         # Docstring inherited.
+        super().check(loss, prior)
         check_line_search_loss(loss, "L-BFGS")
 
     def solve(self, objective, loss, prior, C, x0, monitor):

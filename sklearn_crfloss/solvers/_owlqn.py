@@ -230,6 +230,7 @@ class OWLQN(BaseSolver):
         # Docstring inherited.
         from ..priors import LaplacianPrior
 
+        super().check(loss, prior)
         check_line_search_loss(loss, "OWL-QN")
         if (not isinstance(prior, LaplacianPrior) and hasattr(prior, "parametrisation")
                 and prior.parametrisation(1) is not None):

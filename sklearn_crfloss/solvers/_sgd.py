@@ -321,9 +321,7 @@ class SGD(BaseSolver):
 
     def check(self, loss, prior):
         # Docstring inherited.
-        if getattr(loss, "default_solver", None) in ("perceptron", "mira"):
-            raise ValueError(f"loss={loss.default_solver!r} is trained by its own online "
-                             f"rule; leave solver=None.")
+        super().check(loss, prior)
         ok = isinstance(prior, NoPrior) or (
             isinstance(prior, GaussianPrior) and not np.any(prior.mean)
             and not prior.feature_dependent)
