@@ -66,16 +66,20 @@ class _OnlineSolver(BaseSolver):
         params = [np.array(p, dtype=np.float64) for p in layout.unpack(x0)]
         self._start(params, prior, C, n_seq)
         rng = random_generator(self.random_state)
+        # Each sequence's rows on its own columns, built once for all epochs.
+        blocks = []
+        for i in range(n_seq):
+            Xi = X[offsets[i]:offsets[i + 1]]
+            cols, local = np.unique(Xi.indices, return_inverse=True)
+            blocks.append((sp.csr_matrix((Xi.data, local, Xi.indptr - Xi.indptr[0]),
+                                         shape=(Xi.shape[0], cols.shape[0])), cols))
         value = None  # mistakes (updates) of the last epoch
         for _ in range(monitor.max_iter):
             value = 0.0
             for i in rng.permutation(n_seq):
-                a, b = offsets[i], offsets[i + 1]
-                Xi = X[a:b]
-                cols, local = np.unique(Xi.indices, return_inverse=True)
-                Xs = sp.csr_matrix((Xi.data, local, Xi.indptr - Xi.indptr[0]),
-                                   shape=(b - a, cols.shape[0]))
-                value += self._step(params, loss, Xs, cols, y[a:b], weights[i], C)
+                Xs, cols = blocks[i]
+                value += self._step(params, loss, Xs, cols, y[offsets[i]:offsets[i + 1]],
+                                    weights[i], C)
             if monitor.report(value, theta=lambda: layout.pack(*self._result(params)),
                               check=False):
                 break
