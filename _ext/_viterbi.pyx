@@ -1,5 +1,5 @@
 # Max-product decoding for a batch of linear-chain CRF sequences: the
-# Viterbi path, the exact 2-best and n-best lists (list Viterbi) and the best
+# Viterbi path, the exact n-best lists (list Viterbi) and the best
 # path different from a reference (the maximum incorrect output of Suzuki et
 # al. 2006, Eq. 5).
 #
@@ -80,93 +80,6 @@ cdef void _code_backtrace(const int[:, ::1] bp, Py_ssize_t code, Py_ssize_t s,
     for t in range(e - 1, s, -1):
         code = bp[t, code]
         path[t - 1 - s] = code // n
-
-
-cdef inline void _push2(double v, Py_ssize_t code, double* b0, double* b1,
-                        Py_ssize_t* c0, Py_ssize_t* c1) noexcept nogil:
-    # Keep the two best (score, code) of a cell: b0 >= b1; strict '>' keeps
-    # the earlier (smaller) code among ties.
-    if v > b0[0]:
-        b1[0] = b0[0]
-        c1[0] = c0[0]
-        b0[0] = v
-        c0[0] = code
-    elif v > b1[0]:
-        b1[0] = v
-        c1[0] = code
-
-
-cdef void _two_best_sequence(
-    const double[:, ::1] unary, const double[:, ::1] transition,
-    const double[::1] start, const double[::1] end,
-    Py_ssize_t s, Py_ssize_t e,
-    int[:, ::1] bp, Py_ssize_t[::1] path1, Py_ssize_t[::1] path2,
-    double* scratch, double* score1, double* score2,
-) noexcept nogil:
-    # List Viterbi with a list of 2: prev[2*i + r] is the score of the r-th
-    # best prefix ending in label i; bp[t, 2*j + r] = 2*i + r' points to the
-    # prefix it extends. Distinct (i, r') candidates give distinct paths, so
-    # the two survivors of every cell are distinct and the result is exact.
-    # An empty list is (-inf, -inf) with the codes (0, 1).
-    cdef Py_ssize_t L = unary.shape[1]
-    cdef Py_ssize_t t, i, j, r, c0, c1
-    cdef double b0, b1
-    cdef double* prev = scratch
-    cdef double* cur = scratch + 2 * L
-    cdef double* tmp
-    for j in range(L):
-        prev[2 * j] = start[j] + unary[s, j]
-        prev[2 * j + 1] = -INFINITY
-    for t in range(s + 1, e):
-        for j in range(L):
-            b0 = -INFINITY
-            b1 = -INFINITY
-            c0 = 0
-            c1 = 1
-            for i in range(L):
-                for r in range(2):
-                    _push2(prev[2 * i + r] + transition[i, j], 2 * i + r, &b0, &b1, &c0, &c1)
-            cur[2 * j] = b0 + unary[t, j]
-            cur[2 * j + 1] = b1 + unary[t, j]
-            bp[t, 2 * j] = <int>c0
-            bp[t, 2 * j + 1] = <int>c1
-        tmp = prev
-        prev = cur
-        cur = tmp
-    b0 = -INFINITY
-    b1 = -INFINITY
-    c0 = 0
-    c1 = 1
-    for j in range(L):
-        for r in range(2):
-            _push2(prev[2 * j + r] + end[j], 2 * j + r, &b0, &b1, &c0, &c1)
-    score1[0] = b0
-    score2[0] = b1
-    _code_backtrace(bp, c0, s, e, &path1[s], 2)
-    _code_backtrace(bp, c1, s, e, &path2[s], 2)
-
-
-def two_best_batch(
-    const double[:, ::1] unary, const double[:, ::1] transition,
-    const double[::1] start, const double[::1] end, const Py_ssize_t[::1] offsets,
-    Py_ssize_t[::1] path1, Py_ssize_t[::1] path2, double[::1] score1, double[::1] score2,
-    int[:, ::1] bp, double[:, ::1] scratch, int n_threads,
-):
-    """Best and second-best label sequences of a batch (low level).
-
-    Use :func:`sklearn_crfloss.inference.viterbi_2best`. Shapes: unary
-    (n_tokens, L); offsets (n_sequences + 1,) intp; path1, path2 (n_tokens,)
-    intp; score1, score2 (n_sequences,); bp (n_tokens, 2 * L) int32; scratch
-    (n_threads, 4 * L). Empty sequences are skipped.
-    """
-    cdef Py_ssize_t k
-    with nogil:
-        for k in prange(offsets.shape[0] - 1, num_threads=n_threads, schedule='static',
-                        chunksize=8):
-            if offsets[k + 1] > offsets[k]:
-                _two_best_sequence(unary, transition, start, end, offsets[k], offsets[k + 1],
-                                   bp, path1, path2, &scratch[threadid(), 0],
-                                   &score1[k], &score2[k])
 
 
 cdef void _max_incorrect_sequence(

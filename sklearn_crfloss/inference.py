@@ -29,7 +29,7 @@ from ._forward_backward import (Accumulators, exp_potentials, forward_backward_b
                                 scratch_width)
 from ._marginal_vjp import marginals_vjp_batch
 from ._max_marginals import max_marginals_batch, segment_margins_batch
-from ._viterbi import max_incorrect_batch, n_best_batch, two_best_batch, viterbi_batch
+from ._viterbi import max_incorrect_batch, n_best_batch, viterbi_batch
 
 __all__ = [
     "ForwardBackwardResult",
@@ -445,8 +445,8 @@ def viterbi(unary, transition, start, end, offsets, n_threads=1):
 def viterbi_2best(unary, transition, start, end, offsets, n_threads=1):
     """The best and the second-best label sequence of each sequence (exact).
 
-    A list Viterbi with lists of length 2: every cell keeps its two best
-    prefixes, so the two results are distinct sequences and the second is
+    :func:`viterbi_nbest` with ``n_best=2`` (a list Viterbi: every cell
+    keeps its two best prefixes), so the two results are distinct sequences and the second is
     the exact runner-up. It gives the maximum incorrect output of Suzuki et
     al. (2006), Eq. 5: the best path when it differs from the gold sequence,
     else the second best (the paper finds the latter by A*; any exact method
@@ -464,7 +464,8 @@ def viterbi_2best(unary, transition, start, end, offsets, n_threads=1):
         Best and second-best label sequence (token-aligned, like ``viterbi``).
     score1, score2 : ndarray of float64 of shape (n_sequences,)
         Their scores; ``score2`` is ``-inf`` when the sequence has a single
-        possible labelling (one label, one token), 0 for empty sequences.
+        possible labelling (one label, one token; ``path2`` then repeats
+        ``path1``), 0 for empty sequences.
         Ties are broken towards smaller (label, rank) indices.
 
     Raises
@@ -477,12 +478,14 @@ def viterbi_2best(unary, transition, start, end, offsets, n_threads=1):
     J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
     fields with multivariate evaluation measures. ACL, Eq. 5 and section 3.3.
     """
-    c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
-    path1, path2 = np.zeros((2, c.n_tokens), dtype=np.intp)
-    score1, score2 = np.zeros((2, c.n_seq))
-    two_best_batch(c.unary, c.transition, c.start, c.end, c.offsets, path1, path2,
-                   score1, score2, c.rows(2, dtype=np.int32), c.scratch(4 * c.n_labels),
-                   c.n_threads)
+    paths, scores = viterbi_nbest(unary, transition, start, end, offsets, 2,
+                                  n_threads=n_threads)
+    path1, path2 = paths
+    score1, score2 = scores[:, 0].copy(), scores[:, 1].copy()
+    lengths = np.diff(np.asarray(offsets, dtype=np.intp))
+    score2[lengths == 0] = 0.0
+    single = np.repeat(~np.isfinite(score2), lengths)  # one labelling: path2 = path1
+    path2[single] = path1[single]
     return path1, path2, score1, score2
 
 
@@ -490,8 +493,7 @@ def viterbi_2best(unary, transition, start, end, offsets, n_threads=1):
 def viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=1):
     """The ``n_best`` highest-scoring label sequences of each sequence (exact).
 
-    A list Viterbi (the 2-best list of :func:`viterbi_2best` with lists of
-    length ``n_best``): every (token, label) cell keeps the ``n_best`` best
+    A list Viterbi (parallel list Viterbi, Seshadri & Sundberg 1994): every (token, label) cell keeps the ``n_best`` best
     prefixes ending there, so the final list holds distinct sequences in
     order of decreasing score, the first being the Viterbi path. Cost: about
     ``n_best`` Viterbi passes in time, a backpointer table of
