@@ -125,6 +125,20 @@ cdef inline double finite_range(const double* x, Py_ssize_t n) noexcept nogil:
     return hi - lo if hi >= lo else 0.0
 
 
+cdef inline bint scale_ok(double c) noexcept nogil:
+    """Whether a scaled pass's normaliser c can be divided by (else: log space)."""
+    return c > MIN_SCALE and isfinite(c)
+
+
+cdef inline bint row_too_wide(double t_range, const double* row, Py_ssize_t L) noexcept nogil:
+    """Whether a unary row's range plus the transitions' t_range passes MAX_RANGE.
+
+    Past it, exp(row - max) of the scaled passes flushes entries to 0 that a
+    later token can make likely: the caller must fall back to log space.
+    """
+    return t_range + finite_range(row, L) > MAX_RANGE
+
+
 cdef inline double tail_range(const double* transition, const double* start,
                               Py_ssize_t L, double scale) noexcept nogil:
     """scale * max(range(transition), range(start)) + log(L) (see MAX_RANGE).
@@ -194,7 +208,7 @@ cdef inline double scale_row(double* alpha, double* psi, Py_ssize_t L) noexcept 
     cdef Py_ssize_t j
     for j in range(L):
         c += alpha[j]
-    if not (c > MIN_SCALE and isfinite(c)):
+    if not scale_ok(c):
         return 0.0
     r = 1.0 / c
     for j in range(L):
@@ -232,7 +246,7 @@ cdef inline double scaled_forward(
     cdef Py_ssize_t t, j
     cdef double c, lz = 0.0
     for t in range(n):
-        if t_range + finite_range(&unary[t * L], L) > MAX_RANGE:
+        if row_too_wide(t_range, &unary[t * L], L):
             return 0.0
         lz += exp_row(&unary[t * L], &psi[t * L], L)
     for t in range(n):
@@ -258,7 +272,7 @@ cdef inline double scaled_forward(
     c = 0.0
     for j in range(L):
         c += alpha[(n - 1) * L + j] * exp_end[j]
-    if not (c > MIN_SCALE and isfinite(c)):
+    if not scale_ok(c):
         return 0.0
     if log_z != NULL:
         log_z[0] = lz + log(c)

@@ -43,9 +43,9 @@ from cython.parallel cimport prange, threadid
 from libc.math cimport exp, log, isfinite, INFINITY
 from libc.stdint cimport uintptr_t
 
-from _chain cimport (LANES, MAX_RANGE, MIN_SCALE, exp_nonpos, finite_range, gather_token,
-                     logsumexp_row, outer_acc_padded, padded_width, row_max_padded,
-                     row_sum_padded, scatter_token, tail_range, vec_mat_padded)
+from _chain cimport (LANES, exp_nonpos, gather_token, logsumexp_row, outer_acc_padded,
+                     padded_width, row_max_padded, row_sum_padded, row_too_wide, scale_ok,
+                     scatter_token, tail_range, vec_mat_padded)
 
 
 def exp_potentials(transition, start, end):
@@ -172,7 +172,7 @@ cdef int _scaled_core(
     cdef double* sw
     for t in range(n):
         row = psi + t * Lp
-        if t_range + finite_range(row, L) > MAX_RANGE:
+        if row_too_wide(t_range, row, L):
             return 1
         m = row_max_padded(row, Lp)
         lz += m
@@ -189,7 +189,7 @@ cdef int _scaled_core(
             for j in range(Lp):
                 a[j] *= row[j]
         c = row_sum_padded(a, Lp)
-        if not (c > MIN_SCALE and isfinite(c)):
+        if not scale_ok(c):
             return 1
         r = 1.0 / c
         rs[t] = r
@@ -200,7 +200,7 @@ cdef int _scaled_core(
     for j in range(Lp):
         b2[j] = alpha[(n - 1) * Lp + j] * ee[j]
     c = row_sum_padded(b2, Lp)
-    if not (c > MIN_SCALE and isfinite(c)):
+    if not scale_ok(c):
         return 1
     log_z[0] = lz + log(c)
     r = 1.0 / c
