@@ -14,8 +14,16 @@ decoder the paper found best for it:
   transitions, emissions and first states in the noisy training labels
   (add-one smoothing), decoded by maximum expected accuracy (MEA);
 * ``cll`` -- CRF, conditional log-likelihood, MEA;
-* ``max_margin`` -- CRF, structured hinge loss with Hamming cost (averaged
-  SGD, 100 epochs: its weights grow large, so MEA and Viterbi agree), Viterbi;
+* ``max_margin`` -- CRF, structured hinge loss with Hamming cost, Viterbi;
+  averaged SGD, 300 epochs with a fixed first step ``eta0=3e-4``. The step
+  is set, not calibrated: ``eta0='auto'`` tries steps for one pass over the
+  training set, here only 20 long sequences, and chose ``4.9e-5``; after
+  100 epochs with it the training objective was 22% above that of
+  ``eta0=1e-3`` after the same 100 epochs (mean over 5 draws at p = 0.1:
+  18,164 against 14,891), and 2 of the 5 draws scored within 0.01 of
+  labelling every letter 'C'. Among ``1e-4``, ``3e-4`` and ``1e-3`` (300
+  epochs), ``3e-4`` had the lowest training objective at p = 0, 0.1 and
+  0.3;
 * ``labelwise`` -- CRF, maximum labelwise accuracy (sigmoid ``Q``,
   ``alpha=15``, ``init='cll'``), MEA.
 
@@ -51,7 +59,7 @@ HMM_STATES, HMM_ALPHABET = ("C", "I"), ("A", "C", "G", "T")
 NOISE = [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4]
 CRFS = [  # (name, CRFTagger parameters)
     ("cll", dict(loss="cll")),
-    ("max_margin", dict(loss="max_margin", max_iter=100, random_state=0)),
+    ("max_margin", dict(loss="max_margin", max_iter=300, eta0=3e-4, random_state=0)),
     ("labelwise", dict(loss="labelwise", init="cll")),
 ]
 # the decoder of each curve of Figure 1b
