@@ -102,6 +102,20 @@ class IterationClock:
 SOLVER_SPECS = {"default": None, "paper": [("sgd", 10), "quickprop"]}
 
 
+def conll2000_features(template, train_sentences=None, test_sentences=None):
+    """CoNLL-2000 feature dicts of ``TEMPLATES[template]``, fitted on the training prefix.
+
+    Returns ``(F_train, y_train, F_test, y_test)``; ``train_sentences`` and
+    ``test_sentences`` (None: all) take prefixes for quick runs.
+    """
+    X_train, y_train = load_conll2000("train")
+    X_test, y_test = load_conll2000("test")
+    X_train, y_train = X_train[:train_sentences], y_train[:train_sentences]
+    X_test, y_test = X_test[:test_sentences], y_test[:test_sentences]
+    feats = TemplateFeatures(TEMPLATES[template]).fit(X_train)
+    return feats.transform(X_train), y_train, feats.transform(X_test), y_test
+
+
 def fit(X, y, loss, prior, C, args, warm_from=None):
     clock = IterationClock()
     max_iter = args.max_iter if loss == "cll" else (args.mce_max_iter or args.max_iter)
@@ -290,14 +304,8 @@ def main(argv=None):
         p.error("give exactly one of --C and --C-grid")
 
     print("command:", " ".join(["python"] + sys.argv), flush=True)
-    X_train, y_train = load_conll2000("train")
-    X_test, y_test = load_conll2000("test")
-    if args.train_sentences:
-        X_train, y_train = X_train[:args.train_sentences], y_train[:args.train_sentences]
-    if args.test_sentences:
-        X_test, y_test = X_test[:args.test_sentences], y_test[:args.test_sentences]
-    feats = TemplateFeatures(TEMPLATES[args.template]).fit(X_train)
-    F_train, F_test = feats.transform(X_train), feats.transform(X_test)
+    F_train, y_train, F_test, y_test = conll2000_features(
+        args.template, args.train_sentences, args.test_sentences)
     print(f"train {len(F_train)} sentences, test {len(F_test)}", flush=True)
 
     def log(row):

@@ -16,7 +16,6 @@ Timed runs are never tests; measured output is in benchmarks/README.md.
 """
 
 import argparse
-import copy
 import os
 import sys
 import time
@@ -25,12 +24,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from mce_table import objective_at  # noqa: E402
+from mce_table import conll2000_features, copy_fitted, evaluate, objective_at  # noqa: E402
 from sklearn_crfloss import CRFTagger  # noqa: E402
-from sklearn_crfloss.datasets import load_conll2000  # noqa: E402
-from sklearn_crfloss.features import SUZUKI2006_TEMPLATE, TemplateFeatures  # noqa: E402
 from sklearn_crfloss.losses import SegmentFScoreMCE  # noqa: E402
-from sklearn_crfloss.metrics import paired_bootstrap_test, segment_f1_score  # noqa: E402
+from sklearn_crfloss.metrics import paired_bootstrap_test  # noqa: E402
 from sklearn_crfloss.solvers import QuickProp, Rprop  # noqa: E402
 
 SOLVERS = {
@@ -50,17 +47,14 @@ def main(argv=None):
     p.add_argument("--n-jobs", type=int, default=2)
     args = p.parse_args(argv)
     print("command:", " ".join(["python"] + sys.argv), flush=True)
-    X_train, y_train = load_conll2000("train")
-    X_test, y_test = load_conll2000("test")
-    feats = TemplateFeatures(SUZUKI2006_TEMPLATE).fit(X_train)
-    F_train, F_test = feats.transform(X_train), feats.transform(X_test)
+    F_train, y_train, F_test, y_test = conll2000_features("suzuki2006")
     t0 = time.perf_counter()
     base = CRFTagger(C=args.C, max_iter=1000, n_jobs=args.n_jobs).fit(F_train, y_train)
-    pred_map = base.predict(F_test)
-    print(f"MAP C={args.C:g}: test F1 {100 * segment_f1_score(y_test, pred_map):.2f}, "
+    f1_map, _, pred_map = evaluate(base, F_test, y_test)
+    print(f"MAP C={args.C:g}: test F1 {f1_map:.2f}, "
           f"{base.n_iter_} iterations, {time.perf_counter() - t0:.0f} s", flush=True)
     for name, make_solver in SOLVERS.items():
-        crf = copy.deepcopy(base)
+        crf = copy_fitted(base)
         start = objective_at(crf, F_train, y_train, SegmentFScoreMCE(), args.C, args.n_jobs)
         crf.set_params(loss=SegmentFScoreMCE(), warm_start=True, solver=make_solver(),
                        max_iter=args.max_iter, tol=1e-7, random_state=0)
@@ -68,11 +62,11 @@ def main(argv=None):
         crf.fit(F_train, y_train)
         seconds = time.perf_counter() - t0
         end = objective_at(crf, F_train, y_train, SegmentFScoreMCE(), args.C, args.n_jobs)
-        pred = crf.predict(F_test)
+        f1, _, pred = evaluate(crf, F_test, y_test)
         test = paired_bootstrap_test(y_test, pred, pred_map, n_resamples=2000, random_state=0)
         print(f"{name:<34} iterations={crf.n_iter_:<3} objective {start:.1f} -> {end:.1f} "
               f"({100 * (1 - end / start):.1f}%)  test F1 "
-              f"{100 * segment_f1_score(y_test, pred):.2f} ({100 * test.difference:+.2f}, "
+              f"{f1:.2f} ({100 * test.difference:+.2f}, "
               f"p={test.pvalue:.3g})  {seconds:.0f} s", flush=True)
         print("    objective per iteration:", np.round(crf.loss_curve_, 1).tolist(), flush=True)
 
