@@ -17,7 +17,6 @@ from functools import partial
 from numbers import Integral, Real
 
 import time
-import warnings
 
 import numpy as np
 from joblib import effective_n_jobs
@@ -36,10 +35,11 @@ from ._vectorize import SequenceVectorizer
 from . import inspection
 from .decoding import CONSTRAINTS, DECODERS, check_decoding, decode, get_allowed, nbest_decode
 from .inference import forward_backward, sequence_scores
-from .losses import LOSSES, ConditionalLogLikelihood, get_loss
+from .losses import LOSSES, get_loss
 from .priors import PRIORS, get_prior
-from .solvers import SOLVERS, ConvergenceMonitor, HeldOutScore, default_solver, make_solver
-from .solvers._monitor import FitInfo, hold_out, stage_summary, takes_model
+from .solvers import SOLVERS, HeldOutScore, default_solver, make_solver
+from .solvers._monitor import FitInfo, hold_out, stage_summary
+from ._training import train_stages
 
 __all__ = ["CRFTagger"]
 
@@ -114,6 +114,13 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         MAP initialisation that nonconvex losses need, Suzuki et al. 2006,
         Table 2); a no-op when ``loss='cll'``. Usable inside GridSearchCV and
         Pipelines, unlike a manual ``warm_start`` sequence.
+    init_C : float or None, default=None
+        ``C`` of the ``init='cll'`` stage, ``> 0``; None: ``C``. The start
+        and the loss may need different strengths: the MCE losses' data
+        term is bounded (a sigmoid per sequence or segment), far weaker
+        than CLL's at the same ``C``, and a CLL start with a large ``C``
+        leaves few training sequences near the decision boundary, where
+        the MCE losses have a gradient.
     solver : str, solver object, list or None, default=None
         Training procedure: a name registered in
         :data:`sklearn_crfloss.solvers.SOLVERS`, a solver object such as
@@ -252,10 +259,23 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         number of mistakes (perceptron, MIRA) or the summed loss (sgd) of
         each epoch.
     objective_ : float
-        Final objective: the loss summed over training sequences plus the
-        prior's penalty (for ``'cll'``: negative log-likelihood + penalty).
+        The objective at the returned parameters: the loss summed over
+        training sequences plus the prior's penalty (for ``'cll'``: negative
+        log-likelihood + penalty), of the last training stage.
     converged_ : bool
-        Whether a stopping rule other than ``max_iter`` ended training.
+        Whether training ended at a minimum (``stop_reason_`` is
+        ``'converged'``) or by early stopping; never after ``max_iter``, a
+        failed line search or an objective that rose.
+    stop_reason_ : {'converged', 'max_iter', 'stalled', 'early_stopping'}
+        Why the last training stage ended: a stopping test held at a
+        minimum; the iteration budget ran out; the solver could not lower
+        the objective although it is not at a minimum (a failed line
+        search, an objective that rose, a gradient still large: a
+        ``ConvergenceWarning`` gives the cause), in which case the
+        parameters of the lowest objective are returned; or the held-out
+        score stopped improving. A stage whose objective would end above
+        its start keeps the start ('stalled'). A non-finite objective stops
+        ``fit`` with a ``ValueError`` instead.
     sparsity_ : float
         Fraction of the ``n_parameters_`` trained parameters that are exactly
         0 after fit (large with ``prior='l1'``, about 0 otherwise).
@@ -310,6 +330,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         "all_possible_states": ["boolean"],
         "feature_hashing": [None, Interval(Integral, 1, None, closed="left")],
         "init": [None, StrOptions({"cll"})],
+        "init_C": [None, Interval(Real, 0, None, closed="neither")],
         "solver": [None, StrOptions(set(SOLVERS)), list, tuple, HasMethods(["solve"])],
         "average": ["boolean", Interval(Integral, 1, None, closed="left")],
         "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
@@ -338,6 +359,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         all_possible_states=False,
         feature_hashing=None,
         init=None,
+        init_C=None,
         solver=None,
         average=True,
         eta0="auto",
@@ -362,6 +384,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         self.all_possible_states = all_possible_states
         self.feature_hashing = feature_hashing
         self.init = init
+        self.init_C = init_C
         self.solver = solver
         self.average = average
         self.eta0 = eta0
@@ -533,61 +556,9 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
 
     def _train(self, objective, loss, prior, solver, x0, from_zero, validation=None,
                snapshot=None):
-        """Run the training stages; return the final ``theta`` and a :class:`FitInfo`.
-
-        ``validation``: the held-out score of early stopping (a
-        :class:`~sklearn_crfloss.solvers.HeldOutScore`); ``snapshot(theta)``:
-        the model a three-argument callback receives.
-        """
-        C = float(self.C)
-        name = getattr(loss, "name", type(loss).__name__)
-        if self.init == "cll" and name != "cll":
-            t0 = time.perf_counter()
-            cll = ConditionalLogLikelihood()
-            init_solver = make_solver(default_solver(cll, prior))
-            monitor = ConvergenceMonitor(self.tol, self.max_iter or init_solver.default_max_iter,
-                                         verbose=self.verbose, stage="init='cll'")
-            x0 = init_solver.solve(objective, cll, prior, C, x0, monitor)
-            init_n_iter = monitor.n_iter
-            self._stage_done("init='cll'", monitor, init_solver.name, time.perf_counter() - t0)
-        else:
-            init_n_iter = 0
-            if (from_zero and solver.name in ("lbfgs", "owlqn")
-                    and getattr(loss, "needs_init", False) and not getattr(loss, "smooth", True)):
-                warnings.warn(
-                    f"loss={name!r} starts from zero parameters, where every label sequence "
-                    "has the same score: its maximum over the incorrect outputs is not "
-                    "differentiable there and L-BFGS usually stops at once. Use init='cll' "
-                    "(or warm_start=True after a CLL fit).", UserWarning, stacklevel=3)
-        # A loss with an annealing schedule (e.g. labelwise with a list of
-        # alpha) is trained stage by stage, each warm-started from the last.
-        stages = loss.stages() if hasattr(loss, "stages") else [loss]
-        info = FitInfo(init_n_iter=init_n_iter,
-                       validation_scores=None if validation is None else [])
-        callback, on_params = self.callback, None
-        if callback is not None and snapshot is not None and takes_model(callback):
-            def on_params(k, theta, value):
-                self.callback(k, value, snapshot(theta))
-            callback = None
-        for k, stage in enumerate(stages):
-            # Every stage is named (in warnings and verbose lines), also a single one.
-            stage_name = f"loss={name!r}" + (f" {k + 1}/{len(stages)}" if len(stages) > 1 else "")
-            t0 = time.perf_counter()
-            monitor = ConvergenceMonitor(
-                self.tol, self.max_iter or solver.default_max_iter, verbose=self.verbose,
-                callback=callback, on_params=on_params, validation=validation,
-                n_iter_no_change=self.n_iter_no_change, unit=getattr(solver, "unit", "iter"),
-                stage=stage_name)
-            x0 = monitor.result(solver.solve(objective, stage, prior, C, x0, monitor))
-            info.n_iter += monitor.n_iter
-            info.loss_curve += monitor.history
-            info.converged = monitor.converged
-            info.message = monitor.message
-            if validation is not None:
-                info.validation_scores += monitor.validation_scores
-                info.best_validation_score = monitor.best_score
-            self._stage_done(stage_name, monitor, solver.name, time.perf_counter() - t0)
-        return x0, info
+        """Run the training stages (:func:`~._training.train_stages`)."""
+        return train_stages(self, objective, loss, prior, solver, x0, from_zero,
+                            validation=validation, snapshot=snapshot)
 
     def _set_fitted(self, features, classes, layout, theta, info, loss, prior):
         """Set every fitted attribute at once (nothing before training succeeded)."""
@@ -606,7 +577,8 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         self.n_iter_ = info.n_iter
         self.init_n_iter_ = info.init_n_iter
         self.loss_curve_ = info.loss_curve
-        self.objective_ = info.loss_curve[-1] if info.loss_curve else float("nan")
+        self.objective_ = info.objective
+        self.stop_reason_ = info.stop_reason
         self.sparsity_ = float(np.mean(theta == 0.0))
         self.converged_ = info.converged
         self.validation_scores_ = info.validation_scores

@@ -511,10 +511,12 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
             weights, monitor = _fit_weights([blocks(experts, None)], self.max_iter, self.tol)
         if fixed is None:
             info = FitInfo(n_iter=monitor.n_iter, loss_curve=monitor.history,
-                           converged=monitor.converged)
+                           converged=monitor.converged, stop_reason=monitor.stop_reason,
+                           objective=_pool_nll(weights, *blocks(experts, None))[0])
         else:
             weights = fixed / fixed.sum()
-            info = FitInfo(loss_curve=[_pool_nll(weights, *blocks(experts, None))[0]])
+            nll = _pool_nll(weights, *blocks(experts, None))[0]
+            info = FitInfo(loss_curve=[nll], stop_reason="converged", objective=nll)
 
         self.experts_ = experts
         self.expert_columns_ = groups
