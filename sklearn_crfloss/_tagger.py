@@ -39,7 +39,7 @@ from .losses import LOSSES, get_loss
 from .priors import PRIORS, get_prior
 from .solvers import SOLVERS, HeldOutScore, default_solver, make_solver
 from .solvers._monitor import FitInfo, hold_out, stage_summary
-from ._training import train_stages
+from ._training import early_stopping_scoring, train_stages, warn_if_unscaled
 
 __all__ = ["CRFTagger"]
 
@@ -218,10 +218,13 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         Iterations (epochs) without an improvement of the held-out score by
         more than ``tol`` (relative, at least ``tol`` absolute) before early
         stopping.
-    scoring : {'f1', 'accuracy', 'loss'}, default='f1'
+    scoring : {None, 'f1', 'accuracy', 'loss'}, default=None
         Held-out score of early stopping: segment F1 (conlleval) of the
         decoded sequences (``decoder``, ``constraints``), their token
-        accuracy, or minus the training loss on them.
+        accuracy, or minus the training loss on them. None: ``'f1'`` when
+        the training labels contain chunks (``B-``/``I-``... prefixes),
+        else ``'accuracy'`` (segment F1 is 0 at every iteration on labels
+        without chunks, such as POS tags).
 
     Attributes
     ----------
@@ -344,7 +347,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         "early_stopping": ["boolean"],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
-        "scoring": [StrOptions({"f1", "accuracy", "loss"})],
+        "scoring": [None, StrOptions({"f1", "accuracy", "loss"})],
     }
 
     def __init__(
@@ -373,7 +376,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         early_stopping=False,
         validation_fraction=0.1,
         n_iter_no_change=5,
-        scoring="f1",
+        scoring=None,
     ):
         self.loss = loss
         self.prior = prior
@@ -456,6 +459,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         t0 = time.perf_counter()
         features = SequenceVectorizer(self.min_freq, self.feature_hashing)
         Xc = features.fit_transform(kind, tokens, offsets)
+        warn_if_unscaled(Xc, features.attributes)
         if self.verbose >= 2:
             print(f"vectorised {lengths.shape[0]} sequences ({Xc.shape[0]} tokens, {kind} input) "
                   f"into {Xc.shape[1]} attributes in {time.perf_counter() - t0:.2f} s",
@@ -517,7 +521,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         if held_out is not None:
             validation = HeldOutScore(
                 CRFObjective(*held_out, layout, n_threads=effective_n_jobs(self.n_jobs)),
-                self.scoring, classes,
+                early_stopping_scoring(self.scoring, y_enc, offsets, classes), classes,
                 partial(decode, self.decoder, self.constraints, classes,
                         n_threads=effective_n_jobs(self.n_jobs)), loss)
         t0 = time.perf_counter()

@@ -18,10 +18,95 @@ from .losses import ConditionalLogLikelihood
 from .solvers import ConvergenceMonitor, default_solver, make_solver
 from .solvers._monitor import FitInfo, takes_model
 
-__all__ = ["run_stage", "train_stages"]
+__all__ = ["early_stopping_scoring", "run_stage", "train_stages", "warn_if_unscaled"]
 
 #: Solvers that follow their own update rule rather than minimise the objective.
 _OWN_RULE = ("perceptron", "mira")
+
+#: Largest feature magnitude that trains without a warning (indicators are 1).
+UNSCALED_LIMIT = 10.0
+
+
+def warn_if_unscaled(X, attributes, limit=UNSCALED_LIMIT):
+    """Warn when feature values are far from the 0/1 scale of indicator features.
+
+    A numeric feature of magnitude ``v`` multiplies its weights' curvature
+    by about ``v**2``: with values in the tens or more the objective is
+    badly conditioned, L-BFGS crawls, the step calibration of SGD finds no
+    step and the nonconvex losses saturate.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix of shape (n_tokens, n_attributes)
+        The vectorised training features (an int8 matrix holds indicators
+        only and is not checked).
+    attributes : array-like of str of shape (n_attributes,)
+        Column names, for the message.
+    limit : float, default=10.0
+        Largest absolute value without a warning.
+
+    Warns
+    -----
+    UserWarning
+        Naming the attribute of the largest absolute value, its value and
+        how many attributes exceed ``limit``, with the remedy.
+    """
+    if X.dtype == np.int8 or X.nnz == 0:
+        return
+    top = np.asarray(abs(X).max(axis=0).todense()).ravel()
+    over = np.flatnonzero(top > limit)
+    if over.shape[0] == 0:
+        return
+    worst = over[np.argmax(top[over])]
+    warnings.warn(
+        f"{over.shape[0]} feature(s) have values larger than {limit:g} in magnitude, e.g. "
+        f"{attributes[worst]!r} up to {top[worst]:.6g}: features on a scale far from the 0/1 "
+        "of indicators make training badly conditioned (slow or stalled solvers, steps "
+        "calibrated to nothing, saturated MCE losses). Scale them to about [-1, 1] (divide "
+        "by their largest value; for array input sklearn.preprocessing.MaxAbsScaler).",
+        UserWarning, stacklevel=3)
+
+
+def early_stopping_scoring(scoring, y, offsets, classes):
+    """The held-out score early stopping uses for these labels.
+
+    Segment F1 cannot change on labels that form no chunk (POS tags, names
+    without ``B-``/``I-`` prefixes): it is 0 at every iteration.
+
+    Parameters
+    ----------
+    scoring : {None, 'f1', 'accuracy', 'loss'}
+        The estimator's ``scoring``; None chooses.
+    y : ndarray of intp of shape (n_tokens,)
+        The training labels, as indices into ``classes``.
+    offsets : ndarray of intp of shape (n_sequences + 1,)
+    classes : ndarray of shape (n_classes,)
+
+    Returns
+    -------
+    {'f1', 'accuracy', 'loss'}
+        ``scoring``, or for None: ``'f1'`` if the training labels contain a
+        chunk (conlleval's decoding), else ``'accuracy'``.
+
+    Warns
+    -----
+    UserWarning
+        If ``scoring='f1'`` and the training labels contain no chunk.
+    """
+    if scoring not in (None, "f1"):
+        return scoring
+    from .segments import segments_from_codes
+
+    has_chunks = segments_from_codes(y, offsets, classes)[0].shape[0] > 0
+    if scoring is None:
+        return "f1" if has_chunks else "accuracy"
+    if not has_chunks:
+        warnings.warn(
+            "early stopping with scoring='f1': the training labels form no chunk (no "
+            "B-/I-/E-/S- prefixed labels, as for POS tags), so segment F1 is 0 at every "
+            "iteration and cannot tell when to stop. Use scoring='accuracy' (or leave "
+            "scoring=None, which chooses it for such labels).", UserWarning, stacklevel=4)
+    return scoring
 
 
 def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
@@ -58,13 +143,14 @@ def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
         parameters (``init='cll'`` is the remedy).
     """
     start_value = float(objective.value_and_grad(x0, loss, prior, C)[0])
+    monitor.gradient_test = bool(getattr(loss, "smooth", True))
     theta = monitor.result(solver.solve(objective, loss, prior, C, x0, monitor))
     value = float(objective.value_and_grad(theta, loss, prior, C)[0])
     tolerance = 1e-12 * max(abs(start_value), 1.0)
     if (solver.name not in _OWN_RULE and not monitor.early_stopped
             and value > start_value + tolerance):
-        message = (f"the objective at the solver's result, {value:.6e}, is above the "
-                   f"{start_value:.6e} it started from; the starting parameters are kept")
+        message = (f"the objective at the solver's result, {value:.10g}, is above the "
+                   f"{start_value:.10g} it started from; the starting parameters are kept")
         monitor.converged, monitor.stop_reason, monitor.message = False, "stalled", message
         warnings.warn(f"{stage}: {message}. Try another solver or step size, or check the "
                       "scale of numeric features.", ConvergenceWarning, stacklevel=4)

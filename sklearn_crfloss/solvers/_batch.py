@@ -73,9 +73,8 @@ class _StepRuleSolver(BaseSolver):
             x, value, new_grad, taken, factor, fallback, n_evals = found
             self._commit(taken, factor, fallback)
             grad = new_grad
-            if monitor.report(value, theta=x, **{"|grad|": float(np.linalg.norm(grad)),
-                                                 "|step|": float(np.linalg.norm(taken)),
-                                                 "evals": n_evals}):
+            if monitor.report(value, theta=x, grad_norm=float(np.linalg.norm(grad)),
+                              **{"|step|": float(np.linalg.norm(taken)), "evals": n_evals}):
                 monitor.finish(True, "the objective stopped improving", solver=solver)
                 return x
         monitor.finish(False, f"reached max_iter={monitor.max_iter}", solver=solver)

@@ -89,6 +89,10 @@ class ConvergenceMonitor:
         The report (1-based) of the best validation score, or 0.
     best_value : float
         The lowest objective reported (inf before the first report).
+    gradient_test : bool
+        Whether ``grad_norm`` counts in the objective's rule (True; the
+        estimator sets False for losses that are not smooth, such as MCE,
+        whose gradient need not vanish at a minimum).
     early_stopped : bool
         Whether the early-stopping rule ended the run.
     converged : bool
@@ -126,6 +130,7 @@ class ConvergenceMonitor:
         self.converged = False
         self.stop_reason = None
         self.message = ""
+        self.gradient_test = True
         self._best_history = []
         self._rule = None  # (reason, message) once the objective's rule has held
         self._no_change = 0
@@ -222,7 +227,8 @@ class ConvergenceMonitor:
                 f"the objective rose from its best, {best:.6e}, to {value:.6e} and did "
                 f"not improve in {self.period} {self.unit}s: the solver is not descending "
                 "here; the parameters of the best objective are returned"))
-        elif grad_norm is not None and grad_norm > np.sqrt(self.tol) * scale:
+        elif (grad_norm is not None and self.gradient_test
+              and grad_norm > np.sqrt(self.tol) * scale):
             self._rule = ("stalled", (
                 f"the objective stopped improving but the gradient norm is still "
                 f"{grad_norm:.3e} (more than sqrt(tol) * |objective| = "
