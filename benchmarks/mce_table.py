@@ -6,7 +6,7 @@ Rows (``--rows``, any subset, in this order):
 * ``map``      -- loss='cll', prior='l2'
 * ``mce_log``  -- loss=MinimumClassificationError(smoothing='logistic'), prior='l2'
 * ``mce_sig``  -- loss=MinimumClassificationError(smoothing='sigmoid'), prior='l2'
-* ``mcef_sig`` -- loss=SegmentFScoreMCE(false_positives='max_incorrect') (the paper's; sigmoid), prior='l2'
+* ``mcef_sig`` -- loss=SegmentFScoreMCE(false_positives='max_incorrect') (a variant; sigmoid), prior='l2'
 * ``mcef_sig_v`` -- SegmentFScoreMCE(false_positives='viterbi'), the
   continuous variant (not in the paper), prior='l2'
 
