@@ -23,6 +23,9 @@ __all__ = ["early_stopping_scoring", "run_stage", "train_stages", "warn_if_unsca
 #: Solvers that follow their own update rule rather than minimise the objective.
 _OWN_RULE = ("perceptron", "mira")
 
+#: Share of saturated terms at a nonconvex loss's start above which fit warns.
+SATURATED_START = 0.95
+
 #: Largest feature magnitude that trains without a warning (indicators are 1).
 UNSCALED_LIMIT = 10.0
 
@@ -109,6 +112,28 @@ def early_stopping_scoring(scoring, y, offsets, classes):
     return scoring
 
 
+def _warn_if_saturated_start(loss, x0, stage):
+    """Warn when a nonconvex loss starts where almost all its terms are flat.
+
+    The MCE losses record, at each evaluation, the weighted share of their
+    terms (sequences, or segments for MCE-F) whose smoothed loss has
+    almost no gradient (``saturation_``); from a start where that share
+    exceeds :data:`SATURATED_START`, training cannot move far.
+    """
+    share = getattr(loss, "saturation_", None)
+    if share is None or not np.any(x0) or not share > SATURATED_START:
+        return
+    name = getattr(loss, "name", type(loss).__name__)
+    unit = "segments" if name == "mce_f" else "sequences"
+    warnings.warn(
+        f"{stage}: at the starting parameters {100 * share:.1f}% of the weighted training "
+        f"{unit} are saturated (the smoothed loss or its derivative is below 1% there), so "
+        "the loss has almost nothing to correct. The start is usually a CLL fit too strongly "
+        "or too weakly regularised for it: with init='cll', try a smaller init_C (the start's "
+        "C) so that more training sequences lie near the decision boundary, a smaller alpha "
+        "(a wider sigmoid), or another C for the loss.", UserWarning, stacklevel=4)
+
+
 def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
     """Run ``solver`` from ``x0``; the parameters to keep and their objective.
 
@@ -144,6 +169,7 @@ def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
     """
     start_value = float(objective.value_and_grad(x0, loss, prior, C)[0])
     monitor.gradient_test = bool(getattr(loss, "smooth", True))
+    _warn_if_saturated_start(loss, x0, stage)
     theta = monitor.result(solver.solve(objective, loss, prior, C, x0, monitor))
     value = float(objective.value_and_grad(theta, loss, prior, C)[0])
     tolerance = 1e-12 * max(abs(start_value), 1.0)

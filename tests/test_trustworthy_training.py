@@ -180,3 +180,36 @@ def test_a_stage_that_ends_above_its_start_keeps_the_start(toy):
     assert crf.stop_reason_ == "stalled" and not crf.converged_
     assert any("starting parameters are kept" in m for _, m in caught)
     assert crf.objective_ == pytest.approx(first.objective_, rel=1e-9)
+
+
+@pytest.mark.parametrize("loss", ["mce", "mce_f"])
+def test_a_saturated_start_of_an_mce_loss_warns_with_the_remedy(toy, loss):
+    from sklearn_crfloss.losses import get_loss
+
+    X, y = toy
+    steep = get_loss(loss).set_params(alpha=300.0)  # a sigmoid too steep for the margins
+    crf, caught = _fit(CRFTagger(loss=steep, init="cll", init_C=100.0, max_iter=20), X, y)
+    assert any("are saturated" in m and "init_C" in m for _, m in caught)
+    assert crf._loss.saturation_ > 0.5
+    plain, caught = _fit(CRFTagger(loss=loss, init="cll", max_iter=20), X, y)
+    assert not any("are saturated" in m for _, m in caught)
+    assert plain._loss.saturation_ < 0.5
+
+
+def test_init_c_sets_the_strength_of_the_cll_start_only(toy, monkeypatch):
+    from sklearn_crfloss import _training
+
+    seen = []
+    run_stage = _training.run_stage
+
+    def spy(solver, objective, loss, prior, C, x0, monitor, *, stage):
+        seen.append((stage, C))
+        return run_stage(solver, objective, loss, prior, C, x0, monitor, stage=stage)
+
+    monkeypatch.setattr(_training, "run_stage", spy)
+    X, y = toy
+    _fit(CRFTagger(loss="mce_f", init="cll", C=5.0, init_C=0.05, max_iter=3), X, y)
+    assert seen == [("init='cll'", 0.05), ("loss='mce_f'", 5.0)]
+    seen.clear()
+    _fit(CRFTagger(loss="mce_f", init="cll", C=5.0, max_iter=3), X, y)
+    assert seen == [("init='cll'", 5.0), ("loss='mce_f'", 5.0)]

@@ -33,6 +33,21 @@ _SATURATED_FRACTION = 0.95
 _SATURATED_MIN_SEQUENCES = 20
 
 
+def _saturated_share(z, w, smoothing="sigmoid"):
+    """Weighted share of the terms whose smoothed loss has (almost) no gradient.
+
+    A term of argument ``z = alpha d + beta`` is saturated where ``dl/dd``
+    is below about 1% of its largest value: ``|z| > log 99`` for the
+    sigmoid, ``z < -log 99`` for the logistic (whose slope tends to 1 for
+    large ``z``). NaN if the weights sum to 0.
+    """
+    total = float(np.sum(w))
+    if not total > 0:
+        return float("nan")
+    flat = (z < _SATURATED_Z) | ((z > -_SATURATED_Z) if smoothing == "sigmoid" else False)
+    return float(np.sum(w[flat])) / total
+
+
 def _smooth(d, alpha, beta, smoothing):
     """l(d) of Eq. 8 and dl/dd (section 3.2), elementwise and stable."""
     z = alpha * d + beta
@@ -189,6 +204,14 @@ class MinimumClassificationError(_SmoothedErrorLoss):
     smoothing : {'sigmoid', 'logistic'}, default='sigmoid'
         Smoothing function ``l`` of Eq. 8.
 
+    Attributes
+    ----------
+    saturation_ : float
+        Set by every :meth:`value_and_grad`: the weighted share of the
+        sequences whose smoothed loss has almost no gradient (``dl/dd``
+        below about 1% of its largest value). ``CRFTagger.fit`` warns when
+        it exceeds 95% at the start of training.
+
     Raises
     ------
     ValueError
@@ -255,6 +278,8 @@ class MinimumClassificationError(_SmoothedErrorLoss):
             d[fallback] = (wrong_score - g_star)[fallback]
         if not np.isinf(self.psi):
             self._warn_if_saturated(d, log_a, w)
+        self.saturation_ = _saturated_share(float(self.alpha) * d + float(self.beta), w,
+                                            self.smoothing)
         l, dl = _smooth(d, float(self.alpha), float(self.beta), self.smoothing)
         value = float(np.dot(w, l))
         coef = w * dl
@@ -448,6 +473,11 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
     ----------
     classes_ : ndarray of shape (n_labels,)
         Label names of the label indices, set by :meth:`set_classes`.
+    saturation_ : float
+        Set by every :meth:`value_and_grad`: the weighted share of the gold
+        and false positive segments whose smoothed loss has almost no
+        gradient (``dl/dd`` below about 1% of its largest value).
+        ``CRFTagger.fit`` warns when it exceeds 95% at the start.
 
     Raises
     ------
@@ -547,6 +577,8 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         wf = w[fp_segs[0]]
         l_g, dl_g = _smooth(-m_g, alpha, beta, "sigmoid")
         l_f, dl_f = _smooth(m_f, alpha, beta, "sigmoid")
+        self.saturation_ = _saturated_share(
+            np.concatenate([alpha * -m_g + beta, alpha * m_f + beta]), np.concatenate([wg, wf]))
         if self.false_positives == "viterbi":  # (l(m) - l(0)) / (1 - l(0)): 0 at m = 0
             l0 = expit(beta)
             l_f = (l_f - l0) / (1.0 - l0)
