@@ -34,7 +34,7 @@ class _StepRuleSolver(BaseSolver):
     """
 
     #: Halvings of a proposed step before the gradient fall-back.
-    max_halvings = 10
+    max_halvings = 5
 
     def check(self, loss, prior):
         # Docstring inherited.

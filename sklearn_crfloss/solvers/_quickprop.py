@@ -45,9 +45,9 @@ class QuickProp(_StepRuleSolver):
 
     Safeguards (Fahlman's, section 5, and a backtracking test): the maximum
     growth factor ``mu`` above; a step that raises the objective is halved
-    until it does not (at most 10 times), and if none of the halved steps
+    until it does not (at most 5 times), and if none of the halved steps
     lowers it, a plain gradient step of the same length is tried and
-    halved (at most 20 times). The objective therefore never rises from one
+    halved (at most 10 times). The objective therefore never rises from one
     iteration to the next. Training stops after ``max_iter`` iterations,
     when the objective improved by less than ``tol`` (relative) over 10
     iterations, or where no gradient step lowers it.

@@ -27,9 +27,9 @@ class Rprop(_StepRuleSolver):
     * otherwise ``Delta_k`` is kept.
 
     Backtracking: a step that raises the objective is halved until it does
-    not (at most 10 times; the step sizes ``Delta_k`` shrink by the same
+    not (at most 5 times; the step sizes ``Delta_k`` shrink by the same
     factor), and if none does, a plain gradient step of the same length is
-    tried and halved (at most 20 times), after which every ``Delta_k`` is
+    tried and halved (at most 10 times), after which every ``Delta_k`` is
     multiplied by ``eta_minus`` and the sign memory cleared. The objective
     therefore never rises from one iteration to the next. An iteration that
     needs no backtracking costs one objective evaluation. The prior must be
