@@ -213,3 +213,18 @@ def test_init_c_sets_the_strength_of_the_cll_start_only(toy, monkeypatch):
     seen.clear()
     _fit(CRFTagger(loss="mce_f", init="cll", C=5.0, max_iter=3), X, y)
     assert seen == [("init='cll'", 5.0), ("loss='mce_f'", 5.0)]
+
+
+@pytest.mark.parametrize("kwargs,sample_weight", [
+    (dict(prior="l1"), None),  # OWL-QN stops at once on two one-token sentences
+    (dict(), [0.0, 0.0]),
+    (dict(), [1e-300, 1e-300]),
+])
+def test_objective_is_finite_when_the_solver_stops_at_once(kwargs, sample_weight):
+    X = [[{"w": "a"}], [{"w": "b"}]]
+    y = [["A"], ["B"]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        crf = CRFTagger(**kwargs).fit(X, y, sample_weight=sample_weight)
+    assert np.isfinite(crf.objective_)
+    assert crf.stop_reason_ in ("converged", "max_iter", "stalled")
