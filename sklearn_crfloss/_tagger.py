@@ -30,6 +30,7 @@ from ._objective import CRFObjective
 from ._params import ParameterLayout, observed_pairs
 from ._persistence import VersionedStateMixin
 from ._registry import RegisteredParamsMixin
+from ._state import publish, snapshot_methods
 from ._validation import (check_sample_weight, check_sequences, check_token_weight,
                           encode_known_labels, encode_labels)
 from ._vectorize import SequenceVectorizer
@@ -44,6 +45,8 @@ from .solvers._monitor import FitInfo, hold_out, stage_summary, takes_model
 __all__ = ["CRFTagger"]
 
 
+@snapshot_methods("decode", "predict_nbest", "sequence_log_proba", "predict_marginals",
+                  "top_state_features", "explain")  # consistent with a concurrent refit
 class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
     """Linear-chain conditional random field for sequence labelling.
 
@@ -469,6 +472,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
             validate_params(self)
             components = self._components()
         loss, prior, solver = components
+        get_allowed(self.constraints, classes)  # labels the constraints refuse: before training
         if hasattr(loss, "set_classes"):  # label names for the loss (BaseLoss.set_classes)
             loss.set_classes(classes)
         held_out = None
@@ -503,7 +507,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         theta, info = self._train(
             objective, loss, prior, solver, x0, from_zero=not warm, validation=validation,
             snapshot=lambda t: self._snapshot(features, classes, layout, t, loss, prior))
-        self._set_fitted(features, classes, layout, theta, info, loss, prior)
+        publish(self, self._snapshot(features, classes, layout, theta, loss, prior, info))
         if self.verbose:
             print(info.summary(self.objective_, self.init == "cll",
                                time.perf_counter() - t0), flush=True)
@@ -525,10 +529,10 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         if self.verbose >= 2:
             print(stage_summary(stage, monitor, solver_name, seconds), flush=True)
 
-    def _snapshot(self, features, classes, layout, theta, loss, prior):
-        """A fitted copy of the estimator holding ``theta`` (the callback's model)."""
+    def _snapshot(self, features, classes, layout, theta, loss, prior, info=None):
+        """A fitted copy of the estimator holding ``theta`` (the callback's model, the fit's)."""
         model = copy.copy(self)
-        model._set_fitted(features, classes, layout, theta, FitInfo(), loss, prior)
+        model._set_fitted(features, classes, layout, theta, info or FitInfo(), loss, prior)
         return model
 
     def _train(self, objective, loss, prior, solver, x0, from_zero, validation=None,
