@@ -107,9 +107,9 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         ``feature.possible_states=0``): fewer parameters, faster L-BFGS. If
         True, every attribute gets a weight for every label.
     feature_hashing : int or None, default=None
-        Feature-dict input only: if an int, vectorise with
-        :class:`~sklearn.feature_extraction.FeatureHasher` into that many
-        columns instead of :class:`~sklearn.feature_extraction.DictVectorizer`.
+        Feature-dict input only: if an int (below 2**31), hash with
+        :class:`~sklearn.feature_extraction.FeatureHasher` into that many columns
+        (keeping those seen in training) instead of a ``DictVectorizer``.
     init : {None, 'cll'}, default=None
         Starting point of training. None: zeros (or the previous fit with
         ``warm_start=True``). ``'cll'``: first fit conditional log-likelihood
@@ -307,11 +307,11 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         "loss": [StrOptions(set(LOSSES)), HasMethods(["value_and_grad"])],
         "prior": [StrOptions(set(PRIORS)), HasMethods(["value_and_grad"])],
         "C": [Interval(Real, 0, None, closed="neither")],
-        "max_iter": [None, Interval(Integral, 1, None, closed="left")],
+        "max_iter": [None, Interval(Integral, 1, 2**31 - 1, closed="both")],  # a C int
         "tol": [Interval(Real, 0, None, closed="left")],
         "min_freq": [Interval(Integral, 1, None, closed="left")],
         "all_possible_states": ["boolean"],
-        "feature_hashing": [None, Interval(Integral, 1, None, closed="left")],
+        "feature_hashing": [None, Interval(Integral, 1, 2**31 - 1, closed="both")],  # int32
         "init": [None, StrOptions({"cll"})],
         "solver": [None, StrOptions(set(SOLVERS)), list, tuple, HasMethods(["solve"])],
         "average": ["boolean", Interval(Integral, 1, None, closed="left")],
