@@ -29,6 +29,7 @@ from ._objective import CRFObjective
 from ._params import ParameterLayout, observed_pairs
 from ._persistence import VersionedStateMixin
 from ._registry import RegisteredParamsMixin
+from ._state import publish, snapshot_methods
 from ._validation import (check_sample_weight, check_sequences, check_token_weight,
                           encode_known_labels, encode_labels)
 from ._vectorize import SequenceVectorizer
@@ -44,6 +45,8 @@ from ._training import early_stopping_scoring, train_stages, warn_if_unscaled
 __all__ = ["CRFTagger"]
 
 
+@snapshot_methods("decode", "predict_nbest", "sequence_log_proba", "predict_marginals",
+                  "top_state_features", "explain")  # consistent with a concurrent refit
 class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
     """Linear-chain conditional random field for sequence labelling.
 
@@ -104,9 +107,9 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         ``feature.possible_states=0``): fewer parameters, faster L-BFGS. If
         True, every attribute gets a weight for every label.
     feature_hashing : int or None, default=None
-        Feature-dict input only: if an int, vectorise with
-        :class:`~sklearn.feature_extraction.FeatureHasher` into that many
-        columns instead of :class:`~sklearn.feature_extraction.DictVectorizer`.
+        Feature-dict input only: if an int (below 2**31), hash with
+        :class:`~sklearn.feature_extraction.FeatureHasher` into that many columns
+        (keeping those seen in training) instead of a ``DictVectorizer``.
     init : {None, 'cll'}, default=None
         Starting point of training. None: zeros (or the previous fit with
         ``warm_start=True``). ``'cll'``: first fit conditional log-likelihood
@@ -327,11 +330,11 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         "loss": [StrOptions(set(LOSSES)), HasMethods(["value_and_grad"])],
         "prior": [StrOptions(set(PRIORS)), HasMethods(["value_and_grad"])],
         "C": [Interval(Real, 0, None, closed="neither")],
-        "max_iter": [None, Interval(Integral, 1, None, closed="left")],
+        "max_iter": [None, Interval(Integral, 1, 2**31 - 1, closed="both")],  # a C int
         "tol": [Interval(Real, 0, None, closed="left")],
         "min_freq": [Interval(Integral, 1, None, closed="left")],
         "all_possible_states": ["boolean"],
-        "feature_hashing": [None, Interval(Integral, 1, None, closed="left")],
+        "feature_hashing": [None, Interval(Integral, 1, 2**31 - 1, closed="both")],  # int32
         "init": [None, StrOptions({"cll"})],
         "init_C": [None, Interval(Real, 0, None, closed="neither")],
         "solver": [None, StrOptions(set(SOLVERS)), list, tuple, HasMethods(["solve"])],
@@ -496,6 +499,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
             validate_params(self)
             components = self._components()
         loss, prior, solver = components
+        get_allowed(self.constraints, classes)  # labels the constraints refuse: before training
         if hasattr(loss, "set_classes"):  # label names for the loss (BaseLoss.set_classes)
             loss.set_classes(classes)
         held_out = None
@@ -530,7 +534,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         theta, info = self._train(
             objective, loss, prior, solver, x0, from_zero=not warm, validation=validation,
             snapshot=lambda t: self._snapshot(features, classes, layout, t, loss, prior))
-        self._set_fitted(features, classes, layout, theta, info, loss, prior)
+        publish(self, self._snapshot(features, classes, layout, theta, loss, prior, info))
         if self.verbose:
             print(info.summary(self.objective_, self.init == "cll",
                                time.perf_counter() - t0), flush=True)
@@ -552,10 +556,10 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         if self.verbose >= 2:
             print(stage_summary(stage, monitor, solver_name, seconds), flush=True)
 
-    def _snapshot(self, features, classes, layout, theta, loss, prior):
-        """A fitted copy of the estimator holding ``theta`` (the callback's model)."""
+    def _snapshot(self, features, classes, layout, theta, loss, prior, info=None):
+        """A fitted copy of the estimator holding ``theta`` (the callback's model, the fit's)."""
         model = copy.copy(self)
-        model._set_fitted(features, classes, layout, theta, FitInfo(), loss, prior)
+        model._set_fitted(features, classes, layout, theta, info or FitInfo(), loss, prior)
         return model
 
     def _train(self, objective, loss, prior, solver, x0, from_zero, validation=None,

@@ -62,9 +62,23 @@ def apply_allowed(transition, start, allowed):
     -------
     transition, start : ndarray
         New arrays (the inputs themselves when ``allowed`` is None).
+
+    Raises
+    ------
+    ValueError
+        If the shapes of ``allowed`` do not match the potentials' number of
+        labels.
     """
     if allowed is None:
         return transition, start
+    transition = np.asarray(transition, dtype=np.float64)
+    start = np.asarray(start, dtype=np.float64)
+    if (len(allowed) != 2 or np.shape(allowed[0]) != transition.shape
+            or np.shape(allowed[1]) != start.shape):
+        raise ValueError(
+            f"allowed must be two boolean arrays of shapes {transition.shape} and "
+            f"{start.shape} (one row and column per label), got shapes "
+            f"{tuple(np.shape(a) for a in allowed)}")
     return (transition + np.where(allowed[0], 0.0, -np.inf),
             start + np.where(allowed[1], 0.0, -np.inf))
 
@@ -109,10 +123,11 @@ def nbest_decode(unary, transition, start, end, offsets, n_best, allowed=None, n
 
     Returns
     -------
-    paths : ndarray of intp of shape (n_best, n_tokens)
+    paths : ndarray of intp of shape (k, n_tokens)
         ``paths[m]``: the ``m``-th best path of every sequence (0 where a
-        sequence has fewer than ``m + 1`` allowed paths).
-    scores : ndarray of shape (n_sequences, n_best)
+        sequence has fewer than ``m + 1`` allowed paths);
+        ``k = min(n_best, n_labels ** max_length)``.
+    scores : ndarray of shape (n_sequences, k)
         ``score(paths[m])``, non-increasing along a row, ``-inf`` past the
         number of allowed paths; the first column is :func:`viterbi_decode`'s.
 
@@ -143,6 +158,7 @@ def mea_decode(unary, transition, start, end, offsets, allowed=None, n_threads=1
     """
     marg = forward_backward(unary, transition, start, end, offsets,
                             n_threads=n_threads).marginals
+    offsets = np.asarray(offsets, dtype=np.intp)
     if allowed is None:
         path = np.argmax(marg, axis=1)
     else:
@@ -172,7 +188,9 @@ def iob2_allowed(classes):
     Raises
     ------
     ValueError
-        If a label is not ``'O'``, ``'B-<type>'`` or ``'I-<type>'``.
+        If a label is not ``'O'``, ``'B-<type>'`` or ``'I-<type>'``, or a
+        label ``I-X`` has no ``B-X`` among the labels (no allowed sequence
+        could carry it), or there are no labels.
     """
     parsed = []
     for label in classes:
@@ -182,6 +200,16 @@ def iob2_allowed(classes):
                 f"constraints='iob2' needs labels 'O', 'B-<type>' or 'I-<type>', got {label!r}"
             )
         parsed.append((prefix, typ))
+    begins = {typ for prefix, typ in parsed if prefix == "B"}
+    orphans = [label for label, (prefix, typ) in zip(classes, parsed)
+               if prefix == "I" and typ not in begins]
+    if orphans or not parsed:
+        raise ValueError(
+            "constraints='iob2' lets 'I-<type>' follow only 'B-<type>' or 'I-<type>', but "
+            + (f"the labels {[str(o) for o in orphans]} have no 'B-' label of their type: "
+               "no allowed sequence could carry them. Label the data in IOB2 (every chunk "
+               "starts with 'B-'), or use constraints=None." if orphans
+               else "there are no labels."))
     L = len(parsed)
     allowed = np.ones((L, L), dtype=bool)
     start = np.ones(L, dtype=bool)

@@ -74,9 +74,10 @@ class _OnlineSolver(BaseSolver):
             blocks.append((sp.csr_matrix((Xi.data, local, Xi.indptr - Xi.indptr[0]),
                                          shape=(Xi.shape[0], cols.shape[0])), cols))
         value = None  # mistakes (updates) of the last epoch
+        active = np.flatnonzero(weights > 0)  # a sequence of weight 0 takes no part
         for _ in range(monitor.max_iter):
             value = 0.0
-            for i in rng.permutation(n_seq):
+            for i in rng.permutation(active):
                 Xs, cols = blocks[i]
                 value += self._step(params, loss, Xs, cols, y[offsets[i]:offsets[i + 1]],
                                     weights[i], C)
