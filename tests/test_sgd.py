@@ -322,8 +322,11 @@ def test_early_stopping_keeps_the_best_parameters(solver, loss):
     assert crf.best_validation_score_ == max(scores)
     assert_array_equal(crf.coef_, models[best].coef_)
     assert_array_equal(crf.transition_, models[best].transition_)
-    # It stopped n_iter_no_change reports after the last improvement (or at max_iter).
-    assert crf.n_iter_ == 40 or crf.n_iter_ - best >= 2
+    # Early stopping ends a run n_iter_no_change reports after the last improvement;
+    # else the solver's own test or max_iter did.
+    assert crf.stop_reason_ in ("early_stopping", "converged", "max_iter")
+    if crf.stop_reason_ == "early_stopping":
+        assert crf.n_iter_ - best >= 2
 
 
 class _NoParams(BaseSolver):
