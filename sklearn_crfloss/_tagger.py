@@ -25,6 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._compat import HasMethods, Interval, StrOptions, validate_params
 from ._docstring import fill_doc
+from ._naming import names_like
 from ._objective import CRFObjective
 from ._params import ParameterLayout, observed_pairs
 from ._persistence import VersionedStateMixin
@@ -106,6 +107,8 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         the training data are trained, the others stay 0 (CRFsuite's default
         ``feature.possible_states=0``): fewer parameters, faster L-BFGS. If
         True, every attribute gets a weight for every label.
+    boundary_potentials : bool, default=True
+        Train ``start_`` and ``end_``; False: they stay 0, as in CRFsuite.
     feature_hashing : int or None, default=None
         Feature-dict input only: if an int (below 2**31), hash with
         :class:`~sklearn.feature_extraction.FeatureHasher` into that many columns
@@ -188,15 +191,13 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
     verbose : int, default=0
         ``1``: print a header (loss, prior, ``C``, solver, init; sequences,
         tokens, attributes, labels, parameters), one line per iteration
-        (epoch for online solvers: the training stage, objective, gradient
-        norm for L-BFGS, seconds) and a summary line at the end of fit
+        (epoch for online solvers: the training stage, objective, the
+        solver's step size or gradient norm, the validation score with
+        ``early_stopping``, seconds) and a summary line at the end of fit
         (iterations, final objective, converged or not and why, seconds).
         ``2`` (or more): also the time taken to vectorise the feature dicts
         and one summary line per training stage (``init='cll'``, each stage
         of an annealing schedule). Training only; prediction prints nothing.
-        If > 0, print one line per iteration (epoch for online solvers):
-        the training stage, objective, the solver's step size or gradient
-        norm, the validation score with ``early_stopping``, seconds.
     random_state : int, RandomState instance or None, default=None
         Shuffling of the online solvers (same value, same model); L-BFGS
         from zero is deterministic and ignores it.
@@ -253,8 +254,8 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
     input_kind_ : {'dict', 'array'}
         The kind of X seen in fit; predict expects the same.
     n_parameters_ : int
-        Number of trained parameters (free state weights + transitions +
-        start + end).
+        Number of trained parameters (free state weights, transitions and,
+        with ``boundary_potentials``, start and end potentials).
     n_iter_ : int
         Number of iterations run on ``loss``, all its stages (epochs for
         online solvers); the ``init='cll'`` stage is not counted here.
@@ -334,6 +335,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         "tol": [Interval(Real, 0, None, closed="left")],
         "min_freq": [Interval(Integral, 1, None, closed="left")],
         "all_possible_states": ["boolean"],
+        "boundary_potentials": ["boolean"],
         "feature_hashing": [None, Interval(Integral, 1, 2**31 - 1, closed="both")],  # int32
         "init": [None, StrOptions({"cll"})],
         "init_C": [None, Interval(Real, 0, None, closed="neither")],
@@ -363,6 +365,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         tol=1e-5,
         min_freq=1,
         all_possible_states=False,
+        boundary_potentials=True,
         feature_hashing=None,
         init=None,
         init_C=None,
@@ -388,6 +391,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         self.tol = tol
         self.min_freq = min_freq
         self.all_possible_states = all_possible_states
+        self.boundary_potentials = boundary_potentials
         self.feature_hashing = feature_hashing
         self.init = init
         self.init_C = init_C
@@ -511,15 +515,15 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         dense = self.all_possible_states or solver.dense_states
         layout = ParameterLayout(Xc.shape[1], n_labels,
                                  None if dense else observed_pairs(Xc, y_enc, n_labels),
-                                 labels=labels)
+                                 labels=labels, boundary=self.boundary_potentials)
         if hasattr(prior, "bind"):
             prior = prior.bind(Xc, y_enc, offsets, layout)
         objective = CRFObjective(Xc, y_enc, offsets, layout, sample_weight=sample_weight,
                                  token_weight=token_weight,
                                  n_threads=effective_n_jobs(self.n_jobs))
         warm = self.warm_start and hasattr(self, "coef_")
-        x0 = (layout.remap(features.attributes, classes, self.attributes_, self.classes_,
-                           self.coef_, self.transition_, self.start_, self.end_)
+        x0 = (layout.remap(names_like(features, self._features), classes, self.attributes_,
+                           self.classes_, self.coef_, self.transition_, self.start_, self.end_)
               if warm else layout.zeros())
         validation = None
         if held_out is not None:
