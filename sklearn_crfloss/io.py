@@ -1,0 +1,640 @@
+"""Model files: a pickle-free native format, and CRFsuite model files.
+
+- :func:`save_model` / :func:`load_model`: a fitted
+  :class:`~sklearn_crfloss.CRFTagger` or :class:`~sklearn_crfloss.LOPTagger`
+  in one file that holds only data: a zip archive of ``.npy`` arrays
+  (numbers, no object arrays) and one JSON document (``model.json``: the
+  parameters, labels, attribute names, loss, prior and solver by registered
+  name with their parameters, the package and format versions, a SHA-256
+  checksum of the content). Loading runs no code from the file, unlike
+  pickle and joblib, and validates everything before it builds the
+  estimator.
+- :func:`export_crfsuite` / :func:`import_crfsuite`: CRFsuite 0.12 model
+  files, read by CRFsuite's tagger and its bindings (python-crfsuite,
+  sklearn-crfsuite, ...), with attribute names in python-crfsuite's
+  convention.
+
+See :doc:`/user_guide/persistence`.
+"""
+
+import hashlib
+import json
+import zipfile
+import zlib
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.feature_extraction import DictVectorizer
+from sklearn.utils.validation import check_is_fitted
+
+from ._compat import validate_params
+from ._crfsuite_file import read_model, write_model
+from ._naming import CRFSUITE_SEPARATOR, crfsuite_name, separator
+from ._params import ParameterLayout
+from ._tagger import CRFTagger
+from ._vectorize import SequenceVectorizer
+from .losses import LOSSES, HammingCost, LabelCost, get_loss
+from .lop import LOPTagger
+from .priors import PRIORS, get_prior
+from .solvers import SOLVERS
+from .solvers._monitor import FitInfo
+
+__all__ = ["export_crfsuite", "import_crfsuite", "load_model", "save_model"]
+
+#: The format name and version written in ``model.json``.
+FORMAT = "sklearn-crfloss-model"
+FORMAT_VERSION = 1
+_JSON = "model.json"
+#: The objects a parameter may hold, by kind: only these classes are rebuilt on load.
+_COMPONENTS = {"loss": LOSSES, "prior": PRIORS, "solver": SOLVERS,
+               "cost": {"hamming": HammingCost, "label": LabelCost}}
+_ESTIMATORS = {"CRFTagger": CRFTagger, "LOPTagger": LOPTagger}
+
+
+# ------------------------------------------------------------- parameters
+
+class _Writer:
+    """The JSON document and the arrays of a file being written."""
+
+    def __init__(self):
+        self.arrays = {}
+
+    def array(self, name, value, dtype):
+        value = np.ascontiguousarray(value, dtype=dtype)
+        self.arrays[name] = value
+        return name
+
+    def encode(self, value, where):
+        """A JSON value for a parameter value; ValueError for what the format cannot name."""
+        if value is None or isinstance(value, (bool, str, np.bool_)):
+            return bool(value) if isinstance(value, np.bool_) else value
+        if isinstance(value, Integral):
+            return int(value)
+        if isinstance(value, Real):
+            value = float(value)
+            return value if np.isfinite(value) else {"float": repr(value)}
+        if isinstance(value, list):
+            return [self.encode(v, f"{where}[{k}]") for k, v in enumerate(value)]
+        if isinstance(value, tuple):
+            return {"tuple": [self.encode(v, f"{where}[{k}]") for k, v in enumerate(value)]}
+        if isinstance(value, dict):
+            return {"dict": [[self.encode(k, where), self.encode(v, f"{where}[{k!r}]")]
+                             for k, v in value.items()]}
+        if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+            name = self.array(f"params/{len(self.arrays)}", value, value.dtype.newbyteorder("<"))
+            return {"array": name}
+        for kind, registry in _COMPONENTS.items():
+            for name, cls in registry.items():
+                if type(value) is cls:
+                    return {"component": kind, "name": name,
+                            "params": self.encode(value.get_params(deep=False), where)}
+        if type(value) in _ESTIMATORS.values():
+            return {"estimator": type(value).__name__,
+                    "params": self.encode(value.get_params(deep=False), where)}
+        raise ValueError(
+            f"{where} is {value!r} ({type(value).__name__}), which a model file cannot hold: "
+            "it stores numbers, strings, lists, registered losses, priors, solvers and costs "
+            "by name, never code. Use a registered name (or set this parameter to its default) "
+            "before saving, or keep the model with pickle or skops.io if you trust its users.")
+
+
+def _decode(value, arrays, where):
+    """The parameter value of a JSON value (only registered classes are instantiated)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, list):
+        return [_decode(v, arrays, where) for v in value]
+    if isinstance(value, dict) and len(value) == 1:
+        (tag, body), = value.items()
+        if tag == "float" and body in ("inf", "-inf", "nan"):
+            return float(body)
+        if tag == "tuple" and isinstance(body, list):
+            return tuple(_decode(v, arrays, where) for v in body)
+        if tag == "dict" and isinstance(body, list) and all(
+                isinstance(p, list) and len(p) == 2 for p in body):
+            return {_decode(k, arrays, where): _decode(v, arrays, where) for k, v in body}
+        if tag == "array" and body in arrays:
+            return arrays[body]
+    elif isinstance(value, dict) and set(value) == {"component", "name", "params"}:
+        cls = _COMPONENTS.get(value["component"], {}).get(value["name"])
+        if cls is not None:
+            return cls(**_decode(value["params"], arrays, where))
+    elif isinstance(value, dict) and set(value) == {"estimator", "params"}:
+        cls = _ESTIMATORS.get(value["estimator"])
+        if cls is not None:
+            return cls(**_decode(value["params"], arrays, where))
+    raise ValueError(f"{where}: {json.dumps(value)[:200]} is not a valid parameter value")
+
+
+# ---------------------------------------------------------------- writing
+
+def _features_record(features, w, prefix):
+    """JSON record of a fitted SequenceVectorizer (arrays into ``w``)."""
+    vec = features.vectorizer
+    record = {"kind": features.kind, "n_features": int(features.n_features),
+              "columns": None if features.columns is None else w.array(
+                  f"{prefix}columns", features.columns, "<i8")}
+    if features.kind == "array":
+        record["n_input"] = int(features.n_input)
+    elif isinstance(vec, DictVectorizer):
+        record.update(vectorizer="dict", separator=vec.separator,
+                      feature_names=[str(n) for n in vec.feature_names_])
+    else:
+        record.update(vectorizer="hashing", hash_features=int(vec.n_features))
+    return record
+
+
+def _tagger_record(est, w, prefix, with_features=True):
+    """JSON record of a fitted CRFTagger; its weights go into ``w`` under ``prefix``."""
+    L = est.classes_.shape[0]
+    coef = est.coef_.T.ravel()  # (n_features, n_classes), flat index attribute * L + label
+    index = np.flatnonzero(coef)
+    w.array(prefix + "state_index", index, "<i8")
+    w.array(prefix + "state_weight", coef[index], "<f8")
+    for name in ("transition_", "start_", "end_"):
+        w.array(prefix + name.rstrip("_"), getattr(est, name), "<f8")
+    classes = est.classes_
+    if classes.dtype.kind not in "USbiu" and not all(isinstance(c, str) for c in classes):
+        raise ValueError(f"The labels {classes[:5].tolist()} cannot be saved: a model file "
+                         "holds labels that are strings, integers or booleans.")
+    return {
+        "class": "CRFTagger",
+        "params": w.encode(est.get_params(deep=False), "params"),
+        "classes": {"dtype": classes.dtype.str, "values": classes.tolist(), "n": L},
+        "features": _features_record(est._features, w, prefix) if with_features else None,
+        "n_features_in": int(est.n_features_in_), "n_parameters": int(est.n_parameters_),
+        "n_iter": int(est.n_iter_), "init_n_iter": int(est.init_n_iter_),
+        "loss_curve": w.encode([float(v) for v in est.loss_curve_], "loss_curve_"),
+        "converged": bool(est.converged_), "sparsity": float(est.sparsity_),
+        "validation_scores": w.encode(est.validation_scores_, "validation_scores_"),
+        "best_validation_score": w.encode(est.best_validation_score_, "best_validation_score_"),
+    }
+
+
+def _checksum(document, arrays):
+    """SHA-256 of the JSON document (without its checksum) and of every array, in name order."""
+    h = hashlib.sha256(json.dumps({k: v for k, v in document.items() if k != "checksum"},
+                                  sort_keys=True).encode())
+    for name in sorted(arrays):
+        a = arrays[name]
+        h.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+    return "sha256:" + h.hexdigest()
+
+
+def save_model(estimator, path):
+    """Save a fitted CRFTagger or LOPTagger to a pickle-free model file.
+
+    The file is a zip archive (deflated) of one JSON document,
+    ``model.json`` (format name and version, package version, parameters,
+    labels, attribute names or hashing size, fit statistics, the stated
+    dtype and shape of every array, a SHA-256 checksum of the content), and
+    ``.npy`` arrays of numbers: the non-zero state weights (flat index
+    ``attribute * n_classes + label`` and value), transitions, start and
+    end potentials, per CRF. :func:`load_model` reads it back.
+
+    Parameters
+    ----------
+    estimator : CRFTagger or LOPTagger
+        Fitted. Parameters may hold numbers, strings, lists, tuples, dicts,
+        numeric arrays and the registered losses, priors, solvers and costs
+        (by name, with their parameters); not callables (``callback``,
+        LOPTagger's callable ``experts``, ``reduced``, ``positions``), a
+        ``RandomState`` or a user-defined loss or prior class.
+    path : str or path-like
+        The file to write (overwritten); ``.crfl`` or ``.zip`` are usual
+        suffixes, none is required.
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        If the estimator is not fitted.
+    TypeError
+        If it is not a CRFTagger or LOPTagger.
+    ValueError
+        If a parameter or a label cannot be stored (the message names it);
+        nothing is written then.
+
+    See Also
+    --------
+    load_model : Read the file back.
+    export_crfsuite : Write a CRFsuite model file instead.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from sklearn_crfloss import CRFTagger
+    >>> from sklearn_crfloss.io import load_model, save_model
+    >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}, {"w": "runs"}]]
+    >>> y = [["B-NP", "I-NP"], ["B-NP", "I-NP", "B-VP"]]
+    >>> crf = CRFTagger(C=10.0).fit(X, y)
+    >>> path = os.path.join(tempfile.mkdtemp(), "tagger.crfl")
+    >>> save_model(crf, path)
+    >>> load_model(path).predict(X) == crf.predict(X)
+    True
+    """
+    if type(estimator) not in _ESTIMATORS.values():
+        raise TypeError(f"save_model saves a CRFTagger or LOPTagger, not "
+                        f"{type(estimator).__name__}.")
+    check_is_fitted(estimator)
+    from . import __version__
+
+    w = _Writer()
+    if isinstance(estimator, LOPTagger):
+        body = {
+            "class": "LOPTagger",
+            "params": w.encode(estimator.get_params(deep=False), "params"),
+            "features": _features_record(estimator.pool_._features, w, "features/"),
+            "pool": _tagger_record(estimator.pool_, w, "pool/", with_features=False),
+            "experts": [_tagger_record(e, w, f"experts/{k}/", with_features=False)
+                        for k, e in enumerate(estimator.experts_)],
+            "expert_columns": [w.array(f"expert_columns/{k}", c, "<i8")
+                               for k, c in enumerate(estimator.expert_columns_)],
+            "weights": w.array("weights", estimator.weights_, "<f8"),
+            "weights_n_iter": int(estimator.weights_n_iter_),
+        }
+    else:
+        body = _tagger_record(estimator, w, "")
+    document = {"format": FORMAT, "format_version": FORMAT_VERSION,
+                "sklearn_crfloss_version": __version__, "estimator": body,
+                "arrays": {n: {"dtype": a.dtype.str, "shape": list(a.shape)}
+                           for n, a in w.arrays.items()}}
+    document["checksum"] = _checksum(document, w.arrays)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr(_JSON, json.dumps(document, allow_nan=False))
+        for name, a in w.arrays.items():
+            with z.open(name + ".npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, a, allow_pickle=False)
+
+
+# ---------------------------------------------------------------- reading
+
+def _read(path):
+    """The JSON document and arrays of a model file, checked against each other."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = set(z.namelist())
+            if _JSON not in names:
+                raise ValueError(f"{path} is not a sklearn-crfloss model file (no {_JSON})")
+            document = json.loads(z.read(_JSON).decode("utf-8"))
+            if not isinstance(document, dict) or document.get("format") != FORMAT:
+                raise ValueError(f"{path} is not a sklearn-crfloss model file")
+            if document.get("format_version") != FORMAT_VERSION:
+                raise ValueError(
+                    f"{path} has model format version {document.get('format_version')!r}; "
+                    f"this sklearn-crfloss reads version {FORMAT_VERSION}.")
+            stated = document.get("arrays")
+            if not isinstance(stated, dict) or names != {_JSON} | {n + ".npy" for n in stated}:
+                raise ValueError(f"{path}: the arrays in the file are not those model.json "
+                                 "lists")
+            arrays = {}
+            for name, spec in stated.items():
+                with z.open(name + ".npy") as f:
+                    a = np.lib.format.read_array(f, allow_pickle=False)
+                if a.dtype.hasobject or a.dtype.str != spec.get("dtype") or \
+                        list(a.shape) != spec.get("shape"):
+                    raise ValueError(f"{path}: array {name!r} has dtype {a.dtype.str} and "
+                                     f"shape {list(a.shape)}, model.json states "
+                                     f"{spec.get('dtype')} and {spec.get('shape')}")
+                arrays[name] = a
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError, KeyError,
+            UnicodeDecodeError, json.JSONDecodeError, AttributeError, TypeError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise ValueError(f"{path} is not a valid sklearn-crfloss model file (truncated or "
+                         f"corrupt): {exc}") from exc
+    if document.get("checksum") != _checksum(document, arrays):
+        raise ValueError(f"{path}: the checksum does not match the content; the file was "
+                         "changed or damaged after it was written.")
+    return document, arrays
+
+
+def _check(condition, message):
+    if not condition:
+        raise ValueError(f"Inconsistent model file: {message}")
+
+
+def _build_features(record, arrays, where):
+    """A fitted SequenceVectorizer from its record (its own code names the columns)."""
+    _check(isinstance(record, dict), f"{where} is missing")
+    kind = record.get("kind")
+    if kind == "array":
+        n = record.get("n_input")
+        _check(isinstance(n, int) and n >= 1, f"{where}: bad n_input")
+        features = SequenceVectorizer()
+        features.fit_transform("array", sp.csr_matrix((0, n)), np.zeros(1, dtype=np.intp))
+    elif kind == "dict" and record.get("vectorizer") == "hashing":
+        n = record.get("hash_features")
+        _check(isinstance(n, int) and n >= 1, f"{where}: bad hash_features")
+        features = SequenceVectorizer(feature_hashing=n)
+        features.fit_transform("dict", [{}], np.array([0, 1]))
+    elif kind == "dict" and record.get("vectorizer") == "dict":
+        names = record.get("feature_names")
+        sep = record.get("separator")
+        _check(isinstance(names, list) and all(isinstance(n, str) for n in names)
+               and isinstance(sep, str) and sep, f"{where}: bad feature names or separator")
+        _check(names == sorted(set(names)), f"{where}: feature names not sorted and distinct")
+        features = _dict_features(names, sep)
+    else:
+        raise ValueError(f"Inconsistent model file: {where} has an unknown kind of features")
+    name = record.get("columns")
+    _check(name is None or (isinstance(name, str) and name in arrays), f"{where}: columns")
+    features = _select(features, None if name is None else arrays[name], where)
+    _check(features.n_features == record.get("n_features"), f"{where}: n_features")
+    return features
+
+
+def _dict_features(names, sep):
+    """A fitted feature-dict vectoriser whose columns are ``names`` (sorted, distinct)."""
+    features = SequenceVectorizer()
+    features.fit_transform("dict", [dict.fromkeys(names, 1.0)], np.array([0, 1]))
+    features.vectorizer.set_params(separator=sep)
+    return features
+
+
+def _select(features, columns, where):
+    if columns is None:
+        return features
+    _check(columns.ndim == 1 and (columns.size == 0 or (
+        columns.min() >= 0 and columns.max() < features.n_features)),
+        f"{where}: column indices out of range")
+    return features.select(columns)
+
+
+def _build_tagger(record, arrays, prefix, features, where):
+    """A fitted CRFTagger from its record, every array checked against the stated sizes."""
+    _check(isinstance(record, dict) and record.get("class") == "CRFTagger",
+           f"{where} is not a CRFTagger record")
+    est = CRFTagger(**_decode(record.get("params"), arrays, where + " params"))
+    validate_params(est)
+    classes = record.get("classes", {})
+    try:
+        values = np.asarray(classes["values"], dtype=np.dtype(classes["dtype"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"Inconsistent model file: {where} labels: {exc}") from None
+    L = classes.get("n")
+    _check(values.ndim == 1 and values.shape[0] == L and L >= 2 and
+           np.array_equal(values, np.unique(values)), f"{where}: labels not n sorted distinct")
+    n_feat = features.n_features
+    _check(record.get("n_features_in") == (
+        features.n_input if features.kind == "array" else n_feat), f"{where}: n_features_in")
+    index = arrays.get(prefix + "state_index")
+    weight = arrays.get(prefix + "state_weight")
+    shapes = {"transition": (L, L), "start": (L,), "end": (L,)}
+    for name, shape in shapes.items():
+        a = arrays.get(prefix + name)
+        _check(a is not None and a.shape == shape and a.dtype == np.float64,
+               f"{where}: {name} must be float64 of shape {shape} for {L} labels")
+        _check(np.isfinite(a).all(), f"{where}: {name} has NaN or infinite values")
+    _check(index is not None and weight is not None and index.ndim == 1
+           and index.dtype.kind == "i" and weight.dtype == np.float64
+           and weight.shape == index.shape, f"{where}: state weights")
+    _check(index.size == 0 or (index[0] >= 0 and index[-1] < n_feat * L
+                               and np.all(np.diff(index) > 0)),
+           f"{where}: state weight indices outside {n_feat} attributes x {L} labels")
+    _check(np.isfinite(weight).all(), f"{where}: state weights have NaN or infinite values")
+    layout = ParameterLayout(n_feat, L, index.astype(np.intp))
+    theta = layout.pack(np.zeros((n_feat, L)), arrays[prefix + "transition"],
+                        arrays[prefix + "start"], arrays[prefix + "end"])
+    theta[:index.shape[0]] = weight
+    info = FitInfo(n_iter=record.get("n_iter"), init_n_iter=record.get("init_n_iter"),
+                   loss_curve=_decode(record.get("loss_curve"), {}, where),
+                   converged=record.get("converged"),
+                   validation_scores=_decode(record.get("validation_scores"), {}, where),
+                   best_validation_score=_decode(record.get("best_validation_score"), {}, where))
+    _check(isinstance(info.n_iter, int) and isinstance(info.init_n_iter, int)
+           and isinstance(info.loss_curve, list) and isinstance(info.converged, bool),
+           f"{where}: fit statistics")
+    est._set_fitted(features, values, layout, theta, info, get_loss(est.loss),
+                    get_prior(est.prior))
+    est.n_parameters_ = record.get("n_parameters")
+    est.sparsity_ = record.get("sparsity")
+    _check(isinstance(est.n_parameters_, int) and isinstance(est.sparsity_, float),
+           f"{where}: n_parameters or sparsity")
+    return est
+
+
+def load_model(path):
+    """Load a CRFTagger or LOPTagger saved by :func:`save_model`.
+
+    Everything is checked before the estimator is built: the format and
+    its version, the checksum over the JSON document and the arrays, every
+    array's dtype and shape against ``model.json`` and against the numbers
+    of labels and attributes it states, finite weights, index ranges, and
+    the parameters (only registered losses, priors, solvers and costs are
+    instantiated, by name). Arrays are read with ``allow_pickle=False``; no
+    code from the file is run. The checksum detects damage, not a
+    deliberate forgery: a forged file can at worst hold a wrong model.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    CRFTagger or LOPTagger
+        Fitted; it predicts exactly as the saved estimator did.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist.
+    ValueError
+        If the file is not a model file, was written by another format
+        version, is truncated or damaged (zip CRC or checksum mismatch), or
+        is inconsistent (the message says what is wrong).
+
+    See Also
+    --------
+    save_model : Write the file.
+    """
+    document, arrays = _read(path)
+    body = document.get("estimator")
+    _check(isinstance(body, dict), "no estimator")
+    if body.get("class") == "LOPTagger":
+        features = _build_features(body.get("features"), arrays, "features")
+        est = LOPTagger(**_decode(body.get("params"), arrays, "params"))
+        validate_params(est)
+        pool = _build_tagger(body.get("pool"), arrays, "pool/", features, "pool")
+        columns = [arrays.get(n) if isinstance(n, str) else None
+                   for n in body.get("expert_columns", [])]
+        experts = body.get("experts")
+        _check(isinstance(experts, list) and len(columns) == len(experts) >= 1
+               and all(c is not None and c.dtype.kind == "i" for c in columns),
+               "experts and their columns")
+        est.experts_ = [
+            _build_tagger(r, arrays, f"experts/{k}/", _select(features, c, f"expert {k}"),
+                          f"expert {k}") for k, (r, c) in enumerate(zip(experts, columns))]
+        est.expert_columns_ = [c.astype(np.intp) for c in columns]
+        weights = arrays.get(body.get("weights"))
+        _check(weights is not None and weights.shape == (len(experts),)
+               and np.isfinite(weights).all(), "LOP weights")
+        est.weights_ = weights
+        est.weights_n_iter_ = body.get("weights_n_iter")
+        est.pool_ = pool
+        est.classes_ = pool.classes_
+        est.attributes_ = features.attributes
+        est.n_features_in_ = pool.n_features_in_
+        return est
+    features = _build_features(body.get("features"), arrays, "features")
+    return _build_tagger(body, arrays, "", features, "estimator")
+
+
+# --------------------------------------------------------------- CRFsuite
+
+def export_crfsuite(estimator, path):
+    """Write a fitted CRFTagger as a CRFsuite 0.12 model file.
+
+    The file holds the labels, the attributes with at least one non-zero
+    weight (named as python-crfsuite names them: ``'key:value'`` for a
+    string feature, ``'key'`` for a numeric one), the non-zero state
+    weights (attribute, label) and transitions, as CRFsuite writes its
+    own. ``pycrfsuite.Tagger().open(path)`` (or CRFsuite's ``crfsuite
+    tag -m``, or another binding) then tags the feature dicts exactly as
+    :meth:`~sklearn_crfloss.CRFTagger.predict` does.
+
+    Parameters
+    ----------
+    estimator : CRFTagger or LOPTagger
+        Fitted on feature dicts with string labels, trained with
+        ``boundary_potentials=False`` (a LOPTagger: its pool of such
+        experts), predicting with ``decoder='viterbi'`` and
+        ``constraints=None``.
+    path : str or path-like
+        The file to write (overwritten).
+
+    Raises
+    ------
+    ValueError
+        If the model cannot be represented exactly in CRFsuite's format,
+        saying why: non-zero start or end potentials (CRFsuite has none:
+        train with ``boundary_potentials=False``), array input (CRFsuite
+        attributes are named), hashed features (the names are unknown),
+        non-string labels, MEA decoding or decode-time constraints (the
+        CRFsuite tagger runs plain Viterbi), or two attributes with the
+        same python-crfsuite name. Nothing is written then.
+    sklearn.exceptions.NotFittedError
+        If the estimator is not fitted.
+
+    See Also
+    --------
+    import_crfsuite : The other direction.
+
+    Notes
+    -----
+    The layout follows CRFsuite's ``crf1d_model.c`` and ``cqdb.c``
+    (N. Okazaki, CRFsuite: a fast implementation of conditional random
+    fields, 2007). An attribute name is converted by
+    :func:`sklearn_crfloss._naming.crfsuite_name`: the key is the text
+    before the first ``'='``, so feature keys must not contain ``'='``.
+    """
+    if isinstance(estimator, LOPTagger):
+        check_is_fitted(estimator)
+        estimator = estimator.pool_
+    if not isinstance(estimator, CRFTagger):
+        raise TypeError(f"export_crfsuite exports a CRFTagger or LOPTagger, not "
+                        f"{type(estimator).__name__}.")
+    check_is_fitted(estimator)
+    why = None
+    if np.any(estimator.start_ != 0) or np.any(estimator.end_ != 0):
+        why = ("it has non-zero start/end potentials, which CRFsuite models do not have; "
+               "train it with boundary_potentials=False")
+    elif estimator.input_kind_ != "dict":
+        why = ("it was trained on numeric arrays; CRFsuite attributes are named feature-dict "
+               "entries (train on feature dicts)")
+    elif separator(estimator._features) is None:
+        why = ("it uses hashed features (feature_hashing), whose attribute names are "
+               "unknown; train without feature_hashing")
+    elif estimator.transition_.shape != 2 * estimator.classes_.shape:
+        why = "its transitions depend on the observations; CRFsuite's are one matrix"
+    elif not all(isinstance(c, str) and "\0" not in c for c in estimator.classes_.tolist()):
+        why = "CRFsuite labels are strings (without NUL characters); its labels are not"
+    elif estimator.decoder != "viterbi" or estimator.constraints is not None:
+        why = ("it decodes with decoder={!r}, constraints={!r}; CRFsuite's tagger runs plain "
+               "Viterbi (set_params(decoder='viterbi', constraints=None) to export it)".format(
+                   estimator.decoder, estimator.constraints))
+    if why is not None:
+        raise ValueError(f"Cannot export this model to CRFsuite: {why}.")
+    W = np.asarray(estimator.coef_.T)  # (n_features, n_classes)
+    attr, lab = np.nonzero(W)  # row-major: sorted by attribute
+    used, new_attr = np.unique(attr, return_inverse=True)
+    sep = separator(estimator._features)
+    names = [crfsuite_name(str(n), sep) for n in estimator.attributes_[used]]
+    if len(set(names)) < len(names) or any("\0" in n for n in names):
+        raise ValueError("Cannot export this model to CRFsuite: two attributes have the same "
+                         "python-crfsuite name (e.g. 'k=v' and a numeric 'k:v'), or a name "
+                         "holds a NUL character.")
+    write_model(path, estimator.classes_.tolist(), names,
+                (new_attr.ravel(), lab, W[attr, lab]), np.asarray(estimator.transition_))
+
+
+def import_crfsuite(path):
+    """A fitted CRFTagger from a CRFsuite model file (e.g. trained by sklearn-crfsuite).
+
+    The labels, attributes and weights are read from the file (CRFsuite
+    0.12, first-order, as CRFsuite, python-crfsuite and sklearn-crfsuite
+    write it) with the file's full float64 precision. The estimator has
+    ``boundary_potentials=False`` (start and end potentials 0, as in
+    CRFsuite), the default loss and prior, and reads feature dicts as
+    python-crfsuite does (``{'key': 'value'}`` is the attribute
+    ``'key:value'``, ``{'key': number}`` the attribute ``'key'`` with that
+    value; unknown attributes are ignored), so it predicts what
+    sklearn-crfsuite predicts. Set ``warm_start=True`` (and a loss) to
+    continue training it: the attributes of the new fit are matched with
+    the imported ones by their python-crfsuite names.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A CRFsuite model file (``CRF.model_filename`` of sklearn-crfsuite,
+        ``pycrfsuite.Trainer.train(path)``).
+
+    Returns
+    -------
+    CRFTagger
+        Fitted: ``classes_`` sorted, ``coef_``, ``transition_``,
+        ``start_ = end_ = 0``, ``attributes_`` the python-crfsuite names
+        (sorted); ``n_iter_`` is 0, ``loss_curve_`` empty and
+        ``objective_`` NaN (the training happened elsewhere).
+
+    Raises
+    ------
+    ValueError
+        If the file is not a CRFsuite first-order model of version 100, is
+        truncated, inconsistent, has non-finite weights, or repeats a label
+        or attribute name (the message says which).
+    FileNotFoundError
+        If the file does not exist.
+
+    See Also
+    --------
+    export_crfsuite : The other direction.
+    """
+    model = read_model(path)
+    labels, attributes = model.labels, model.attributes
+    if len(set(labels)) < len(labels) or len(set(attributes)) < len(attributes):
+        raise ValueError(f"{path}: the CRFsuite model repeats a label or attribute name.")
+    if len(labels) < 2:
+        raise ValueError(f"{path}: the CRFsuite model has {len(labels)} label(s); a CRF "
+                         "needs at least two.")
+    classes = np.array(sorted(labels))
+    label_rank = np.searchsorted(classes, np.array(labels))
+    attr_order = np.argsort(np.array(attributes, dtype=object), kind="stable")
+    attr_rank = np.empty_like(attr_order)
+    attr_rank[attr_order] = np.arange(attr_order.shape[0])
+    L, A = len(labels), len(attributes)
+    attr, lab, weight = model.state
+    W = np.zeros((A, L))
+    np.add.at(W, (attr_rank[attr], label_rank[lab]), weight)
+    T = np.zeros((L, L))
+    T[np.ix_(label_rank, label_rank)] = model.transition
+    features = _dict_features([attributes[i] for i in attr_order.tolist()],
+                              CRFSUITE_SEPARATOR)
+    est = CRFTagger(boundary_potentials=False)
+    index = np.unique(attr_rank[attr] * L + label_rank[lab]).astype(np.intp)
+    layout = ParameterLayout(A, L, index, boundary=False)
+    est._set_fitted(features, classes, layout, layout.pack(W, T, np.zeros(L), np.zeros(L)),
+                    FitInfo(), get_loss(est.loss), get_prior(est.prior))
+    return est
+
