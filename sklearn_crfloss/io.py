@@ -66,31 +66,42 @@ class _Writer:
         return name
 
     def encode(self, value, where):
-        """A JSON value for a parameter value; ValueError for what the format cannot name."""
+        """A JSON value for a parameter value; ValueError for what the format cannot name.
+
+        JSON scalars and lists stay as they are, a dict with string keys is
+        a JSON object; everything else is an object with one ``'__tag__'``
+        key: ``__float__`` (inf, nan), ``__tuple__``, ``__dict__`` (other
+        keys, as pairs), ``__array__`` (the name of an array of the file),
+        ``__component__`` (a registered loss, prior, solver or cost by name,
+        with ``params``), ``__estimator__`` (a CRFTagger or LOPTagger, with
+        ``params``).
+        """
         if value is None or isinstance(value, (bool, str, np.bool_)):
             return bool(value) if isinstance(value, np.bool_) else value
         if isinstance(value, Integral):
             return int(value)
         if isinstance(value, Real):
             value = float(value)
-            return value if np.isfinite(value) else {"float": repr(value)}
+            return value if np.isfinite(value) else {"__float__": repr(value)}
         if isinstance(value, list):
             return [self.encode(v, f"{where}[{k}]") for k, v in enumerate(value)]
         if isinstance(value, tuple):
-            return {"tuple": [self.encode(v, f"{where}[{k}]") for k, v in enumerate(value)]}
+            return {"__tuple__": [self.encode(v, f"{where}[{k}]") for k, v in enumerate(value)]}
         if isinstance(value, dict):
-            return {"dict": [[self.encode(k, where), self.encode(v, f"{where}[{k!r}]")]
-                             for k, v in value.items()]}
+            if all(isinstance(k, str) and not k.startswith("__") for k in value):
+                return {k: self.encode(v, f"{where}[{k!r}]") for k, v in value.items()}
+            return {"__dict__": [[self.encode(k, where), self.encode(v, f"{where}[{k!r}]")]
+                                 for k, v in value.items()]}
         if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
             name = self.array(f"params/{len(self.arrays)}", value, value.dtype.newbyteorder("<"))
-            return {"array": name}
+            return {"__array__": name}
         for kind, registry in _COMPONENTS.items():
             for name, cls in registry.items():
                 if type(value) is cls:
-                    return {"component": kind, "name": name,
+                    return {"__component__": kind, "name": name,
                             "params": self.encode(value.get_params(deep=False), where)}
         if type(value) in _ESTIMATORS.values():
-            return {"estimator": type(value).__name__,
+            return {"__estimator__": type(value).__name__,
                     "params": self.encode(value.get_params(deep=False), where)}
         raise ValueError(
             f"{where} is {value!r} ({type(value).__name__}), which a model file cannot hold: "
@@ -105,24 +116,26 @@ def _decode(value, arrays, where):
         return value
     if isinstance(value, list):
         return [_decode(v, arrays, where) for v in value]
+    if isinstance(value, dict) and not any(k.startswith("__") for k in value):
+        return {k: _decode(v, arrays, where) for k, v in value.items()}
     if isinstance(value, dict) and len(value) == 1:
         (tag, body), = value.items()
-        if tag == "float" and body in ("inf", "-inf", "nan"):
+        if tag == "__float__" and body in ("inf", "-inf", "nan"):
             return float(body)
-        if tag == "tuple" and isinstance(body, list):
+        if tag == "__tuple__" and isinstance(body, list):
             return tuple(_decode(v, arrays, where) for v in body)
-        if tag == "dict" and isinstance(body, list) and all(
+        if tag == "__dict__" and isinstance(body, list) and all(
                 isinstance(p, list) and len(p) == 2 for p in body):
             return {_decode(k, arrays, where): _decode(v, arrays, where) for k, v in body}
-        if tag == "array" and body in arrays:
+        if tag == "__array__" and isinstance(body, str) and body in arrays:
             return arrays[body]
-    elif isinstance(value, dict) and set(value) == {"component", "name", "params"}:
-        cls = _COMPONENTS.get(value["component"], {}).get(value["name"])
-        if cls is not None:
+    elif isinstance(value, dict) and set(value) == {"__component__", "name", "params"}:
+        cls = _COMPONENTS.get(value["__component__"], {}).get(value["name"])
+        if cls is not None and isinstance(value["params"], dict):
             return cls(**_decode(value["params"], arrays, where))
-    elif isinstance(value, dict) and set(value) == {"estimator", "params"}:
-        cls = _ESTIMATORS.get(value["estimator"])
-        if cls is not None:
+    elif isinstance(value, dict) and set(value) == {"__estimator__", "params"}:
+        cls = _ESTIMATORS.get(value["__estimator__"])
+        if cls is not None and isinstance(value["params"], dict):
             return cls(**_decode(value["params"], arrays, where))
     raise ValueError(f"{where}: {json.dumps(value)[:200]} is not a valid parameter value")
 
@@ -362,12 +375,22 @@ def _select(features, columns, where):
     return features.select(columns)
 
 
+def _make(cls, params, arrays, where):
+    """An unfitted ``cls`` with the parameters of a record, validated."""
+    _check(isinstance(params, dict), f"{where}: no parameters")
+    try:
+        est = cls(**_decode(params, arrays, f"{where} parameters"))
+    except TypeError as exc:
+        raise ValueError(f"Inconsistent model file: {where} parameters: {exc}") from None
+    validate_params(est)
+    return est
+
+
 def _build_tagger(record, arrays, prefix, features, where):
     """A fitted CRFTagger from its record, every array checked against the stated sizes."""
     _check(isinstance(record, dict) and record.get("class") == "CRFTagger",
            f"{where} is not a CRFTagger record")
-    est = CRFTagger(**_decode(record.get("params"), arrays, where + " params"))
-    validate_params(est)
+    est = _make(CRFTagger, record.get("params"), arrays, where)
     classes = record.get("classes", {})
     try:
         values = np.asarray(classes["values"], dtype=np.dtype(classes["dtype"]))
@@ -454,8 +477,7 @@ def load_model(path):
     _check(isinstance(body, dict), "no estimator")
     if body.get("class") == "LOPTagger":
         features = _build_features(body.get("features"), arrays, "features")
-        est = LOPTagger(**_decode(body.get("params"), arrays, "params"))
-        validate_params(est)
+        est = _make(LOPTagger, body.get("params"), arrays, "estimator")
         pool = _build_tagger(body.get("pool"), arrays, "pool/", features, "pool")
         columns = [arrays.get(n) if isinstance(n, str) else None
                    for n in body.get("expert_columns", [])]
