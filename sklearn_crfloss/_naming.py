@@ -43,7 +43,7 @@ def crfsuite_name(name, separator="="):
     Examples
     --------
     >>> from sklearn_crfloss._naming import crfsuite_name
-    >>> crfsuite_name("-1:word.lower()=the"), crfsuite_name("bias"), crfsuite_name("w:=")
+    >>> crfsuite_name("-1:word.lower()=the"), crfsuite_name("bias"), crfsuite_name("w==")
     ('-1:word.lower():the', 'bias', 'w:=')
     """
     if separator == CRFSUITE_SEPARATOR:
@@ -71,7 +71,7 @@ def separator(features):
 
 
 def names_like(features, previous):
-    """The attribute names of ``features`` in the naming convention of ``previous``.
+    """The attribute names of ``features`` in the naming convention of a previous model.
 
     ``warm_start`` matches a new fit's attributes with the previous
     model's by name; a model imported from CRFsuite has python-crfsuite
@@ -79,8 +79,11 @@ def names_like(features, previous):
 
     Parameters
     ----------
-    features, previous : SequenceVectorizer or None
-        Fitted; ``previous`` the previous model's (None: unknown).
+    features : SequenceVectorizer
+        Fitted, of the new fit.
+    previous : CRFTagger
+        The fitted estimator being continued; its vectoriser (if it has
+        one) tells its naming.
 
     Returns
     -------
@@ -88,7 +91,8 @@ def names_like(features, previous):
         ``features.attributes``, converted when ``previous`` uses
         python-crfsuite's separator and ``features`` another one.
     """
-    old, new = separator(previous), separator(features)
+    old = separator(getattr(previous, "_features", None))
+    new = separator(features)
     if old == CRFSUITE_SEPARATOR and new not in (None, CRFSUITE_SEPARATOR):
         return np.array([crfsuite_name(name, new) for name in features.attributes], dtype=object)
     return features.attributes

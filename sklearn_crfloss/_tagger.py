@@ -108,7 +108,9 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         ``feature.possible_states=0``): fewer parameters, faster L-BFGS. If
         True, every attribute gets a weight for every label.
     boundary_potentials : bool, default=True
-        Train ``start_`` and ``end_``; False: they stay 0, as in CRFsuite.
+        Train the start and end potentials (``start_``, ``end_``). False:
+        they stay 0 and are not trained, as in CRFsuite, whose model has
+        none (:func:`sklearn_crfloss.io.export_crfsuite` needs False).
     feature_hashing : int or None, default=None
         Feature-dict input only: if an int (below 2**31), hash with
         :class:`~sklearn.feature_extraction.FeatureHasher` into that many columns
@@ -191,13 +193,15 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
     verbose : int, default=0
         ``1``: print a header (loss, prior, ``C``, solver, init; sequences,
         tokens, attributes, labels, parameters), one line per iteration
-        (epoch for online solvers: the training stage, objective, the
-        solver's step size or gradient norm, the validation score with
-        ``early_stopping``, seconds) and a summary line at the end of fit
+        (epoch for online solvers: the training stage, objective, gradient
+        norm for L-BFGS, seconds) and a summary line at the end of fit
         (iterations, final objective, converged or not and why, seconds).
         ``2`` (or more): also the time taken to vectorise the feature dicts
         and one summary line per training stage (``init='cll'``, each stage
         of an annealing schedule). Training only; prediction prints nothing.
+        If > 0, print one line per iteration (epoch for online solvers):
+        the training stage, objective, the solver's step size or gradient
+        norm, the validation score with ``early_stopping``, seconds.
     random_state : int, RandomState instance or None, default=None
         Shuffling of the online solvers (same value, same model); L-BFGS
         from zero is deterministic and ignores it.
@@ -522,8 +526,8 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
                                  token_weight=token_weight,
                                  n_threads=effective_n_jobs(self.n_jobs))
         warm = self.warm_start and hasattr(self, "coef_")
-        x0 = (layout.remap(names_like(features, self._features), classes, self.attributes_,
-                           self.classes_, self.coef_, self.transition_, self.start_, self.end_)
+        x0 = (layout.remap(names_like(features, self), classes, self.attributes_, self.classes_,
+                           self.coef_, self.transition_, self.start_, self.end_)
               if warm else layout.zeros())
         validation = None
         if held_out is not None:

@@ -18,8 +18,8 @@ from conftest import make_toy_chunks
 from sklearn_crfloss import CRFTagger, LOPTagger
 from sklearn_crfloss._crfsuite_file import hashlittle, read_model, write_model
 from sklearn_crfloss._naming import crfsuite_name
-from sklearn_crfloss.io import (_checksum, export_crfsuite, import_crfsuite, load_model,
-                                save_model)
+from sklearn_crfloss._modelfile import _checksum
+from sklearn_crfloss.io import export_crfsuite, import_crfsuite, load_model, save_model
 from sklearn_crfloss.losses import (ConditionalLogLikelihood, LabelwiseAccuracyLoss,
                                     SoftmaxMargin)
 from sklearn_crfloss.priors import GaussianPrior
@@ -37,9 +37,11 @@ def _assert_same_model(a, b, X):
     for name in ("coef_", "transition_", "start_", "end_", "classes_", "attributes_"):
         np.testing.assert_array_equal(getattr(b, name), getattr(a, name))
     assert b.get_params(deep=False).keys() == a.get_params(deep=False).keys()
-    for name in ("n_features_in_", "n_parameters_", "n_iter_", "loss_curve_", "converged_",
-                 "sparsity_", "input_kind_"):
+    for name in ("n_features_in_", "n_parameters_", "n_iter_", "init_n_iter_", "loss_curve_",
+                 "converged_", "stop_reason_", "sparsity_", "input_kind_", "validation_scores_",
+                 "best_validation_score_"):
         assert getattr(b, name) == getattr(a, name), name
+    assert b.objective_ == a.objective_ or (np.isnan(a.objective_) and np.isnan(b.objective_))
     for got, want in zip(b.predict_marginals(X), a.predict_marginals(X)):
         np.testing.assert_array_equal(got, want)
 
@@ -76,6 +78,8 @@ def _arrays(path):
      "random_state": 0},
     {"loss": LabelwiseAccuracyLoss(alpha=[2.0, 5.0]), "init": "cll", "decoder": "mea"},
     {"loss": "perceptron", "random_state": 1},
+    {"early_stopping": True, "random_state": 0, "init_C": 0.5, "init": "cll",
+     "loss": "mce_f"},
 ])
 def test_save_load_round_trip(tmp_path, params):
     crf, X, _ = _fit(**params)
