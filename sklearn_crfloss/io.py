@@ -276,8 +276,7 @@ def import_crfsuite(path):
     np.add.at(W, (attr_rank[attr], label_rank[lab]), weight)
     T = np.zeros((L, L))
     T[np.ix_(label_rank, label_rank)] = model.transition
-    features = dict_features([attributes[i] for i in attr_order.tolist()],
-                              CRFSUITE_SEPARATOR)
+    features = dict_features([attributes[i] for i in attr_order.tolist()], CRFSUITE_SEPARATOR)
     est = CRFTagger(boundary_potentials=False)
     index = np.unique(attr_rank[attr] * L + label_rank[lab]).astype(np.intp)
     layout = ParameterLayout(A, L, index, boundary=False)
