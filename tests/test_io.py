@@ -344,6 +344,7 @@ def test_export_refuses(tmp_path, params, match):
     assert not (tmp_path / "m.crfsuite").exists()
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_export_refuses_arrays_and_int_labels(tmp_path):
     rng = np.random.default_rng(0)
     X = [rng.normal(size=(n, 3)) for n in (3, 4, 5)]
