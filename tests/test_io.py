@@ -13,6 +13,8 @@ import numpy as np
 import pycrfsuite
 import pytest
 import skops.io
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from conftest import make_toy_chunks
 from sklearn_crfloss import CRFTagger, LOPTagger
@@ -419,3 +421,50 @@ def test_write_read_model_round_trip(tmp_path):
     tagger.open(str(tmp_path / "m"))
     assert tagger.labels() == labels
     assert tagger.info().transitions[("A", "C")] == -3.0
+
+
+def test_export_lop_pool(tmp_path):
+    X, y = make_toy_chunks()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lop = LOPTagger(experts="random", random_state=0,
+                        estimator=CRFTagger(max_iter=10, boundary_potentials=False)).fit(X, y)
+    export_crfsuite(lop, tmp_path / "pool.crfsuite")
+    tagger = pycrfsuite.Tagger()
+    tagger.open(str(tmp_path / "pool.crfsuite"))
+    assert [tagger.tag(pycrfsuite.ItemSequence(x)) for x in X] == lop.predict(X)
+
+
+_text = st.text(alphabet="ab:=é_ ", min_size=1, max_size=4)
+_value = st.one_of(_text, st.sampled_from([1.0, -0.5, 2.0, True]), st.lists(_text, min_size=1,
+                                                                           max_size=2))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tokens=st.lists(st.dictionaries(st.text(alphabet="ab:_", min_size=1, max_size=3), _value,
+                                       min_size=1, max_size=3), min_size=6, max_size=12),
+       seed=st.integers(0, 2**16))
+def test_export_tags_random_feature_dicts_as_predict(tmp_path_factory, tokens, seed):
+    """Keys with ':' (not '='), values with ':' and '=', numbers, booleans, lists."""
+    rng = np.random.default_rng(seed)
+    labels = rng.choice(["A", "B", "C"], size=len(tokens)).tolist()
+    labels[:3] = ["A", "B", "C"]
+    X = [tokens[:len(tokens) // 2], tokens[len(tokens) // 2:]]
+    y = [labels[:len(tokens) // 2], labels[len(tokens) // 2:]]
+    crf = CRFTagger(boundary_potentials=False, C=100.0, max_iter=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        crf.fit(X, y)
+    path = tmp_path_factory.mktemp("random") / "m.crfsuite"
+    try:
+        export_crfsuite(crf, path)
+    except ValueError as exc:  # 'k=v' and a numeric 'k:v' are one python-crfsuite name
+        assert "same python-crfsuite name" in str(exc)
+        event("refused: a name collision")
+        return
+    event("exported")
+    tagger = pycrfsuite.Tagger()
+    tagger.open(str(path))
+    X_new = X + [tokens[::-1]]
+    assert [tagger.tag(pycrfsuite.ItemSequence(x)) for x in X_new] == crf.predict(X_new)
+    assert import_crfsuite(path).predict(X_new) == crf.predict(X_new)
