@@ -1,4 +1,4 @@
-"""The pickle-free model file of :func:`sklearn_crfloss.io.save_model`: writing and checked reading.
+"""The pickle-free model file of :func:`sklearn_crfloss.io.save_model`: writing, checked reading.
 
 A zip archive of one JSON document (``model.json``) and ``.npy`` arrays of
 numbers; see :doc:`/user_guide/persistence` for the layout. Reading runs no
