@@ -331,6 +331,9 @@ def test_export_import_toy(tmp_path):
     np.testing.assert_array_equal(imported.transition_, crf.transition_)
     assert imported.boundary_potentials is False
     assert set(imported.attributes_) == {crfsuite_name(a) for a, _ in crf.state_features_}
+    # An imported model (python-crfsuite names, no fit statistics) saves and loads too.
+    save_model(imported, tmp_path / "imported.crfl")
+    _assert_same_model(imported, load_model(tmp_path / "imported.crfl"), X)
 
 
 @pytest.mark.parametrize("params, match", [
