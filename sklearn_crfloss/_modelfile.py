@@ -19,6 +19,7 @@ from sklearn.feature_extraction import DictVectorizer
 from ._compat import validate_params
 from ._params import ParameterLayout
 from ._tagger import CRFTagger
+from ._validation import classes_array
 from ._vectorize import SequenceVectorizer
 from .losses import LOSSES, HammingCost, LabelCost, get_loss
 from .lop import LOPTagger
@@ -57,13 +58,16 @@ class _Writer:
         JSON scalars and lists stay as they are, a dict with string keys is
         a JSON object; everything else is an object with one ``'__tag__'``
         key: ``__float__`` (inf, nan), ``__tuple__``, ``__dict__`` (other
-        keys, as pairs), ``__array__`` (the name of an array of the file),
+        keys, as pairs), ``__scalar__`` (a numpy number, with its dtype),
+        ``__array__`` (the name of an array of the file),
         ``__component__`` (a registered loss, prior, solver or cost by name,
         with ``params``), ``__estimator__`` (a CRFTagger or LOPTagger, with
         ``params``).
         """
-        if value is None or isinstance(value, (bool, str, np.bool_)):
-            return bool(value) if isinstance(value, np.bool_) else value
+        if isinstance(value, np.generic) and value.dtype.kind in "biuf":  # kept as its type
+            return {"__scalar__": value.dtype.str, "value": self.encode(value.item(), where)}
+        if value is None or isinstance(value, (bool, str)):
+            return value
         if isinstance(value, Integral):
             return int(value)
         if isinstance(value, Real):
@@ -115,6 +119,13 @@ def _decode(value, arrays, where):
             return {_decode(k, arrays, where): _decode(v, arrays, where) for k, v in body}
         if tag == "__array__" and isinstance(body, str) and body in arrays:
             return arrays[body]
+    elif isinstance(value, dict) and set(value) == {"__scalar__", "value"}:
+        try:
+            dtype = np.dtype(value["__scalar__"])
+        except TypeError:
+            dtype = None
+        if dtype is not None and dtype.kind in "biuf":
+            return dtype.type(_decode(value["value"], arrays, where))
     elif isinstance(value, dict) and set(value) == {"__component__", "name", "params"}:
         cls = _COMPONENTS.get(value["__component__"], {}).get(value["name"])
         if cls is not None and isinstance(value["params"], dict):
@@ -154,13 +165,11 @@ def _tagger_record(est, w, prefix, with_features=True):
     for name in ("transition_", "start_", "end_"):
         w.array(prefix + name.rstrip("_"), getattr(est, name), "<f8")
     classes = est.classes_
-    if classes.dtype.kind not in "Ubiu" and not all(isinstance(c, str) for c in classes):
-        raise ValueError(f"The labels {classes[:5].tolist()} cannot be saved: a model file "
-                         "holds labels that are strings, integers or booleans.")
     return {
         "class": "CRFTagger",
         "params": w.encode(est.get_params(deep=False), "params"),
-        "classes": {"dtype": classes.dtype.str, "values": classes.tolist(), "n": L},
+        "classes": {"dtype": classes.dtype.str, "values": w.encode(classes.tolist(), "classes_"),
+                    "n": L},
         "features": _features_record(est._features, w, prefix) if with_features else None,
         "n_features_in": int(est.n_features_in_), "n_parameters": int(est.n_parameters_),
         "n_iter": int(est.n_iter_), "init_n_iter": int(est.init_n_iter_),
@@ -278,6 +287,16 @@ def _build_features(record, arrays, where):
         _check(isinstance(n, int) and n >= 1, f"{where}: bad hash_features")
         features = SequenceVectorizer(feature_hashing=n)
         features.fit_transform("dict", [{}], np.array([0, 1]))
+        # The kept columns of the hasher's output, named as fit names them.
+        columns = arrays.get(record.get("columns")) if isinstance(record.get("columns"), str) \
+            else None
+        _check(columns is not None and columns.ndim == 1 and (columns.size == 0 or (
+            columns.min() >= 0 and columns.max() < n)), f"{where}: hashed columns")
+        features.columns = columns.astype(np.intp)
+        features.attributes = np.array([f"hash_{k}" for k in columns.tolist()], dtype=object)
+        features.n_features = columns.shape[0]
+        _check(features.n_features == record.get("n_features"), f"{where}: n_features")
+        return features
     elif kind == "dict" and record.get("vectorizer") == "dict":
         names = record.get("feature_names")
         sep = record.get("separator")
@@ -327,18 +346,18 @@ def _build_tagger(record, arrays, prefix, features, where):
     _check(isinstance(record, dict) and record.get("class") == "CRFTagger",
            f"{where} is not a CRFTagger record")
     est = _make(CRFTagger, record.get("params"), arrays, where)
-    classes = record.get("classes", {})
-    try:
-        values = np.asarray(classes["values"], dtype=np.dtype(classes["dtype"]))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"Inconsistent model file: {where} labels: {exc}") from None
-    L = classes.get("n")
-    try:
+    classes = record.get("classes")
+    _check(isinstance(classes, dict) and isinstance(classes.get("values"), list),
+           f"{where}: labels")
+    try:  # the labels as fit stores them (their own dtype, or objects)
+        values = classes_array(_decode(classes["values"], {}, f"{where} labels"))
+        L = classes.get("n")
         ok = (isinstance(L, int) and values.ndim == 1 and values.shape[0] == L >= 2
-              and np.array_equal(values, np.unique(values)))
-    except TypeError:  # labels that do not compare
+              and len(set(values.tolist())) == L and values.dtype.str == classes.get("dtype"))
+    except TypeError:  # unhashable labels
         ok = False
-    _check(ok, f"{where}: the labels are not {L} sorted distinct labels")
+    _check(ok, f"{where}: the labels are not {classes.get('n')} distinct labels of dtype "
+           f"{classes.get('dtype')}")
     n_feat = features.n_features
     _check(record.get("n_features_in") == (
         features.n_input if features.kind == "array" else n_feat), f"{where}: n_features_in")

@@ -205,7 +205,7 @@ def test_wrong_shape_in_json_raises(tmp_path):
     # The stated number of labels differs from the arrays'.
     save_model(crf, path)
     document = _document(path)
-    document["estimator"]["classes"]["values"].append("Z-LAST")
+    document["estimator"]["classes"]["values"].append("Z-ZZ")  # same dtype, <U4
     document["estimator"]["classes"]["n"] = L + 1
     _rewrite(path, _with_checksum(document, path))
     with pytest.raises(ValueError, match=rf"transition must be float64 of shape \({L + 1}"):
@@ -471,3 +471,21 @@ def test_export_tags_random_feature_dicts_as_predict(tmp_path_factory, tokens, s
     X_new = X + [tokens[::-1]]
     assert [tagger.tag(pycrfsuite.ItemSequence(x)) for x in X_new] == crf.predict(X_new)
     assert import_crfsuite(path).predict(X_new) == crf.predict(X_new)
+
+
+@pytest.mark.parametrize("relabel", [
+    lambda lab: ("chunk", lab),  # tuples: an object array of tuples
+    lambda lab: np.int64(len(lab)) if lab != "O" else "O",  # numpy ints and a str
+])
+def test_save_load_keeps_label_identity(tmp_path, relabel):
+    X, y = make_toy_chunks()
+    y = [[relabel(lab) for lab in seq] for seq in y]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        crf = CRFTagger(max_iter=10).fit(X, y)
+    save_model(crf, tmp_path / "m")
+    loaded = load_model(tmp_path / "m")
+    assert loaded.classes_.dtype == crf.classes_.dtype
+    got, want = loaded.predict(X), crf.predict(X)
+    assert got == want
+    assert [type(v) for s in got for v in s] == [type(v) for s in want for v in s]
