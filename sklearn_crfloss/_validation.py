@@ -205,9 +205,9 @@ def _totally_ordered(labels):
     """``labels`` sorted if ``<`` orders them totally (str, numbers, tuples of them), else None."""
     try:
         ordered = sorted(labels)
-        if all(a < b for a, b in zip(ordered[:-1], ordered[1:])):
+        if all(bool(a < b) for a, b in zip(ordered[:-1], ordered[1:])):
             return ordered
-    except TypeError:
+    except (TypeError, ValueError):  # ValueError: a numpy scalar against a tuple
         pass
     return None
 
