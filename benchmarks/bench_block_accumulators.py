@@ -1,6 +1,6 @@
 """Cost of the fixed-block gradient accumulators (n_jobs-independent sums).
 
-The kernels add the per-sequence gradients into 8 accumulators of fixed
+The kernels add the per-sequence gradients into N_BLOCKS accumulators of fixed
 blocks of sequences and sum them in block order, so that the model does
 not depend on ``n_jobs``; before, there was one accumulator per thread
 (with one thread, the gradient itself). This times one evaluation of the
@@ -65,7 +65,8 @@ def main():
                 grads[name, n_threads] = g.copy()
         _objective.accumulator_blocks = BLOCKED
         a, b = (np.median(times[k]) for k in ("per thread", "blocks"))
-        print(f"n_threads={n_threads}: per thread {a * 1e3:.1f} ms, {_forward_backward.N_BLOCKS} blocks {b * 1e3:.1f} ms, "
+        print(f"n_threads={n_threads}: per thread {a * 1e3:.1f} ms, "
+              f"{_forward_backward.N_BLOCKS} blocks {b * 1e3:.1f} ms, "
               f"ratio {b / a:.3f} (median of {args.repeats})")
     print("blocks, 1 vs 2 threads bitwise equal:",
           np.array_equal(grads["blocks", 1], grads["blocks", 2]))
