@@ -89,6 +89,9 @@ BAD_INPUT = [
     ("label unknown to sequence_log_proba",
      lambda tmp: _fit().sequence_log_proba(X_TOY[:1], [["Z"] * len(X_TOY[0])]),
      ValueError, "Sequence 0: label 'Z' is not one of the classes"),
+    ("unhashable label in sequence_log_proba",
+     lambda tmp: _fit().sequence_log_proba(X_TOY[:2], [Y_TOY[0], [["O"]] * len(Y_TOY[1])]),
+     TypeError, r"Sequence 1, token 0: label \['O'\] of type list is not hashable"),
     # inference and decoding functions: no labels, shapes, offsets
     ("viterbi with no label", _zero_labels(inference.viterbi), ValueError, "no labels"),
     ("viterbi_nbest with no label", _zero_labels(inference.viterbi_nbest, 2),
