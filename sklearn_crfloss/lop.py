@@ -511,10 +511,12 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
         if fixed is None:
             weights = _normalised_weights(weights, len(groups), "the pool")  # NaN: diverged
             info = FitInfo(n_iter=monitor.n_iter, loss_curve=monitor.history,
-                           converged=monitor.converged)
+                           converged=monitor.converged, stop_reason=monitor.stop_reason,
+                           objective=_pool_nll(weights, *blocks(experts, None))[0])
         else:
             weights = _normalised_weights(fixed, len(groups), "the pool")
-            info = FitInfo(loss_curve=[_pool_nll(weights, *blocks(experts, None))[0]])
+            nll = _pool_nll(weights, *blocks(experts, None))[0]
+            info = FitInfo(loss_curve=[nll], stop_reason="converged", objective=nll)
 
         self.experts_ = experts
         self.expert_columns_ = groups
