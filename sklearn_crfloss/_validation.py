@@ -205,9 +205,9 @@ def _totally_ordered(labels):
     """``labels`` sorted if ``<`` orders them totally (str, numbers, tuples of them), else None."""
     try:
         ordered = sorted(labels)
-        if all(a < b for a, b in zip(ordered[:-1], ordered[1:])):
+        if all(bool(a < b) for a, b in zip(ordered[:-1], ordered[1:])):
             return ordered
-    except TypeError:
+    except (TypeError, ValueError):  # ValueError: a numpy scalar against a tuple
         pass
     return None
 
@@ -393,11 +393,16 @@ def encode_known_labels(y, lengths, classes):
         On a different number of sequences, a sequence of a different length
         (naming its index) or a label not in ``classes``.
     TypeError
-        If y is not a list of label sequences.
+        If y is not a list of label sequences, or a label is not hashable
+        (naming the sequence and token).
     """
     flat_y = _flat_labels(y, lengths)
     index = {label: j for j, label in enumerate(classes.tolist())}
-    codes = np.array([index.get(label, -1) for label in flat_y], dtype=np.intp)
+    try:
+        codes = np.array([index.get(label, -1) for label in flat_y], dtype=np.intp)
+    except TypeError:  # an unhashable label: encode_labels names it
+        encode_labels(y, lengths)
+        raise
     bad = np.flatnonzero(codes < 0)
     if bad.shape[0]:
         i = int(np.searchsorted(np.cumsum(lengths), bad[0], side="right"))

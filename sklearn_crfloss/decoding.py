@@ -192,6 +192,7 @@ def iob2_allowed(classes):
         label ``I-X`` has no ``B-X`` among the labels (no allowed sequence
         could carry it), or there are no labels.
     """
+    classes = classes.tolist() if isinstance(classes, np.ndarray) else list(classes)
     parsed = []
     for label in classes:
         prefix, typ = split_label(label)
@@ -206,7 +207,7 @@ def iob2_allowed(classes):
     if orphans or not parsed:
         raise ValueError(
             "constraints='iob2' lets 'I-<type>' follow only 'B-<type>' or 'I-<type>', but "
-            + (f"the labels {[str(o) for o in orphans]} have no 'B-' label of their type: "
+            + (f"the labels {orphans} have no 'B-' label of their type: "
                "no allowed sequence could carry them. Label the data in IOB2 (every chunk "
                "starts with 'B-'), or use constraints=None." if orphans
                else "there are no labels."))

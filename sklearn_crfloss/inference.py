@@ -25,8 +25,8 @@ import numpy as np
 
 from scipy.special import logsumexp
 
-from ._forward_backward import (Accumulators, exp_potentials, forward_backward_batch,
-                                scratch_width)
+from ._forward_backward import (Accumulators, accumulator_blocks, exp_potentials,
+                                forward_backward_batch, scratch_width)
 from ._marginal_vjp import marginals_vjp_batch
 from ._max_marginals import max_marginals_batch, segment_margins_batch
 from ._viterbi import max_incorrect_batch, n_best_batch, viterbi_batch
@@ -348,8 +348,9 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     max_length = int(np.diff(sub_offsets).max())
     exp_trans, exp_start, exp_end, _ = exp_potentials(c.transition, c.start, c.end)
     exp_trans_t = np.ascontiguousarray(exp_trans.T)
-    pair_acc = np.zeros((c.n_threads, L, L))
-    boundary_acc = np.zeros((c.n_threads, 2, L))
+    n_acc = accumulator_blocks(c.n_threads, L * L + 2 * L)  # sums independent of n_threads
+    pair_acc = np.zeros((n_acc, L, L))
+    boundary_acc = np.zeros((n_acc, 2, L))
     failed = np.zeros(sub_offsets.shape[0] - 1, dtype=np.int8)
     n_failed = marginals_vjp_batch(
         c.unary, c.transition, c.start, grad, exp_trans, exp_trans_t, exp_start, exp_end, sub_offsets, d_unary,
@@ -770,8 +771,9 @@ def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=
                 or out.shape != (c.n_tokens, L) or not out.flags.c_contiguous):
             raise ValueError(f"out must be a C-contiguous float64 array of shape "
                              f"{(c.n_tokens, L)}")
-    acc_trans = np.zeros((c.n_threads, L * L))
-    acc_boundary = np.zeros((c.n_threads, 2 * L))
+    n_acc = accumulator_blocks(c.n_threads, L * L + 2 * L)  # sums independent of n_threads
+    acc_trans = np.zeros((n_acc, L * L))
+    acc_boundary = np.zeros((n_acc, 2 * L))
     segment_margins_batch(
         c.unary, c.transition, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets, ref,
         np.searchsorted(seq, np.arange(c.n_seq + 1)).astype(np.intp),

@@ -642,9 +642,11 @@ def _normalised_weights(weights, n_experts, owner):
     w = np.asarray(weights, dtype=np.float64)
     if w.shape != (n_experts,):
         raise ValueError(f"weights has shape {w.shape} but {owner} has {n_experts} experts "
-                         f"(the monolithic one first): pass {n_experts} non-negative weights, one per expert")
+                         f"(the monolithic one first): pass {n_experts} non-negative "
+                         "weights, one per expert")
     if not np.isfinite(w).all() or np.any(w < 0) or not w.max() > 0:
-        raise ValueError(f"weights must be finite, >= 0 (non-negative) and not all 0, got {w.tolist()}")
+        raise ValueError("weights must be finite, >= 0 (non-negative) and not all 0, got "
+                         f"{w.tolist()}")
     w = w / w.max()
     return w / w.sum()
 
