@@ -28,6 +28,7 @@ from ._compat import HasMethods, Interval, StrOptions, validate_params
 from ._docstring import fill_doc
 from ._objective import CRFObjective
 from ._params import ParameterLayout, observed_pairs
+from ._partial import PartialFitMixin
 from ._persistence import VersionedStateMixin
 from ._registry import RegisteredParamsMixin
 from ._validation import (check_sample_weight, check_sequences, check_token_weight,
@@ -44,7 +45,7 @@ from .solvers._monitor import FitInfo, hold_out, stage_summary, takes_model
 __all__ = ["CRFTagger"]
 
 
-class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
+class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
     """Linear-chain conditional random field for sequence labelling.
 
     A first-order linear-chain CRF scores a label sequence ``y`` of a

@@ -34,7 +34,7 @@ from sklearn.feature_extraction import DictVectorizer, FeatureHasher
 from ._validation import check_finite_tokens
 from ._vocabulary import vocabulary_rows
 
-__all__ = ["SequenceVectorizer", "column_counts"]
+__all__ = ["SequenceVectorizer", "attribute_counts", "column_counts"]
 
 
 def column_counts(X):
@@ -58,6 +58,39 @@ def column_counts(X):
     for start in range(0, X.indices.shape[0], step):
         counts += np.bincount(X.indices[start:start + step], minlength=X.shape[1])
     return counts
+
+
+def attribute_counts(tokens):
+    """The attributes of a batch of feature dicts and the tokens each is non-zero in.
+
+    The vocabulary pass of a chunked (streaming or distributed) fit: the
+    counts of several chunks add up to those of their concatenation.
+
+    Parameters
+    ----------
+    tokens : list of dict
+        Feature dicts of the tokens of a chunk.
+
+    Returns
+    -------
+    dict of {str: int}
+        ``DictVectorizer``'s column names (``'key=value'`` or ``'key'``) and
+        the number of tokens where the column is non-zero.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If the dicts cannot be vectorised.
+    """
+    if len(tokens) == 0:
+        return {}
+    dv = DictVectorizer(dtype=np.float64).set_output(transform="default")
+    try:
+        Xc = dv.fit_transform(tokens).tocsr()
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"Could not vectorise the feature dicts: {exc}") from exc
+    Xc.eliminate_zeros()
+    return dict(zip(dv.feature_names_, column_counts(Xc).tolist()))
 
 
 class SequenceVectorizer:
@@ -155,6 +188,98 @@ class SequenceVectorizer:
         # The order of the predict-time table's entries: most frequent first.
         self._frequency_order = np.argsort(-counts, kind="stable").astype(np.int32)
         self._cache = {}
+        return Xc
+
+    def fit_counts(self, counts):
+        """Fit on feature-dict input from the counts of a vocabulary pass.
+
+        The same fitted state as :meth:`fit_transform` on the data the
+        counts come from, without seeing them at once.
+
+        Parameters
+        ----------
+        counts : dict of {str: int}
+            Column name -> tokens where it is non-zero, summed over the
+            chunks (:func:`attribute_counts`); ignored with
+            ``feature_hashing`` unless ``min_freq > 1``, where the names are
+            ``'hash_<k>'`` column names.
+
+        Returns
+        -------
+        self
+        """
+        self.kind = "dict"
+        self.columns = None
+        if self.feature_hashing is not None:
+            self.vectorizer = FeatureHasher(n_features=self.feature_hashing, input_type="dict",
+                                            alternate_sign=False, dtype=np.float64)
+            attributes = np.array([f"hash_{k}" for k in range(self.feature_hashing)],
+                                  dtype=object)
+            freq = np.zeros(self.feature_hashing, dtype=np.intp)
+            for name, count in counts.items():
+                freq[int(name[5:])] += count
+        else:
+            names = sorted(counts)  # DictVectorizer's order
+            self.vectorizer = DictVectorizer(dtype=np.float64).set_output(transform="default")
+            self.vectorizer.feature_names_ = names
+            self.vectorizer.vocabulary_ = {name: k for k, name in enumerate(names)}
+            attributes = np.array(names, dtype=object)
+            freq = np.array([counts[name] for name in names], dtype=np.intp)
+        if self.min_freq > 1:
+            keep = freq >= self.min_freq
+            attributes, freq = attributes[keep], freq[keep]
+            if isinstance(self.vectorizer, DictVectorizer):
+                self.vectorizer.restrict(keep)
+            else:
+                self.columns = np.flatnonzero(keep)
+        self.attributes = attributes
+        self.n_features = attributes.shape[0]
+        self._frequency_order = np.argsort(-freq, kind="stable").astype(np.int32)
+        self._cache = {}
+        return self
+
+    def extend_transform(self, tokens, offsets):
+        """The feature matrix of a new batch, adding its unseen attributes as new columns.
+
+        For ``partial_fit`` without hashing: the vocabulary grows with the
+        stream (new columns at the end; the old ones keep their index). The
+        fitted scikit-learn vectoriser is replaced, not changed: a shallow
+        copy of this object made before the call keeps the old vocabulary.
+        Hashing and array input have fixed columns: the same as
+        :meth:`transform`.
+
+        Parameters
+        ----------
+        tokens : list of dict or scipy.sparse.csr_matrix
+        offsets : ndarray of intp of shape (n_sequences + 1,)
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix of shape (n_tokens, n_features)
+            ``n_features`` after the extension.
+        """
+        if self.kind != "dict" or not isinstance(self.vectorizer, DictVectorizer):
+            return self.transform(tokens, offsets)
+        dv = self.vectorizer
+        new = [name for name in attribute_counts(tokens) if name not in dv.vocabulary_]
+        if new:
+            # A new DictVectorizer: copies of this vectoriser (a fitted
+            # estimator's) keep their vocabulary.
+            first = len(dv.feature_names_)
+            dv = self.vectorizer = copy.copy(dv)
+            dv.feature_names_ = list(dv.feature_names_) + new
+            dv.vocabulary_ = dict(dv.vocabulary_)
+            dv.vocabulary_.update((name, first + k) for k, name in enumerate(new))
+            self.attributes = np.concatenate([self.attributes, np.array(new, dtype=object)])
+            self.n_features = len(dv.feature_names_)
+            self._frequency_order = np.concatenate([
+                self._frequency_order, np.arange(first, self.n_features, dtype=np.int32)])
+            self._cache = {}  # the predict-time table is rebuilt on next use
+        if len(tokens) == 0:
+            return sp.csr_matrix((0, self.n_features))
+        Xc = self._dict_rows(tokens)
+        Xc.eliminate_zeros()
+        check_finite_tokens(Xc, offsets)
         return Xc
 
     def _dict_rows(self, tokens, table=None):
