@@ -1,0 +1,483 @@
+"""One CRF trained on a dask cluster, where the data lie: :class:`DaskCRFTagger`.
+
+The data are :class:`dask.bag.Bag`\\ s of sequences (X) and of label
+sequences (y) with the same partitions. Training, as
+``xgboost.dask.DaskXGBClassifier`` and ``lightgbm.DaskLGBMClassifier`` do it
+for their models:
+
+1. each worker checks its partitions and counts their attributes and labels
+   (the vocabulary is the sum of the counts, ``min_freq`` applied to it);
+2. each worker vectorises its partitions with that vocabulary (or the
+   hashing columns) into the compact CSR the kernels read, and keeps them,
+   bound to the parameter layout, as a
+   :class:`~sklearn_crfloss._objective.CRFObjective`;
+3. the solver (L-BFGS, OWL-QN, any batch solver, and the ``init='cll'``
+   stage) runs in the client process; each evaluation of the objective
+   sends the parameter vector to every worker once, each partition returns
+   its loss and gradient, and the client adds them in partition order and
+   adds the prior.
+
+Dask retries a failed task and recomputes the partitions a lost worker held
+from their graph; a fit that still fails raises and leaves the estimator
+as it was (unfitted if it was).
+"""
+
+import inspect
+import re
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._tagger import CRFTagger
+from ._compat import HasMethods, validate_params
+from ._objective import CRFObjective
+from ._params import ParameterLayout, observed_pairs
+from ._validation import (check_sample_weight, check_sequences, encode_known_labels,
+                          encode_labels)
+from ._vectorize import SequenceVectorizer, attribute_counts
+
+__all__ = ["DaskCRFTagger"]
+
+#: Times dask retries a failed task of a fit.
+RETRIES = 3
+
+
+def _global_index(exc, start):
+    """``exc`` again, its ``Sequence k`` renumbered as in the whole of X."""
+    message = re.sub(r"Sequence (\d+)", lambda m: f"Sequence {start + int(m.group(1))}",
+                     str(exc))
+    return type(exc)(message)
+
+
+def _summarise(X, y, start, count_attributes):
+    """Check one partition; its kind, labels, width, size and attribute counts."""
+    try:
+        found, tokens, offsets = check_sequences(list(X))
+        classes, _ = _partition_labels(y, offsets)
+    except (TypeError, ValueError) as exc:
+        raise _global_index(exc, start) from exc
+    counts = attribute_counts(tokens) if found == "dict" and count_attributes else None
+    width = tokens.shape[1] if found == "array" else None
+    return found, classes, width, offsets.shape[0] - 1, counts
+
+
+def _partition_labels(y, offsets):
+    """The distinct labels of a partition (a single one is fine here)."""
+    lengths = np.diff(offsets)
+    y = list(y)
+    try:
+        return encode_labels(y, lengths)
+    except ValueError as exc:
+        if "single label" not in str(exc):
+            raise
+        return np.unique(np.asarray([lab for labels in y for lab in labels])), None
+
+
+def _shard(X, y, sample_weight, start, features, classes, n_features):
+    """Vectorise one partition: ``(Xc, y_enc, offsets, sample_weight)``."""
+    try:
+        kind, tokens, offsets = check_sequences(
+            list(X), kind=features.kind,
+            n_features=n_features if features.kind == "array" else None)
+        y_enc = encode_known_labels(list(y), np.diff(offsets), classes)
+        weights = (None if sample_weight is None
+                   else check_sample_weight(list(sample_weight), offsets.shape[0] - 1))
+        Xc = features.transform(tokens, offsets)
+    except (TypeError, ValueError) as exc:
+        raise _global_index(exc, start) from exc
+    return Xc, y_enc, offsets, weights
+
+
+def _pairs(shard, n_labels):
+    Xc, y_enc, offsets, _ = shard
+    return observed_pairs(Xc, y_enc, n_labels)
+
+
+def _bind(shard, layout, n_threads):
+    Xc, y_enc, offsets, weights = shard
+    if offsets.shape[0] < 2:
+        return None
+    return CRFObjective(Xc, y_enc, offsets, layout, sample_weight=weights, n_threads=n_threads)
+
+
+def _loss_value_and_grad(objective, theta, loss):
+    if objective is None:
+        return 0.0, np.zeros(theta.shape[0])
+    return objective.loss_value_and_grad(theta, loss)
+
+
+class DistributedObjective:
+    """A :class:`~sklearn_crfloss._objective.CRFObjective` whose data sit on dask workers.
+
+    Parameters
+    ----------
+    client : dask.distributed.Client
+    parts : list of dask.distributed.Future
+        One bound ``CRFObjective`` (or None for an empty partition) per
+        partition, on the worker that holds it.
+    layout : ParameterLayout
+
+    Attributes
+    ----------
+    n_params : int
+    n_evaluations : int
+        Evaluations so far (one broadcast of ``theta`` each).
+    """
+
+    def __init__(self, client, parts, layout):
+        self.client = client
+        self.parts = parts
+        self.layout = layout
+        self.n_params = layout.n_params
+        self.n_evaluations = 0
+
+    def loss_value_and_grad(self, theta, loss):
+        """Sum over the partitions of ``loss``'s value and gradient at ``theta``.
+
+        ``theta`` is sent to every worker once (``scatter(broadcast=True)``);
+        the partitions' results are added in partition order, so that the
+        sum does not depend on which worker answers first.
+
+        Parameters
+        ----------
+        theta : ndarray of float64 of shape (n_params,)
+        loss : loss object
+
+        Returns
+        -------
+        value : float
+        grad : ndarray of shape (n_params,)
+        """
+        self.n_evaluations += 1
+        theta_f = self.client.scatter(np.ascontiguousarray(theta, dtype=np.float64),
+                                      broadcast=True, hash=False)
+        futures = [self.client.submit(_loss_value_and_grad, part, theta_f, loss, pure=False,
+                                      retries=RETRIES) for part in self.parts]
+        results = self.client.gather(futures)
+        value = 0.0
+        grad = np.zeros(self.n_params)
+        for v, g in results:
+            value += v
+            grad += g
+        return value, grad
+
+    def value_and_grad(self, theta, loss, prior, C):
+        """``loss + prior`` and its gradient (the prior added in this process).
+
+        Parameters
+        ----------
+        theta : ndarray of float64 of shape (n_params,)
+        loss, prior, C
+            As :meth:`CRFObjective.value_and_grad`.
+
+        Returns
+        -------
+        value : float
+        grad : ndarray of shape (n_params,)
+        """
+        value, grad = self.loss_value_and_grad(theta, loss)
+        p_value, p_grad = prior.value_and_grad(theta, C)
+        return value + p_value, grad + p_grad
+
+
+def _predict_partition(X, model, method):
+    return getattr(model, method)(list(X))
+
+
+class DaskCRFTagger(CRFTagger):
+    """A :class:`~sklearn_crfloss.CRFTagger` trained on a dask cluster, fed dask bags.
+
+    Every parameter of :class:`~sklearn_crfloss.CRFTagger`, plus ``client``.
+    :meth:`fit` takes :class:`dask.bag.Bag`\\ s of sequences and of label
+    sequences with the same partitions (or lists, split into one partition
+    per worker): the vocabulary is counted on the workers, each partition is
+    vectorised and kept on the worker that holds it, and the batch solver
+    runs here, each evaluation summed from the workers (see
+    :mod:`sklearn_crfloss.dask`). The fitted model is the one
+    :class:`~sklearn_crfloss.CRFTagger` trains on the concatenated data
+    (the same objective, rounding apart); :meth:`to_local` returns it as a
+    plain :class:`~sklearn_crfloss.CRFTagger`, which pickles.
+
+    Parameters
+    ----------
+    client : dask.distributed.Client or None, default=None
+        The cluster to train on; None: the current client
+        (:func:`distributed.get_client`).
+    **params
+        The parameters of :class:`~sklearn_crfloss.CRFTagger`. ``n_jobs`` is
+        the number of kernel threads per task on a worker. Batch solvers
+        only (``'lbfgs'``, ``'owlqn'``, ``'quickprop'``, ``'rprop'``, a loss
+        whose default is one of them, and ``init='cll'``); ``warm_start``
+        and ``early_stopping`` are not available.
+
+    Attributes
+    ----------
+    n_partitions_ : int
+        Partitions of the training bags.
+    n_evaluations_ : int
+        Objective evaluations (one broadcast of the parameters, and one
+        gradient per partition sent back, each).
+    **attributes
+        Those of :class:`~sklearn_crfloss.CRFTagger`.
+
+    See Also
+    --------
+    sklearn_crfloss.CRFTagger : The same model on one machine.
+
+    References
+    ----------
+    XGBoost's ``xgboost.dask`` and LightGBM's ``lightgbm.dask`` estimators
+    (the interface); R. McDonald, K. Hall, G. Mann (2010), Distributed
+    training strategies for the structured perceptron, NAACL (the sum of
+    per-shard gradients for batch training, Section 2).
+
+    Examples
+    --------
+    >>> import dask.bag as db
+    >>> from dask.distributed import Client, LocalCluster
+    >>> from sklearn_crfloss.dask import DaskCRFTagger
+    >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}, {"w": "runs"}]] * 4
+    >>> y = [["B-NP", "I-NP"], ["B-NP", "I-NP", "B-VP"]] * 4
+    >>> with LocalCluster(n_workers=1, processes=False,
+    ...                   dashboard_address=None) as cluster, Client(cluster):
+    ...     crf = DaskCRFTagger(C=10.0).fit(db.from_sequence(X, npartitions=2),
+    ...                                     db.from_sequence(y, npartitions=2))
+    >>> crf.to_local().predict(X[:2])
+    [['B-NP', 'I-NP'], ['B-NP', 'I-NP', 'B-VP']]
+    """
+
+    _parameter_constraints = {**CRFTagger._parameter_constraints,
+                              "client": [None, HasMethods(["submit", "gather"])]}
+
+    def __init__(self, *, client=None, **params):
+        super().__init__(**params)
+        self.client = client
+
+    def __sklearn_clone__(self):
+        # The client is shared, not copied (a Client cannot be deep-copied).
+        from sklearn.base import clone
+
+        params = self.get_params(deep=False)
+        client = params.pop("client")
+        return type(self)(client=client, **{k: clone(v, safe=False) for k, v in params.items()})
+
+    # -------------------------------------------------------------- fit
+
+    def _client(self):
+        if self.client is not None:
+            return self.client
+        from distributed import get_client
+
+        try:
+            return get_client()
+        except ValueError as exc:
+            raise ValueError("DaskCRFTagger needs a dask.distributed Client: pass client=... "
+                             "or create one first.") from exc
+
+    def _bags(self, client, X, y, sample_weight):
+        """The delayed partitions of X, y and sample_weight, checked to match."""
+        import dask.bag as db
+
+        n_workers = max(1, len(client.scheduler_info()["workers"]))
+        bags = []
+        for name, data in (("X", X), ("y", y), ("sample_weight", sample_weight)):
+            if data is None:
+                bags.append(None)
+                continue
+            if not isinstance(data, db.Bag):
+                if isinstance(data, (str, bytes)) or not hasattr(data, "__len__"):
+                    raise TypeError(f"{name} must be a dask Bag or a list, got "
+                                    f"{type(data).__name__}.")
+                data = db.from_sequence(list(data), npartitions=min(n_workers, max(1, len(data))))
+            bags.append(data.to_delayed())
+        for name, parts in (("y", bags[1]), ("sample_weight", bags[2])):
+            if parts is not None and len(parts) != len(bags[0]):
+                raise ValueError(f"X and {name} must have the same partitions, got "
+                                 f"{len(bags[0])} and {len(parts)}.")
+        return bags
+
+    def fit(self, X, y, sample_weight=None):
+        """Train the CRF on the cluster.
+
+        Parameters
+        ----------
+        X : dask.bag.Bag or list of sequences
+            The sequences, as for :meth:`CRFTagger.fit`.
+        y : dask.bag.Bag or list of sequences of labels
+            Partitioned as X (same number of partitions, same lengths).
+        sample_weight : dask.bag.Bag of float, array-like or None, default=None
+            One non-negative weight per sequence, partitioned as X.
+
+        Returns
+        -------
+        self : DaskCRFTagger
+
+        Raises
+        ------
+        ValueError
+            On invalid parameters, an online solver, ``warm_start`` or
+            ``early_stopping``, partitions that do not match, no client,
+            or inconsistent data (the message names the sequence's index in
+            X); the estimator is then left as it was.
+        TypeError
+            If X or y is not a bag or list of sequences.
+        Exception
+            A task that failed after its retries, or a lost cluster: the
+            estimator is left as it was.
+        """
+        validate_params(self)
+        if self.warm_start or self.early_stopping:
+            raise ValueError("DaskCRFTagger supports neither warm_start nor early_stopping.")
+        loss, prior, solver = self._components()
+        if solver.dense_states or getattr(solver, "unit", "iter") != "iter":
+            raise ValueError(f"DaskCRFTagger trains with batch solvers (e.g. 'lbfgs', "
+                             f"'owlqn'), not {getattr(solver, 'name', solver)!r}.")
+        client = self._client()
+        X_parts, y_parts, w_parts = self._bags(client, X, y, sample_weight)
+        n_threads = 1 if self.n_jobs is None else int(self.n_jobs)
+
+        def submit(fn, *args):
+            return client.submit(fn, *args, pure=False, retries=RETRIES)
+
+        # The partitions, computed on the workers and kept there.
+        X_f = client.compute(X_parts, retries=RETRIES)
+        y_f = client.compute(y_parts, retries=RETRIES)
+        w_f = None if w_parts is None else client.compute(w_parts, retries=RETRIES)
+        sizes = client.gather([submit(len, p) for p in X_f])
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int).tolist()
+        # 1. Check, count attributes and labels.
+        count = self.feature_hashing is None or self.min_freq > 1
+        summaries = client.gather([submit(_summarise, xp, yp, s, count)
+                                   for xp, yp, s in zip(X_f, y_f, starts)])
+        kinds = {s[0] for s, n in zip(summaries, sizes) if n}
+        if not kinds:
+            raise ValueError("X holds no sequence.")
+        if len(kinds) > 1:
+            raise ValueError("X mixes partitions of feature dicts with partitions of arrays.")
+        kind = kinds.pop()
+        classes = np.unique(np.concatenate([s[1] for s in summaries if s[3]]))
+        if classes.shape[0] < 2:
+            raise ValueError(f"y has a single label {classes[0]!r}; a CRF needs at least two "
+                             "distinct labels.")
+        features = SequenceVectorizer(self.min_freq, self.feature_hashing)
+        if kind == "dict":
+            counts = {}
+            for s in summaries:
+                for name, c in (s[4] or {}).items():
+                    counts[name] = counts.get(name, 0) + c
+            if self.feature_hashing is not None and self.min_freq > 1:
+                hashed = SequenceVectorizer(1, self.feature_hashing)
+                hashed.fit_counts({})
+                counts = self._hashed_counts(hashed, counts)
+            features.fit_counts(counts)
+            n_input = None
+        else:
+            widths = {s[2] for s in summaries if s[3]}
+            if len(widths) > 1:
+                raise ValueError(f"The partitions of X have different widths {sorted(widths)}.")
+            n_input = widths.pop()
+            features.fit_transform("array", sp.csr_matrix((0, n_input)), np.zeros(1, np.intp))
+        # 2. Vectorise each partition where it is; the layout from the pairs seen.
+        features_f, classes_f = client.scatter([features, classes], broadcast=True, hash=False)
+        shards = [submit(_shard, xp, yp, None if w_f is None else w_f[i], starts[i],
+                         features_f, classes_f, n_input)
+                  for i, (xp, yp) in enumerate(zip(X_f, y_f))]
+        L = classes.shape[0]
+        dense = self.all_possible_states or solver.dense_states
+        state_index = None
+        if not dense:
+            pairs = client.gather([submit(_pairs, s, L) for s in shards])
+            state_index = np.unique(np.concatenate(pairs)) if pairs else np.zeros(0, np.intp)
+        layout = ParameterLayout(features.n_features, L, state_index)
+        if hasattr(loss, "set_classes"):
+            loss.set_classes(classes)
+        layout_f = client.scatter(layout, broadcast=True, hash=False)
+        parts = [submit(_bind, s, layout_f, n_threads) for s in shards]
+        del X_f, y_f, w_f, shards  # the partitions live on in the bound objectives
+        objective = DistributedObjective(client, parts, layout)
+        # 3. Train here, each evaluation summed from the workers.
+        theta, info = self._train(objective, loss, prior, solver, layout.zeros(),
+                                  from_zero=True)
+        self._set_fitted(features, classes, layout, theta, info, loss, prior)
+        self.n_partitions_ = len(parts)
+        self.n_evaluations_ = objective.n_evaluations
+        return self
+
+    @staticmethod
+    def _hashed_counts(hashed, counts):
+        """Attribute counts -> counts of their hashing columns (``'hash_<k>'``)."""
+        names = list(counts)
+        columns = hashed.vectorizer.transform([{name: 1} for name in names]).tocsr().indices
+        out = {}
+        for column, name in zip(columns.tolist(), names):
+            key = f"hash_{column}"
+            out[key] = out.get(key, 0) + counts[name]
+        return out
+
+    # ---------------------------------------------------------- predict
+
+    def to_local(self):
+        """The fitted model as a plain :class:`~sklearn_crfloss.CRFTagger`.
+
+        Returns
+        -------
+        CRFTagger
+            With the same parameters (``client`` aside) and fitted state; it
+            pickles and predicts without a cluster.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before fit.
+        """
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self)
+        params = self.get_params(deep=False)
+        params.pop("client")
+        local = CRFTagger(**params)
+        local.__dict__.update({k: v for k, v in self.__dict__.items()
+                               if k not in params and k != "client"
+                               and k not in ("n_partitions_", "n_evaluations_")})
+        return local
+
+    def _on_bag(self, X, method):
+        import dask.bag as db
+
+        if isinstance(X, db.Bag):
+            return X.map_partitions(_predict_partition, self.to_local(), method)
+        return getattr(super(), method)(X)
+
+    def predict(self, X):
+        """Decoded label sequences; a bag of them for a bag.
+
+        Parameters
+        ----------
+        X : dask.bag.Bag or list of sequences
+
+        Returns
+        -------
+        dask.bag.Bag or list of list
+            For a bag, a bag with the same partitions (lazy: ``.compute()``
+            runs it), each element the label list of one sequence.
+        """
+        return self._on_bag(X, "predict")
+
+    def predict_marginals(self, X):
+        """Posterior marginals of every label at every token; a bag of them for a bag.
+
+        Parameters
+        ----------
+        X : dask.bag.Bag or list of sequences
+
+        Returns
+        -------
+        dask.bag.Bag or list of ndarray of shape (n_tokens_i, n_classes)
+        """
+        return self._on_bag(X, "predict_marginals")
+
+
+# CRFTagger's parameters and ``client``, as scikit-learn reads them (get_params, clone).
+DaskCRFTagger.__init__.__signature__ = inspect.signature(CRFTagger.__init__).replace(
+    parameters=[*inspect.signature(CRFTagger.__init__).parameters.values(),
+                inspect.Parameter("client", inspect.Parameter.KEYWORD_ONLY, default=None)])
