@@ -23,7 +23,6 @@ as it was (unfitted if it was).
 """
 
 import inspect
-import re
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,6 +33,7 @@ from ._objective import CRFObjective
 from ._params import ParameterLayout, observed_pairs
 from ._validation import (check_sample_weight, check_sequences, encode_known_labels,
                           encode_labels)
+from ._streaming import hashed_counts, renumber_sequences
 from ._vectorize import SequenceVectorizer, attribute_counts
 
 __all__ = ["DaskCRFTagger"]
@@ -42,20 +42,13 @@ __all__ = ["DaskCRFTagger"]
 RETRIES = 3
 
 
-def _global_index(exc, start):
-    """``exc`` again, its ``Sequence k`` renumbered as in the whole of X."""
-    message = re.sub(r"Sequence (\d+)", lambda m: f"Sequence {start + int(m.group(1))}",
-                     str(exc))
-    return type(exc)(message)
-
-
 def _summarise(X, y, start, count_attributes):
     """Check one partition; its kind, labels, width, size and attribute counts."""
     try:
         found, tokens, offsets = check_sequences(list(X))
         classes, _ = _partition_labels(y, offsets)
     except (TypeError, ValueError) as exc:
-        raise _global_index(exc, start) from exc
+        raise renumber_sequences(exc, start) from exc
     counts = attribute_counts(tokens) if found == "dict" and count_attributes else None
     width = tokens.shape[1] if found == "array" else None
     return found, classes, width, offsets.shape[0] - 1, counts
@@ -84,7 +77,7 @@ def _shard(X, y, sample_weight, start, features, classes, n_features):
                    else check_sample_weight(list(sample_weight), offsets.shape[0] - 1))
         Xc = features.transform(tokens, offsets)
     except (TypeError, ValueError) as exc:
-        raise _global_index(exc, start) from exc
+        raise renumber_sequences(exc, start) from exc
     return Xc, y_enc, offsets, weights
 
 
@@ -366,9 +359,7 @@ class DaskCRFTagger(CRFTagger):
                 for name, c in (s[4] or {}).items():
                     counts[name] = counts.get(name, 0) + c
             if self.feature_hashing is not None and self.min_freq > 1:
-                hashed = SequenceVectorizer(1, self.feature_hashing)
-                hashed.fit_counts({})
-                counts = self._hashed_counts(hashed, counts)
+                counts = hashed_counts(self.feature_hashing, counts)
             features.fit_counts(counts)
             n_input = None
         else:
@@ -402,17 +393,6 @@ class DaskCRFTagger(CRFTagger):
         self.n_partitions_ = len(parts)
         self.n_evaluations_ = objective.n_evaluations
         return self
-
-    @staticmethod
-    def _hashed_counts(hashed, counts):
-        """Attribute counts -> counts of their hashing columns (``'hash_<k>'``)."""
-        names = list(counts)
-        columns = hashed.vectorizer.transform([{name: 1} for name in names]).tocsr().indices
-        out = {}
-        for column, name in zip(columns.tolist(), names):
-            key = f"hash_{column}"
-            out[key] = out.get(key, 0) + counts[name]
-        return out
 
     # ---------------------------------------------------------- predict
 
