@@ -220,7 +220,9 @@ class PartialFitMixin:
         the prior, as ``C`` times ``k`` would). ``eta0='auto'`` is calibrated
         on the first batch; with ``average=True`` averaging starts after it.
         The estimator's parameters are read at the first call; after
-        :meth:`fit`, the next call starts anew.
+        :meth:`fit`, the next call starts anew. ``max_iter``, ``tol``,
+        ``init``, ``warm_start`` and ``early_stopping`` do not apply (each
+        call is one epoch from where the last one ended).
 
         With ``feature_hashing`` the parameter size is fixed by the first
         call: ``feature_hashing * n_classes`` state weights, and as many

@@ -26,6 +26,7 @@ import inspect
 
 import numpy as np
 import scipy.sparse as sp
+from joblib import effective_n_jobs
 
 from ._tagger import CRFTagger
 from ._compat import HasMethods, validate_params
@@ -36,7 +37,7 @@ from ._validation import (check_sample_weight, check_sequences, encode_known_lab
 from ._streaming import hashed_counts, renumber_sequences
 from ._vectorize import SequenceVectorizer, attribute_counts
 
-__all__ = ["DaskCRFTagger"]
+__all__ = ["DaskCRFTagger", "DistributedObjective"]
 
 #: Times dask retries a failed task of a fit.
 RETRIES = 3
@@ -86,11 +87,13 @@ def _pairs(shard, n_labels):
     return observed_pairs(Xc, y_enc, n_labels)
 
 
-def _bind(shard, layout, n_threads):
+def _bind(shard, layout, n_jobs):
+    """The partition's ``CRFObjective`` (None if it is empty); ``n_jobs`` as on this worker."""
     Xc, y_enc, offsets, weights = shard
     if offsets.shape[0] < 2:
         return None
-    return CRFObjective(Xc, y_enc, offsets, layout, sample_weight=weights, n_threads=n_threads)
+    return CRFObjective(Xc, y_enc, offsets, layout, sample_weight=weights,
+                        n_threads=effective_n_jobs(n_jobs))
 
 
 def _loss_value_and_grad(objective, theta, loss):
@@ -327,7 +330,6 @@ class DaskCRFTagger(CRFTagger):
                              f"'owlqn'), not {getattr(solver, 'name', solver)!r}.")
         client = self._client()
         X_parts, y_parts, w_parts = self._bags(client, X, y, sample_weight)
-        n_threads = 1 if self.n_jobs is None else int(self.n_jobs)
 
         def submit(fn, *args):
             return client.submit(fn, *args, pure=False, retries=RETRIES)
@@ -383,12 +385,13 @@ class DaskCRFTagger(CRFTagger):
         if hasattr(loss, "set_classes"):
             loss.set_classes(classes)
         layout_f = client.scatter(layout, broadcast=True, hash=False)
-        parts = [submit(_bind, s, layout_f, n_threads) for s in shards]
+        parts = [submit(_bind, s, layout_f, self.n_jobs) for s in shards]
         del X_f, y_f, w_f, shards  # the partitions live on in the bound objectives
         objective = DistributedObjective(client, parts, layout)
         # 3. Train here, each evaluation summed from the workers.
-        theta, info = self._train(objective, loss, prior, solver, layout.zeros(),
-                                  from_zero=True)
+        theta, info = self._train(
+            objective, loss, prior, solver, layout.zeros(), from_zero=True,
+            snapshot=lambda t: self._snapshot(features, classes, layout, t, loss, prior))
         self._set_fitted(features, classes, layout, theta, info, loss, prior)
         self.n_partitions_ = len(parts)
         self.n_evaluations_ = objective.n_evaluations
