@@ -27,7 +27,6 @@ from dask.distributed import Client, LocalCluster, wait  # noqa: E402
 
 from sklearn_crfloss import CRFTagger  # noqa: E402
 from sklearn_crfloss.dask import DaskCRFTagger  # noqa: E402
-from sklearn_crfloss.datasets import load_conll2000  # noqa: E402
 from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures  # noqa: E402
 from sklearn_crfloss.metrics import segment_f1_score  # noqa: E402
 
@@ -42,10 +41,7 @@ def main(argv=None):
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--C", type=float, default=1.0)
     args = parser.parse_args(argv)
-    print(_common.command_line(["SKLEARN_CRFLOSS_DATA"]))
-    print(_common.machine_info())
-    X_train, y_train = load_conll2000("train", download_if_missing=False)
-    X_test, y_test = load_conll2000("test", download_if_missing=False)
+    X_train, y_train, X_test, y_test = _common.conll2000_run()
     F_train, F_test = _features(X_train), _features(X_test)
     rows = []
 

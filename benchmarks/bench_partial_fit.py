@@ -23,7 +23,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _common  # noqa: E402
 from sklearn_crfloss import CRFTagger  # noqa: E402
-from sklearn_crfloss.datasets import load_conll2000  # noqa: E402
 from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures  # noqa: E402
 from sklearn_crfloss.metrics import segment_f1_score  # noqa: E402
 
@@ -35,10 +34,7 @@ def main(argv=None):
     parser.add_argument("--hashing", type=int, default=2**20)
     parser.add_argument("--C", type=float, default=1.0)
     args = parser.parse_args(argv)
-    print(_common.command_line(["SKLEARN_CRFLOSS_DATA"]))
-    print(_common.machine_info())
-    X_train, y_train = load_conll2000("train", download_if_missing=False)
-    X_test, y_test = load_conll2000("test", download_if_missing=False)
+    X_train, y_train, X_test, y_test = _common.conll2000_run()
     classes = sorted({label for labels in y_train for label in labels})
     features = TemplateFeatures(CONLL2000_TEMPLATE).fit(X_train[:1])
     crf = CRFTagger(feature_hashing=args.hashing, C=args.C, random_state=0, n_jobs=1)

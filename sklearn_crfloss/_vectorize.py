@@ -173,10 +173,16 @@ class SequenceVectorizer:
             attributes = np.asarray(self.vectorizer.get_feature_names_out(), dtype=object)
         Xc.eliminate_zeros()
         check_finite_tokens(Xc, offsets)
-        counts = column_counts(Xc)
+        keep = self._set_columns(attributes, column_counts(Xc))
+        if keep is not None:
+            Xc = Xc[:, keep].tocsr()
+        return Xc
+
+    def _set_columns(self, attributes, counts):
+        """Keep the columns of at least ``min_freq`` tokens; the kept mask (None: all)."""
+        keep = None
         if self.min_freq > 1:
             keep = counts >= self.min_freq
-            Xc = Xc[:, keep].tocsr()
             attributes = attributes[keep]
             counts = counts[keep]
             if isinstance(self.vectorizer, DictVectorizer):
@@ -184,11 +190,11 @@ class SequenceVectorizer:
             else:
                 self.columns = np.flatnonzero(keep)
         self.attributes = attributes
-        self.n_features = Xc.shape[1]
+        self.n_features = attributes.shape[0]
         # The order of the predict-time table's entries: most frequent first.
         self._frequency_order = np.argsort(-counts, kind="stable").astype(np.int32)
         self._cache = {}
-        return Xc
+        return keep
 
     def fit_counts(self, counts):
         """Fit on feature-dict input from the counts of a vocabulary pass.
@@ -225,17 +231,7 @@ class SequenceVectorizer:
             self.vectorizer.vocabulary_ = {name: k for k, name in enumerate(names)}
             attributes = np.array(names, dtype=object)
             freq = np.array([counts[name] for name in names], dtype=np.intp)
-        if self.min_freq > 1:
-            keep = freq >= self.min_freq
-            attributes, freq = attributes[keep], freq[keep]
-            if isinstance(self.vectorizer, DictVectorizer):
-                self.vectorizer.restrict(keep)
-            else:
-                self.columns = np.flatnonzero(keep)
-        self.attributes = attributes
-        self.n_features = attributes.shape[0]
-        self._frequency_order = np.argsort(-freq, kind="stable").astype(np.int32)
-        self._cache = {}
+        self._set_columns(attributes, freq)
         return self
 
     def extend_transform(self, tokens, offsets):

@@ -82,6 +82,10 @@ def _shard(X, y, sample_weight, start, features, classes, n_features):
     return Xc, y_enc, offsets, weights
 
 
+def _hold(obj):
+    return obj
+
+
 def _pairs(shard, n_labels):
     Xc, y_enc, offsets, _ = shard
     return observed_pairs(Xc, y_enc, n_labels)
@@ -96,10 +100,15 @@ def _bind(shard, layout, n_jobs):
                         n_threads=effective_n_jobs(n_jobs))
 
 
-def _loss_value_and_grad(objective, theta, loss):
-    if objective is None:
-        return 0.0, np.zeros(theta.shape[0])
-    return objective.loss_value_and_grad(theta, loss)
+def _loss_value_and_grad(theta, loss, *objectives):
+    """The summed loss and gradient of a worker's partitions, in their order."""
+    value, grad = 0.0, np.zeros(theta.shape[0])
+    for objective in objectives:
+        if objective is not None:
+            v, g = objective.loss_value_and_grad(theta, loss)
+            value += v
+            grad += g
+    return value, grad
 
 
 class DistributedObjective:
@@ -124,15 +133,31 @@ class DistributedObjective:
         self.client = client
         self.parts = parts
         self.layout = layout
+        # The partitions grouped by the worker that holds them (in partition
+        # order): one task and one gradient sent back per worker.
+        from distributed import wait
+
+        wait(parts)
+        for part in parts:
+            if part.status == "error":
+                part.result()  # raises the partition's error here
+        holders = client.who_has(parts)
+        groups = {}
+        for part in parts:
+            where = holders.get(part.key) or (None,)
+            groups.setdefault(sorted(where)[0], []).append(part)
+        self.groups = list(groups.items())
         self.n_params = layout.n_params
         self.n_evaluations = 0
 
     def loss_value_and_grad(self, theta, loss):
         """Sum over the partitions of ``loss``'s value and gradient at ``theta``.
 
-        ``theta`` is sent to every worker once (``scatter(broadcast=True)``);
-        the partitions' results are added in partition order, so that the
-        sum does not depend on which worker answers first.
+        ``theta`` is sent to every worker once, as an argument of its task
+        (not scattered: a task's arguments survive the loss of a worker);
+        each worker adds its partitions' results and sends one back; the
+        client adds those in a fixed order, so that the sum does not depend
+        on which worker answers first (nor on a worker lost and replaced).
 
         Parameters
         ----------
@@ -145,10 +170,11 @@ class DistributedObjective:
         grad : ndarray of shape (n_params,)
         """
         self.n_evaluations += 1
-        theta_f = self.client.scatter(np.ascontiguousarray(theta, dtype=np.float64),
-                                      broadcast=True, hash=False)
-        futures = [self.client.submit(_loss_value_and_grad, part, theta_f, loss, pure=False,
-                                      retries=RETRIES) for part in self.parts]
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        futures = [self.client.submit(_loss_value_and_grad, theta, loss, *group, pure=False,
+                                      retries=RETRIES, workers=None if worker is None else [worker],
+                                      allow_other_workers=True)
+                   for worker, group in self.groups]
         results = self.client.gather(futures)
         value = 0.0
         grad = np.zeros(self.n_params)
@@ -157,23 +183,8 @@ class DistributedObjective:
             grad += g
         return value, grad
 
-    def value_and_grad(self, theta, loss, prior, C):
-        """``loss + prior`` and its gradient (the prior added in this process).
-
-        Parameters
-        ----------
-        theta : ndarray of float64 of shape (n_params,)
-        loss, prior, C
-            As :meth:`CRFObjective.value_and_grad`.
-
-        Returns
-        -------
-        value : float
-        grad : ndarray of shape (n_params,)
-        """
-        value, grad = self.loss_value_and_grad(theta, loss)
-        p_value, p_grad = prior.value_and_grad(theta, C)
-        return value + p_value, grad + p_grad
+    # ``loss + prior`` and its gradient, the prior added in this process.
+    value_and_grad = CRFObjective.value_and_grad
 
 
 def _predict_partition(X, model, method):
@@ -277,8 +288,8 @@ class DaskCRFTagger(CRFTagger):
         n_workers = max(1, len(client.scheduler_info()["workers"]))
         bags = []
         for name, data in (("X", X), ("y", y), ("sample_weight", sample_weight)):
-            if data is None:
-                bags.append(None)
+            if data is None or (name == "sample_weight" and not isinstance(data, db.Bag)):
+                bags.append(None)  # an array of weights is split as X here
                 continue
             if not isinstance(data, db.Bag):
                 if isinstance(data, (str, bytes)) or not hasattr(data, "__len__"):
@@ -340,6 +351,9 @@ class DaskCRFTagger(CRFTagger):
         w_f = None if w_parts is None else client.compute(w_parts, retries=RETRIES)
         sizes = client.gather([submit(len, p) for p in X_f])
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int).tolist()
+        if sample_weight is not None and w_f is None:
+            weights = check_sample_weight(sample_weight, int(np.sum(sizes)))
+            w_f = [weights[a:a + n] for a, n in zip(starts, sizes)]
         # 1. Check, count attributes and labels.
         count = self.feature_hashing is None or self.min_freq > 1
         summaries = client.gather([submit(_summarise, xp, yp, s, count)
@@ -371,7 +385,9 @@ class DaskCRFTagger(CRFTagger):
             n_input = widths.pop()
             features.fit_transform("array", sp.csr_matrix((0, n_input)), np.zeros(1, np.intp))
         # 2. Vectorise each partition where it is; the layout from the pairs seen.
-        features_f, classes_f = client.scatter([features, classes], broadcast=True, hash=False)
+        # Sent once in a task, not scattered: a task's result is recomputed
+        # if the worker holding it is lost, scattered data are not.
+        features_f, classes_f = submit(_hold, features), submit(_hold, classes)
         shards = [submit(_shard, xp, yp, None if w_f is None else w_f[i], starts[i],
                          features_f, classes_f, n_input)
                   for i, (xp, yp) in enumerate(zip(X_f, y_f))]
@@ -384,7 +400,7 @@ class DaskCRFTagger(CRFTagger):
         layout = ParameterLayout(features.n_features, L, state_index)
         if hasattr(loss, "set_classes"):
             loss.set_classes(classes)
-        layout_f = client.scatter(layout, broadcast=True, hash=False)
+        layout_f = submit(_hold, layout)
         parts = [submit(_bind, s, layout_f, self.n_jobs) for s in shards]
         del X_f, y_f, w_f, shards  # the partitions live on in the bound objectives
         objective = DistributedObjective(client, parts, layout)

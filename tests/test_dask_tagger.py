@@ -58,6 +58,8 @@ def test_predict_on_a_bag_sample_weight_and_to_local(client):
     remote = DaskCRFTagger(client=client, n_jobs=1).fit(
         *_bags(X, y, 3), sample_weight=db.from_sequence(w.tolist(), npartitions=3))
     assert_allclose(remote.objective_, local.objective_, rtol=1e-6)
+    as_array = DaskCRFTagger(client=client, n_jobs=1).fit(*_bags(X, y, 3), sample_weight=w)
+    assert_allclose(as_array.objective_, remote.objective_, rtol=1e-12)
     predicted = remote.predict(db.from_sequence(X, npartitions=3))
     assert isinstance(predicted, db.Bag)
     assert predicted.compute() == local.predict(X)

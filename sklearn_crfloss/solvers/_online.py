@@ -95,23 +95,10 @@ class _OnlineSolver(BaseSolver):
     def partial_solve(self, X, y, offsets, sample_weight, loss, prior, C, state, verbose=0):
         """One epoch over a batch, continuing the run held in ``state`` (``partial_fit``).
 
-        Parameters
-        ----------
-        X : scipy.sparse.csr_matrix of shape (n_tokens, n_features)
-        y : ndarray of intp of shape (n_tokens,)
-        offsets : ndarray of intp of shape (n_sequences + 1,)
-        sample_weight : ndarray of shape (n_sequences,) or None
-        loss, prior, C
-            As for :meth:`solve`.
-        state : OnlineState
-            Updated in place.
-        verbose : int, default=0
-            Unused.
-
-        Returns
-        -------
-        float
-            The number of mistakes (updates) in the batch.
+        The arguments of :meth:`SGD.partial_solve
+        <sklearn_crfloss.solvers.SGD.partial_solve>`, with an
+        :class:`OnlineState`; returns the number of mistakes (updates) in
+        the batch.
         """
         self.check(loss, prior)
         n_seq = offsets.shape[0] - 1
