@@ -23,6 +23,7 @@ as it was (unfitted if it was).
 """
 
 import inspect
+import time
 
 import numpy as np
 import scipy.sparse as sp
@@ -35,7 +36,7 @@ from ._params import ParameterLayout, observed_pairs
 from ._validation import (check_sample_weight, check_sequences, encode_known_labels,
                           encode_labels)
 from ._streaming import hashed_counts, renumber_sequences
-from ._vectorize import SequenceVectorizer, attribute_counts
+from ._vectorize import SequenceVectorizer, attribute_counts, column_counts
 
 __all__ = ["DaskCRFTagger", "DistributedObjective"]
 
@@ -43,43 +44,76 @@ __all__ = ["DaskCRFTagger", "DistributedObjective"]
 RETRIES = 3
 
 
-def _summarise(X, y, start, count_attributes):
-    """Check one partition; its kind, labels, width, size and attribute counts."""
+def _local(X, y, sample_weight, start, own_vocabulary):
+    """Check one partition; vectorise feature dicts on the partition's own vocabulary.
+
+    Returns a dict: ``kind``, ``offsets``, ``y`` (the label sequences),
+    ``classes`` (its labels), ``weights``, and either ``rows`` and ``names``
+    (the partition's CSR matrix and column names: the feature dicts are
+    dropped) or ``tokens`` (arrays, or dicts to hash).
+    """
     try:
-        found, tokens, offsets = check_sequences(list(X))
-        classes, _ = _partition_labels(y, offsets)
+        kind, tokens, offsets = check_sequences(list(X))
+        y = list(y)
+        classes = _partition_labels(y, offsets)
+        weights = (None if sample_weight is None
+                   else check_sample_weight(list(sample_weight), offsets.shape[0] - 1))
+        part = {"kind": kind, "offsets": offsets, "y": y, "classes": classes,
+                "weights": weights}
+        if kind == "dict" and own_vocabulary:
+            own = SequenceVectorizer()
+            part["rows"] = own.fit_transform(kind, tokens, offsets)
+            part["names"] = own.attributes
+        else:
+            part["tokens"] = tokens
     except (TypeError, ValueError) as exc:
         raise renumber_sequences(exc, start) from exc
-    counts = attribute_counts(tokens) if found == "dict" and count_attributes else None
-    width = tokens.shape[1] if found == "array" else None
-    return found, classes, width, offsets.shape[0] - 1, counts
+    return part
+
+
+def _summary(part, count_hashed):
+    """``(kind, labels, width, n_sequences, attribute counts or None)`` of a partition."""
+    counts = None
+    if "rows" in part:
+        counts = dict(zip(part["names"].tolist(), column_counts(part["rows"]).tolist()))
+    elif part["kind"] == "dict" and count_hashed:
+        counts = attribute_counts(part["tokens"])
+    width = part["tokens"].shape[1] if part["kind"] == "array" else None
+    return part["kind"], part["classes"], width, part["offsets"].shape[0] - 1, counts
 
 
 def _partition_labels(y, offsets):
     """The distinct labels of a partition (a single one is fine here)."""
     lengths = np.diff(offsets)
-    y = list(y)
     try:
-        return encode_labels(y, lengths)
+        return encode_labels(y, lengths)[0]
     except ValueError as exc:
         if "single label" not in str(exc):
             raise
-        return np.unique(np.asarray([lab for labels in y for lab in labels])), None
+        return np.unique(np.asarray([lab for labels in y for lab in labels]))
 
 
-def _shard(X, y, sample_weight, start, features, classes, n_features):
-    """Vectorise one partition: ``(Xc, y_enc, offsets, sample_weight)``."""
+def _shard(part, features, classes, start):
+    """The partition in the fitted columns: ``(Xc, y_enc, offsets, sample_weight)``."""
+    offsets = part["offsets"]
     try:
-        kind, tokens, offsets = check_sequences(
-            list(X), kind=features.kind,
-            n_features=n_features if features.kind == "array" else None)
-        y_enc = encode_known_labels(list(y), np.diff(offsets), classes)
-        weights = (None if sample_weight is None
-                   else check_sample_weight(list(sample_weight), offsets.shape[0] - 1))
-        Xc = features.transform(tokens, offsets)
+        y_enc = encode_known_labels(part["y"], np.diff(offsets), classes)
+        if "rows" in part:  # the partition's own columns -> the fitted ones
+            vocabulary = features.vectorizer.vocabulary_
+            column = np.array([vocabulary.get(name, -1) for name in part["names"].tolist()],
+                              dtype=np.int64)
+            rows = part["rows"]
+            indices = column[rows.indices]
+            kept = indices >= 0
+            indptr = np.concatenate([[0], np.cumsum(kept)])[rows.indptr]
+            Xc = sp.csr_matrix((rows.data[kept], indices[kept].astype(np.int32), indptr),
+                               shape=(rows.shape[0], features.n_features))
+            Xc.sort_indices()
+        else:
+            Xc = features.transform(part["tokens"], offsets)
     except (TypeError, ValueError) as exc:
         raise renumber_sequences(exc, start) from exc
-    return Xc, y_enc, offsets, weights
+    return Xc, y_enc, offsets, part["weights"]
 
 
 def _hold(obj):
@@ -342,8 +376,14 @@ class DaskCRFTagger(CRFTagger):
         client = self._client()
         X_parts, y_parts, w_parts = self._bags(client, X, y, sample_weight)
 
-        def submit(fn, *args):
-            return client.submit(fn, *args, pure=False, retries=RETRIES)
+        def submit(fn, *args, where=None):
+            # ``where``: a future whose holder should run the task (no transfer of it).
+            workers = None
+            if where is not None:
+                holders = client.who_has([where]).get(where.key)
+                workers = list(holders) if holders else None
+            return client.submit(fn, *args, pure=False, retries=RETRIES, workers=workers,
+                                 allow_other_workers=workers is not None)
 
         # The partitions, computed on the workers and kept there.
         X_f = client.compute(X_parts, retries=RETRIES)
@@ -354,10 +394,14 @@ class DaskCRFTagger(CRFTagger):
         if sample_weight is not None and w_f is None:
             weights = check_sample_weight(sample_weight, int(np.sum(sizes)))
             w_f = [weights[a:a + n] for a, n in zip(starts, sizes)]
-        # 1. Check, count attributes and labels.
-        count = self.feature_hashing is None or self.min_freq > 1
-        summaries = client.gather([submit(_summarise, xp, yp, s, count)
-                                   for xp, yp, s in zip(X_f, y_f, starts)])
+        t0 = time.perf_counter()
+        # 1. Check, vectorise on the partition's own vocabulary, count attributes and labels.
+        parts = [submit(_local, xp, yp, None if w_f is None else w_f[i], starts[i],
+                        self.feature_hashing is None, where=xp)
+                 for i, (xp, yp) in enumerate(zip(X_f, y_f))]
+        del X_f, y_f, w_f  # the partitions live on in the parts (and their graph)
+        summaries = client.gather([submit(_summary, part, self.min_freq > 1)
+                                   for part in parts])
         kinds = {s[0] for s, n in zip(summaries, sizes) if n}
         if not kinds:
             raise ValueError("X holds no sequence.")
@@ -377,7 +421,6 @@ class DaskCRFTagger(CRFTagger):
             if self.feature_hashing is not None and self.min_freq > 1:
                 counts = hashed_counts(self.feature_hashing, counts)
             features.fit_counts(counts)
-            n_input = None
         else:
             widths = {s[2] for s in summaries if s[3]}
             if len(widths) > 1:
@@ -388,9 +431,8 @@ class DaskCRFTagger(CRFTagger):
         # Sent once in a task, not scattered: a task's result is recomputed
         # if the worker holding it is lost, scattered data are not.
         features_f, classes_f = submit(_hold, features), submit(_hold, classes)
-        shards = [submit(_shard, xp, yp, None if w_f is None else w_f[i], starts[i],
-                         features_f, classes_f, n_input)
-                  for i, (xp, yp) in enumerate(zip(X_f, y_f))]
+        shards = [submit(_shard, part, features_f, classes_f, start)
+                  for part, start in zip(parts, starts)]
         L = classes.shape[0]
         dense = self.all_possible_states or solver.dense_states
         state_index = None
@@ -402,8 +444,12 @@ class DaskCRFTagger(CRFTagger):
             loss.set_classes(classes)
         layout_f = submit(_hold, layout)
         parts = [submit(_bind, s, layout_f, self.n_jobs) for s in shards]
-        del X_f, y_f, w_f, shards  # the partitions live on in the bound objectives
+        del shards  # they live on in the bound objectives
         objective = DistributedObjective(client, parts, layout)
+        if self.verbose >= 2:
+            print(f"vectorised {int(np.sum(sizes))} sequences in {len(parts)} partitions on the "
+                  f"workers into {features.n_features} attributes in "
+                  f"{time.perf_counter() - t0:.2f} s", flush=True)
         # 3. Train here, each evaluation summed from the workers.
         theta, info = self._train(
             objective, loss, prior, solver, layout.zeros(), from_zero=True,

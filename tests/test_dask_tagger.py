@@ -52,7 +52,7 @@ def test_dask_fit_equals_local_fit(client, params):
 
 
 def test_predict_on_a_bag_sample_weight_and_to_local(client):
-    X, y = make_toy_chunks(120, seed=12)
+    X, y = make_toy_chunks(80, seed=12)
     w = np.random.default_rng(0).uniform(0.5, 2.0, size=len(X))
     local = CRFTagger(n_jobs=1).fit(X, y, sample_weight=w)
     remote = DaskCRFTagger(client=client, n_jobs=1).fit(
@@ -87,7 +87,7 @@ def test_bad_input_names_the_sequence_and_leaves_it_unfitted(client):
 
 def test_killing_a_worker_during_fit(client):
     # Its own cluster: a worker of it is killed.
-    X, y = make_toy_chunks(300, seed=14)
+    X, y = make_toy_chunks(150, seed=14)
     reference = CRFTagger(n_jobs=1).fit(X, y).objective_
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as own:
@@ -95,7 +95,7 @@ def test_killing_a_worker_during_fit(client):
         killed = []
 
         def kill_one(iteration, objective):
-            if iteration == 3 and not killed:
+            if iteration == 2 and not killed:
                 os.kill(pids[0], signal.SIGKILL)
                 killed.append(iteration)
 
@@ -107,4 +107,4 @@ def test_killing_a_worker_during_fit(client):
             assert not hasattr(est, "coef_") and not hasattr(est, "objective_")
         else:
             assert_allclose(est.objective_, reference, rtol=1e-6)
-        assert killed == [3]
+        assert killed == [2]
