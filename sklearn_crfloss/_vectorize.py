@@ -242,17 +242,8 @@ class SequenceVectorizer:
         fitted scikit-learn vectoriser is replaced, not changed: a shallow
         copy of this object made before the call keeps the old vocabulary.
         Hashing and array input have fixed columns: the same as
-        :meth:`transform`.
-
-        Parameters
-        ----------
-        tokens : list of dict or scipy.sparse.csr_matrix
-        offsets : ndarray of intp of shape (n_sequences + 1,)
-
-        Returns
-        -------
-        scipy.sparse.csr_matrix of shape (n_tokens, n_features)
-            ``n_features`` after the extension.
+        :meth:`transform`, whose arguments and result it has (``n_features``
+        counted after the extension).
         """
         if self.kind != "dict" or not isinstance(self.vectorizer, DictVectorizer):
             return self.transform(tokens, offsets)
