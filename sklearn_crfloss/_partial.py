@@ -266,10 +266,10 @@ class PartialFitMixin:
         if state is not None and state.coef is not self.__dict__.get("coef_"):
             state = None  # fit ran since: start anew
         if state is None:
+            validate_params(self)
             if classes is None:
                 raise ValueError("classes must be given on the first call to partial_fit: "
                                  "every label the batches may hold.")
-            validate_params(self)
             state = PartialFit(self, classes)
         elif classes is not None and not np.array_equal(check_classes(classes), state.classes):
             raise ValueError(f"classes={list(classes)!r} differs from the first call's "
