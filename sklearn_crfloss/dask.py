@@ -226,7 +226,9 @@ def _predict_partition(X, model, method):
 
 
 class DaskCRFTagger(CRFTagger):
-    """A :class:`~sklearn_crfloss.CRFTagger` trained on a dask cluster, fed dask bags.
+    """DaskCRFTagger(*, client=None, **params)
+
+    A :class:`~sklearn_crfloss.CRFTagger` trained on a dask cluster, fed dask bags.
 
     Every parameter of :class:`~sklearn_crfloss.CRFTagger`, plus ``client``.
     :meth:`fit` takes :class:`dask.bag.Bag`\\ s of sequences and of label
