@@ -20,6 +20,7 @@ __all__ = [
     "PeakMemory",
     "Timer",
     "command_line",
+    "conll2000_run",
     "run_forked",
     "format_table",
     "machine_info",
@@ -260,3 +261,17 @@ def training_objective(crf, F, y, n_threads=1):
     objective = CRFObjective(Xc, y_enc, offsets, layout, n_threads=n_threads)
     theta = layout.pack(crf.coef_.T, crf.transition_, crf.start_, crf.end_)
     return objective, theta, y_enc, offsets
+
+
+def conll2000_run():
+    """Print the command line and the machine; the CoNLL-2000 train and test sets.
+
+    Returns ``(X_train, y_train, X_test, y_test)`` (token tuples and labels).
+    """
+    from sklearn_crfloss.datasets import load_conll2000
+
+    print(command_line(["SKLEARN_CRFLOSS_DATA"]))
+    print(machine_info())
+    X_train, y_train = load_conll2000("train", download_if_missing=False)
+    X_test, y_test = load_conll2000("test", download_if_missing=False)
+    return X_train, y_train, X_test, y_test

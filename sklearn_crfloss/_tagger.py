@@ -28,6 +28,8 @@ from ._docstring import fill_doc
 from ._naming import names_like
 from ._objective import CRFObjective
 from ._params import ParameterLayout, observed_pairs
+from ._partial import PartialFitMixin
+from ._streaming import is_stream, vectorize_stream
 from ._persistence import VersionedStateMixin
 from ._registry import RegisteredParamsMixin
 from ._state import publish, snapshot_methods
@@ -48,7 +50,7 @@ __all__ = ["CRFTagger"]
 
 @snapshot_methods("decode", "predict_nbest", "sequence_log_proba", "predict_marginals",
                   "top_state_features", "explain")  # consistent with a concurrent refit
-class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
+class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
     """Linear-chain conditional random field for sequence labelling.
 
     A first-order linear-chain CRF scores a label sequence ``y`` of a
@@ -421,13 +423,13 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : list of sequences
+        X : list or stream of sequences
             Each sequence is a list of per-token feature dicts (str -> str is
             the one-hot attribute ``'key=value'``, str -> number a numeric
             attribute, str -> bool 0/1, str -> list of str one attribute per
-            string) or a 2-D array / sparse matrix of shape
-            (n_tokens_i, n_features).
-        y : list of sequences of hashable labels
+            string) or a 2-D array / sparse matrix of shape (n_tokens_i,
+            n_features). A stream (re-iterable, no ``len``) is vectorised in chunks.
+        y : list (or stream, with X a stream) of sequences of hashable labels
             ``len(y[i]) == len(X[i])``; at least two distinct labels.
         sample_weight : array-like of shape (n_sequences,), default=None
             Non-negative weight of each sequence in the loss.
@@ -452,6 +454,8 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         TypeError
             If X or y is not a list of sequences.
         """
+        if is_stream(X):
+            return self._fit_vectorized(*vectorize_stream(X, y, sample_weight, token_weight, self))
         validate_params(self)
         loss, prior, solver = self._components()
         kind, tokens, offsets = check_sequences(X)

@@ -35,7 +35,7 @@ from ._hashing import hashed_pairs, raise_for_bad_value, take_columns
 from ._validation import check_finite_tokens
 from ._vocabulary import vocabulary_rows
 
-__all__ = ["SequenceVectorizer", "column_counts"]
+__all__ = ["SequenceVectorizer", "attribute_counts", "column_counts"]
 
 
 def column_counts(X):
@@ -59,6 +59,39 @@ def column_counts(X):
     for start in range(0, X.indices.shape[0], step):
         counts += np.bincount(X.indices[start:start + step], minlength=X.shape[1])
     return counts
+
+
+def attribute_counts(tokens):
+    """The attributes of a batch of feature dicts and the tokens each is non-zero in.
+
+    The vocabulary pass of a chunked (streaming or distributed) fit: the
+    counts of several chunks add up to those of their concatenation.
+
+    Parameters
+    ----------
+    tokens : list of dict
+        Feature dicts of the tokens of a chunk.
+
+    Returns
+    -------
+    dict of {str: int}
+        ``DictVectorizer``'s column names (``'key=value'`` or ``'key'``) and
+        the number of tokens where the column is non-zero.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If the dicts cannot be vectorised.
+    """
+    if len(tokens) == 0:
+        return {}
+    dv = DictVectorizer(dtype=np.float64).set_output(transform="default")
+    try:
+        Xc = dv.fit_transform(tokens).tocsr()
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"Could not vectorise the feature dicts: {exc}") from exc
+    Xc.eliminate_zeros()
+    return dict(zip(dv.feature_names_, column_counts(Xc).tolist()))
 
 
 class SequenceVectorizer:
@@ -147,23 +180,133 @@ class SequenceVectorizer:
             attributes = np.asarray(self.vectorizer.get_feature_names_out(), dtype=object)
         Xc.eliminate_zeros()
         check_finite_tokens(Xc, offsets)
-        counts = column_counts(Xc)
-        if self.feature_hashing is not None:
-            self.columns = used
+        keep = self._set_columns(attributes, column_counts(Xc),
+                                 used if self.feature_hashing is not None else None)
+        if keep is not None:
+            Xc = Xc[:, keep].tocsr()
+        return Xc
+
+    def _set_columns(self, attributes, counts, columns=None):
+        """Keep the columns of at least ``min_freq`` tokens; the kept mask (None: all).
+
+        ``columns``: the vectoriser's output columns behind ``attributes``
+        (with hashing, the used ones); None: all of them.
+        """
+        keep = None
+        self.columns = columns
         if self.min_freq > 1:
             keep = counts >= self.min_freq
-            Xc = Xc[:, keep].tocsr()
             attributes = attributes[keep]
             counts = counts[keep]
             if isinstance(self.vectorizer, DictVectorizer):
                 self.vectorizer.restrict(keep)
             else:
-                self.columns = self.columns[keep]
+                self.columns = np.flatnonzero(keep) if columns is None else columns[keep]
         self.attributes = attributes
-        self.n_features = Xc.shape[1]
+        self.n_features = attributes.shape[0]
         # The order of the predict-time table's entries: most frequent first.
         self._frequency_order = np.argsort(-counts, kind="stable").astype(np.int32)
         self._cache = {}
+        return keep
+
+    def fit_counts(self, counts):
+        """Fit on feature-dict input from the counts of a vocabulary pass.
+
+        The same fitted state as :meth:`fit_transform` on the data the
+        counts come from, without seeing them at once.
+
+        Parameters
+        ----------
+        counts : dict of {str: int}
+            Column name -> tokens where it is non-zero, summed over the
+            chunks (:func:`attribute_counts`); ignored with
+            ``feature_hashing`` unless ``min_freq > 1``, where the names are
+            ``'hash_<k>'`` column names.
+
+        Returns
+        -------
+        self
+        """
+        self.kind = "dict"
+        columns = None
+        if self.feature_hashing is not None:
+            # Pairs named as fit_transform names them (see hashed_pairs).
+            self.vectorizer = FeatureHasher(n_features=self.feature_hashing, input_type="pair",
+                                            alternate_sign=False, dtype=np.float64)
+            if counts:  # the columns that occur, as fit_transform keeps them
+                freq = np.zeros(self.feature_hashing, dtype=np.intp)
+                for name, count in counts.items():
+                    freq[int(name[5:])] += count
+                columns = np.flatnonzero(freq).astype(np.intp)
+                freq = freq[columns]
+            else:  # a fixed size (partial_fit, a stream read once): every column
+                columns = np.arange(self.feature_hashing, dtype=np.intp)
+                freq = np.zeros(self.feature_hashing, dtype=np.intp)
+            attributes = np.array([f"hash_{k}" for k in columns.tolist()], dtype=object)
+            if not counts:
+                columns = None
+        else:
+            names = sorted(counts)  # DictVectorizer's order
+            self.vectorizer = DictVectorizer(dtype=np.float64).set_output(transform="default")
+            self.vectorizer.feature_names_ = names
+            self.vectorizer.vocabulary_ = {name: k for k, name in enumerate(names)}
+            attributes = np.array(names, dtype=object)
+            freq = np.array([counts[name] for name in names], dtype=np.intp)
+        self._set_columns(attributes, freq, columns)
+        return self
+
+    def keep_used(self, Xc):
+        """Keep only the hashed columns that occur in ``Xc`` (a stream hashed in one pass).
+
+        The state :meth:`fit_transform` would have fitted on the same data.
+
+        Parameters
+        ----------
+        Xc : scipy.sparse.csr_matrix of shape (n_tokens, n_features)
+            The stream's matrix over every hashing column.
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix of shape (n_tokens, n_used)
+        """
+        used = np.unique(Xc.indices).astype(np.intp)
+        Xc = take_columns(Xc, used)
+        self._set_columns(self.attributes[used], column_counts(Xc), used)
+        return Xc
+
+    def extend_transform(self, tokens, offsets):
+        """The feature matrix of a new batch, adding its unseen attributes as new columns.
+
+        For ``partial_fit`` without hashing: the vocabulary grows with the
+        stream (new columns at the end; the old ones keep their index). The
+        fitted scikit-learn vectoriser is replaced, not changed: a shallow
+        copy of this object made before the call keeps the old vocabulary.
+        Hashing and array input have fixed columns: the same as
+        :meth:`transform`, whose arguments and result it has (``n_features``
+        counted after the extension).
+        """
+        if self.kind != "dict" or not isinstance(self.vectorizer, DictVectorizer):
+            return self.transform(tokens, offsets)
+        dv = self.vectorizer
+        new = [name for name in attribute_counts(tokens) if name not in dv.vocabulary_]
+        if new:
+            # A new DictVectorizer: copies of this vectoriser (a fitted
+            # estimator's) keep their vocabulary.
+            first = len(dv.feature_names_)
+            dv = self.vectorizer = copy.copy(dv)
+            dv.feature_names_ = list(dv.feature_names_) + new
+            dv.vocabulary_ = dict(dv.vocabulary_)
+            dv.vocabulary_.update((name, first + k) for k, name in enumerate(new))
+            self.attributes = np.concatenate([self.attributes, np.array(new, dtype=object)])
+            self.n_features = len(dv.feature_names_)
+            self._frequency_order = np.concatenate([
+                self._frequency_order, np.arange(first, self.n_features, dtype=np.int32)])
+            self._cache = {}  # the predict-time table is rebuilt on next use
+        if len(tokens) == 0:
+            return sp.csr_matrix((0, self.n_features))
+        Xc = self._dict_rows(tokens)
+        Xc.eliminate_zeros()
+        check_finite_tokens(Xc, offsets)
         return Xc
 
     def _dict_rows(self, tokens, table=None):

@@ -13,6 +13,7 @@ MODULES = [
     "sklearn_crfloss.features",
     "sklearn_crfloss.datasets._conll",
     "sklearn_crfloss.lop",
+    "sklearn_crfloss.dask",
     "sklearn_crfloss.losses._base",
     "sklearn_crfloss.losses._check",
     "sklearn_crfloss.io",

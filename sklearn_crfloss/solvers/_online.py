@@ -35,7 +35,7 @@ from sklearn.utils import check_random_state
 
 from ._base import BaseSolver
 
-__all__ = ["MIRA", "StructuredPerceptron", "random_generator"]
+__all__ = ["MIRA", "OnlineState", "StructuredPerceptron", "random_generator"]
 
 
 def random_generator(random_state):
@@ -95,9 +95,77 @@ class _OnlineSolver(BaseSolver):
                            f"with {value:g} mistakes", solver=self.name)
         return layout.pack(*self._result(params))
 
+    def partial_solve(self, X, y, offsets, sample_weight, loss, prior, C, state, verbose=0):
+        """One epoch over a batch, continuing the run held in ``state`` (``partial_fit``).
+
+        The arguments of :meth:`SGD.partial_solve
+        <sklearn_crfloss.solvers.SGD.partial_solve>`, with an
+        :class:`OnlineState`; returns the number of mistakes (updates) in
+        the batch.
+        """
+        self.check(loss, prior)
+        self._tail_masks = None  # partial_fit trains the start and end potentials
+        n_seq = offsets.shape[0] - 1
+        if state.rng is None:
+            state.rng = random_generator(self.random_state)
+            self._start(state.params, prior, C, n_seq)
+            state.sums, state.count = self._sums, self._count
+        self._sums, self._count = state.sums, state.count
+        weights = np.ones(n_seq) if sample_weight is None else sample_weight
+        X = sp.csr_matrix(X, dtype=np.float64)
+        value = 0.0
+        for i in state.rng.permutation(n_seq):
+            Xi = X[offsets[i]:offsets[i + 1]]
+            cols, local = np.unique(Xi.indices, return_inverse=True)
+            Xs = sp.csr_matrix((Xi.data, local, Xi.indptr - Xi.indptr[0]),
+                               shape=(Xi.shape[0], cols.shape[0]))
+            value += self._step(state.params, loss, Xs, cols, y[offsets[i]:offsets[i + 1]],
+                                weights[i], C)
+        state.count = self._count
+        return value
+
+    def parameters_of(self, state):
+        """``(W, transition, start, end)`` of ``state``: averaged if ``average``."""
+        self._sums, self._count = state.sums, state.count
+        return tuple(np.array(p) for p in self._result(state.params))
+
     def _potentials(self, params, Xs, cols):
         W, T, s, e = params
         return np.ascontiguousarray(Xs @ W[cols]), T, s, e
+
+
+class OnlineState:
+    """What :meth:`_OnlineSolver.partial_solve` carries from one call to the next.
+
+    Parameters
+    ----------
+    n_features, n_labels : int
+
+    Attributes
+    ----------
+    params : list of ndarray
+        ``[W (n_features, n_labels), transition, start, end]``, dense.
+    sums, count
+        The averaging sums and step count (set by the first call).
+    rng : numpy.random.Generator or None
+    """
+
+    def __init__(self, n_features, n_labels):
+        L = n_labels
+        self.params = [np.zeros((n_features, L)), np.zeros((L, L)), np.zeros(L), np.zeros(L)]
+        self.sums, self.count, self.rng = None, 1, None
+
+    def grow(self, n_features):
+        """Add zero rows for new attributes."""
+        extra = n_features - self.params[0].shape[0]
+        if extra > 0:
+            L = self.params[0].shape[1]
+            self.params[0] = np.concatenate([self.params[0], np.zeros((extra, L))])
+            if self.sums is not None:
+                self.sums[0] = np.concatenate([self.sums[0], np.zeros((extra, L))])
+
+    def observe(self, X, y):
+        """Nothing to record: the perceptron and MIRA train every pair they see."""
 
 
 class _MistakeDriven(_OnlineSolver):

@@ -37,6 +37,7 @@ Two paths, the same update:
 """
 
 from numbers import Integral, Real
+from types import SimpleNamespace
 
 import warnings
 
@@ -51,7 +52,7 @@ from ._base import BaseSolver
 from ._monitor import take_sequences
 from ._online import random_generator
 
-__all__ = ["SGD"]
+__all__ = ["SGD", "SGDState"]
 
 _KIND_SUM, _KIND_MAX = 0, 1
 
@@ -81,7 +82,7 @@ class _ScaledModel:
     corrections (``sum of averaged iterates = S V - B``).
     """
 
-    def __init__(self, objective, x0, loss, kind, cost, average_start):
+    def __init__(self, objective, x0, loss, kind, cost, average_start, resume=None):
         layout = objective.layout
         from .._objective import _kernel_csr  # _objective imports the solvers
 
@@ -94,8 +95,10 @@ class _ScaledModel:
         self.cost = np.zeros((0, L)) if cost is None else cost
         # The rows of W are kept by decreasing attribute frequency (the
         # columns of X relabelled to match): the rows most steps touch sit
-        # together in cache (about 8% off an epoch on CoNLL-2000).
-        order = np.argsort(-column_counts(X), kind="stable")
+        # together in cache (about 8% off an epoch on CoNLL-2000). A
+        # resumed model (SGDState, partial_fit) keeps its rows in place.
+        order = (np.argsort(-column_counts(X), kind="stable") if resume is None
+                 else np.arange(X.shape[1]))
         self.rank = np.empty_like(order)
         self.rank[order] = np.arange(order.shape[0])
         indptr, indices, data, binary = _kernel_csr(X)
@@ -109,6 +112,13 @@ class _ScaledModel:
                         else np.ascontiguousarray(objective.sample_weight, dtype=np.float64))
         self.token_weight = (objective.token_weight
                              if getattr(loss, "supports_token_weight", False) else None)
+        if resume is not None:
+            self.W, self.tail, self.mask, self.BW, self.Btail, self.state = (
+                resume.W, resume.tail, resume.mask, resume.BW, resume.Btail, resume.state)
+            self.tail_mask = np.ones(L * L + 2 * L)
+            self.average_start = average_start
+            self._allocate_scratch()
+            return
         W, T, s, e = layout.unpack(x0)
         self.W = np.ascontiguousarray(W[order])
         self.tail = np.concatenate([np.ravel(T), s, e])
@@ -127,6 +137,10 @@ class _ScaledModel:
         else:
             self.BW, self.Btail = np.zeros_like(self.W), np.zeros_like(self.tail)
         self.state = np.array([1.0, 0.0, 0.0, 0.0, 0.0])
+        self._allocate_scratch()
+
+    def _allocate_scratch(self):
+        L = self.L
         lengths = np.diff(self.offsets)
         max_len = max(int(lengths.max(initial=0)), 1)
         self._scratch = np.empty((3 * max_len + 4 * L + 7) * L)
@@ -237,6 +251,91 @@ class _ScaledModel:
             self.W[rows] = W_rows
         self.tail[:] = tail
         self.state[:] = state
+
+
+class SGDState:
+    """What :meth:`SGD.partial_solve` carries from one call to the next.
+
+    The scaled iterate ``theta = a V`` and the averaging corrections of
+    :class:`SGD` (see the module docstring), in the natural row order, with
+    the step count, the step size and the random generator, so that calls
+    on successive batches continue one run of the schedule.
+
+    Parameters
+    ----------
+    n_features : int
+    n_labels : int
+    all_states : bool
+        If False, only the (attribute, label) pairs marked in ``mask`` (see
+        :meth:`observe`) are trained, the others stay 0 (CRFsuite's
+        observed pairs); if True, all.
+    average : bool
+        Whether the averaging corrections are kept.
+
+    Attributes
+    ----------
+    W : ndarray of shape (n_features, n_labels)
+        ``V``'s state weights.
+    tail : ndarray of shape (n_labels ** 2 + 2 n_labels,)
+        ``V``'s transitions, start and end potentials.
+    mask : ndarray of uint8 of shape (n_features, n_labels) or (0, n_labels)
+    BW, Btail : ndarray
+        Averaging corrections (0 rows without averaging).
+    state : ndarray of shape (5,)
+        ``[a, t, S, n_avg, n_folds]`` (scale, sequences seen, ...).
+    n_seen : int
+        Sequences seen by all calls (the ``n`` of ``lam = 1 / (C n)``).
+    eta0 : float or None
+        The first step size, calibrated by the first call if None.
+    average_start : int or None
+    rng : numpy.random.Generator or None
+    """
+
+    def __init__(self, n_features, n_labels, all_states=False, average=True):
+        L = n_labels
+        self.W = np.zeros((n_features, L))
+        self.tail = np.zeros(L * L + 2 * L)
+        self.mask = np.zeros((0 if all_states else n_features, L), dtype=np.uint8)
+        rows = n_features if average else 0
+        self.BW, self.Btail = np.zeros((rows, L)), np.zeros(self.tail.shape[0] if average else 0)
+        self.state = np.array([1.0, 0.0, 0.0, 0.0, 0.0])
+        self.n_seen = 0
+        self.eta0 = None
+        self.average_start = None
+        self.rng = None
+
+    def grow(self, n_features):
+        """Add zero rows for new attributes (a vocabulary that grows with the stream)."""
+        extra = n_features - self.W.shape[0]
+        if extra > 0:
+            def pad(A):
+                return A if A.shape[0] == 0 else np.concatenate(
+                    [A, np.zeros((extra, A.shape[1]), dtype=A.dtype)])
+            self.W, self.mask, self.BW = pad(self.W), pad(self.mask), pad(self.BW)
+
+    def observe(self, X, y):
+        """Mark the (attribute, gold label) pairs of a batch as trained.
+
+        Parameters
+        ----------
+        X : scipy.sparse.csr_matrix of shape (n_tokens, n_features)
+        y : ndarray of intp of shape (n_tokens,)
+        """
+        if self.mask.shape[0]:
+            rows = np.repeat(np.asarray(y, dtype=np.intp), np.diff(X.indptr))
+            self.mask[X.indices, rows] = 1
+
+    def parameters(self):
+        """``(W, transition, start, end)``: the average of the iterates once
+        averaging has begun, else the current iterate (new arrays)."""
+        a, _, S, n_avg, _ = self.state
+        if self.BW.shape[0] and n_avg > 0:
+            W = (S * self.W - self.BW) / n_avg
+            tail = (S * self.tail - self.Btail) / n_avg
+        else:
+            W, tail = a * self.W, a * self.tail
+        L = self.W.shape[1]
+        return W, tail[:L * L].reshape(L, L), tail[L * L:L * L + L], tail[L * L + L:]
 
 
 class SGD(BaseSolver):
@@ -383,6 +482,59 @@ class SGD(BaseSolver):
         monitor.finish(stopped, f"reached max_iter={monitor.max_iter} epochs without "
                        "early stopping", solver="SGD")
         return model.theta()
+
+    def partial_solve(self, X, y, offsets, sample_weight, loss, prior, C, state, verbose=0):
+        """One epoch over a batch, continuing the run held in ``state`` (``partial_fit``).
+
+        Every sequence seen counts as a new one: after batches of ``N``
+        sequences in all, ``lam = 1 / (C N)`` (the prior of a fit on all of
+        them). The first call calibrates ``eta0`` (if ``'auto'``) on its
+        batch and, with ``average=True``, averaging starts after it.
+
+        Parameters
+        ----------
+        X : scipy.sparse.csr_matrix of shape (n_tokens, n_features)
+            ``n_features`` equal to ``state.W.shape[0]``.
+        y : ndarray of intp of shape (n_tokens,)
+        offsets : ndarray of intp of shape (n_sequences + 1,)
+        sample_weight : ndarray of shape (n_sequences,) or None
+        loss, prior, C
+            As for :meth:`solve`.
+        state : SGDState
+            Updated in place.
+        verbose : int, default=0
+
+        Returns
+        -------
+        float
+            The summed weighted losses of the batch (each before its
+            step) plus the penalty of the current iterate.
+        """
+        self.check(loss, prior)
+        n_seq = offsets.shape[0] - 1
+        L = state.W.shape[1]
+        kind, cost = _compiled_kind(loss, L)
+        batch = self.batch_size
+        if batch == "auto":
+            batch = 1 if kind is not None else self.generic_batch_size
+        if state.rng is None:
+            state.rng = random_generator(self.random_state)
+            state.average_start = self._average_start(n_seq) if state.BW.shape[0] else None
+        data = SimpleNamespace(_X=X, y=y, offsets=offsets, sample_weight=sample_weight,
+                               token_weight=None, layout=SimpleNamespace(n_labels=L))
+        model = _ScaledModel(data, None, loss, kind, cost, state.average_start, resume=state)
+        state.n_seen += n_seq
+        lam = 0.0 if isinstance(prior, NoPrior) else 1.0 / (C * state.n_seen)
+        lam_s = lam if lam > 0 else 1.0 / state.n_seen
+        power = (self.power_t if self.power_t is not None
+                 else (0.75 if state.average_start is not None else 1.0))
+        if state.eta0 is None:
+            state.eta0 = (self._calibrate(model, state.rng, lam, lam_s, batch,
+                                          SimpleNamespace(verbose=verbose))
+                          if self.eta0 == "auto" else float(self.eta0))
+        value = model.run(state.rng.permutation(n_seq), (state.eta0, lam, lam_s, power),
+                          batch_size=batch)
+        return value + 0.5 * lam * n_seq * model.squared_norm()
 
     def _calibrate(self, model, rng, lam, lam_s, batch, monitor):
         """crfsgd's ``adjustEta``: the best constant step on a sample (halved

@@ -1,0 +1,110 @@
+"""DaskCRFTagger: one CRF trained on a LocalCluster equals the one CRFTagger trains here."""
+
+import os
+import pickle
+import signal
+
+import dask.bag as db
+import numpy as np
+import pytest
+from dask.distributed import Client, LocalCluster
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
+from sklearn.utils.validation import check_is_fitted
+
+from sklearn_crfloss import CRFTagger
+from sklearn_crfloss.dask import DaskCRFTagger
+
+from conftest import make_toy_chunks
+
+
+@pytest.fixture(scope="module")
+def client():
+    # One cluster for the module: a LocalCluster takes seconds to start.
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as c:
+        yield c
+
+
+def _bags(X, y, n=4):
+    return db.from_sequence(X, npartitions=n), db.from_sequence(y, npartitions=n)
+
+
+@pytest.mark.parametrize("params", [
+    {},
+    {"min_freq": 2, "loss": "softmax_margin", "prior": "l1", "C": 10.0, "max_iter": 30},
+    {"feature_hashing": 64, "min_freq": 2, "all_possible_states": True, "loss": "mce",
+     "init": "cll", "solver": "lbfgs", "max_iter": 15},
+])
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_dask_fit_equals_local_fit(client, params):
+    X, y = make_toy_chunks(150, seed=11)
+    local = CRFTagger(n_jobs=1, **params).fit(X, y)
+    bags = _bags(X, y)
+    remote = DaskCRFTagger(client=client, n_jobs=1, **params).fit(*bags)
+    assert remote.n_partitions_ == bags[0].npartitions > 1 and remote.n_evaluations_ >= remote.n_iter_
+    assert_array_equal(remote.attributes_, local.attributes_)
+    assert_array_equal(remote.classes_, local.classes_)
+    assert remote.n_parameters_ == local.n_parameters_
+    assert_allclose(remote.objective_, local.objective_, rtol=1e-6)
+    assert_allclose(remote.coef_, local.coef_, atol=1e-3)
+    assert remote.predict(X) == local.predict(X)
+
+
+def test_predict_on_a_bag_sample_weight_and_to_local(client):
+    X, y = make_toy_chunks(80, seed=12)
+    w = np.random.default_rng(0).uniform(0.5, 2.0, size=len(X))
+    local = CRFTagger(n_jobs=1).fit(X, y, sample_weight=w)
+    remote = DaskCRFTagger(client=client, n_jobs=1).fit(
+        *_bags(X, y, 3), sample_weight=db.from_sequence(w.tolist(), npartitions=3))
+    assert_allclose(remote.objective_, local.objective_, rtol=1e-6)
+    as_array = DaskCRFTagger(client=client, n_jobs=1).fit(*_bags(X, y, 3), sample_weight=w)
+    assert_allclose(as_array.objective_, remote.objective_, rtol=1e-12)
+    predicted = remote.predict(db.from_sequence(X, npartitions=3))
+    assert isinstance(predicted, db.Bag)
+    assert predicted.compute() == local.predict(X)
+    plain = pickle.loads(pickle.dumps(remote.to_local()))
+    assert type(plain) is CRFTagger and "client" not in plain.get_params()
+    assert plain.predict(X) == local.predict(X)
+    assert set(clone(remote).get_params()) == set(CRFTagger().get_params()) | {"client"}
+
+
+def test_bad_input_names_the_sequence_and_leaves_it_unfitted(client):
+    X, y = make_toy_chunks(40, seed=13)
+    y = [list(s) for s in y]
+    y[25] = y[25][:-1]
+    est = DaskCRFTagger(client=client)
+    with pytest.raises(ValueError, match="Sequence 25 has"):
+        est.fit(*_bags(X, y))
+    with pytest.raises(ValueError, match="same partitions"):
+        est.fit(db.from_sequence(X, npartitions=4), db.from_sequence(y, npartitions=2))
+    with pytest.raises(ValueError, match="batch solvers"):
+        DaskCRFTagger(client=client, solver="sgd").fit(*_bags(X, y))
+    with pytest.raises(AttributeError):
+        check_is_fitted(est)
+        est.coef_
+
+
+def test_killing_a_worker_during_fit(client):
+    # Its own cluster: a worker of it is killed.
+    X, y = make_toy_chunks(150, seed=14)
+    reference = CRFTagger(n_jobs=1).fit(X, y).objective_
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as own:
+        pids = list(own.run(os.getpid).values())
+        killed = []
+
+        def kill_one(iteration, objective):
+            if iteration == 2 and not killed:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(iteration)
+
+        est = DaskCRFTagger(client=own, n_jobs=1, callback=kill_one)
+        try:
+            est.fit(*_bags(X, y))
+        except Exception:
+            # A fit that cannot finish leaves nothing fitted.
+            assert not hasattr(est, "coef_") and not hasattr(est, "objective_")
+        else:
+            assert_allclose(est.objective_, reference, rtol=1e-6)
+        assert killed == [2]
