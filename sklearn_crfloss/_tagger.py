@@ -13,7 +13,6 @@ attributes; ``predict`` runs the vectoriser and a decoder of
 """
 
 import copy
-from functools import partial
 from numbers import Integral, Real
 
 import time
@@ -26,6 +25,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._compat import HasMethods, Interval, StrOptions, validate_params
 from ._docstring import fill_doc
+from ._fit_args import FIT_DOC, check_validation_set, keyword_only_after_y, validation_score
+from ._flat import check_scorer_call
 from ._objective import CRFObjective
 from ._params import ParameterLayout, observed_pairs
 from ._persistence import VersionedStateMixin
@@ -38,7 +39,7 @@ from .decoding import CONSTRAINTS, DECODERS, check_decoding, decode, get_allowed
 from .inference import forward_backward, sequence_scores
 from .losses import LOSSES, ConditionalLogLikelihood, get_loss
 from .priors import PRIORS, get_prior
-from .solvers import SOLVERS, ConvergenceMonitor, HeldOutScore, default_solver, make_solver
+from .solvers import SOLVERS, ConvergenceMonitor, default_solver, make_solver
 from .solvers._monitor import FitInfo, hold_out, stage_summary, takes_model
 
 __all__ = ["CRFTagger"]
@@ -96,7 +97,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         Stop when the objective improved by less than ``tol`` (relative)
         over the last 10 iterations (CRFsuite's ``delta``/``period``).
     min_freq : int, default=1
-        Feature-dict input only: keep the attributes (``'key=value'``
+        Feature-dict input only: keep the attributes (``'key:value'``
         columns) that are non-zero in at least ``min_freq`` training tokens.
     all_possible_states : bool, default=False
         If False, only the (attribute, label) weights observed together in
@@ -203,7 +204,8 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         ``n_iter_no_change`` iterations; the parameters of the best score
         are kept (``validation_scores_``, ``best_validation_score_``). The
         held-out sequences are vectorised with the others but not trained
-        on. Not applied to the ``init='cll'`` stage.
+        on; ``fit(X, y, X_val=..., y_val=...)`` scores a given validation
+        set instead. Not applied to the ``init='cll'`` stage.
     validation_fraction : float, default=0.1
         Share of the training sequences held out with ``early_stopping``,
         in (0, 1).
@@ -233,8 +235,8 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         Number of feature columns: the width of the arrays seen in fit, or the
         number of attributes kept from the feature dicts.
     attributes_ : ndarray of str of shape (n_features,)
-        Column names: ``'key=value'`` or ``'key'`` attributes for dict input
-        (``DictVectorizer``), ``'hash_<k>'`` with hashing, ``'x<k>'`` for arrays.
+        Column names: ``'key:value'`` or ``'key'`` attributes for dict input
+        (python-crfsuite's names), ``'hash_<k>'`` with hashing, ``'x<k>'`` for arrays.
     vectorizer_ : DictVectorizer, FeatureHasher or None
         The fitted vectoriser of feature-dict input (None for array input).
     input_kind_ : {'dict', 'array'}
@@ -379,19 +381,16 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fit
 
-    def fit(self, X, y, sample_weight=None, token_weight=None):
+    @keyword_only_after_y
+    @fill_doc(**FIT_DOC)
+    def fit(self, X, y, *, X_val=None, y_val=None, sample_weight_val=None, sample_weight=None,
+            token_weight=None):
         """Train the CRF.
 
         Parameters
         ----------
-        X : list of sequences
-            Each sequence is a list of per-token feature dicts (str -> str is
-            the one-hot attribute ``'key=value'``, str -> number a numeric
-            attribute, str -> bool 0/1, str -> list of str one attribute per
-            string) or a 2-D array / sparse matrix of shape
-            (n_tokens_i, n_features).
-        y : list of sequences of hashable labels
-            ``len(y[i]) == len(X[i])``; at least two distinct labels.
+        {fit_x_y}
+        {fit_validation}
         sample_weight : array-like of shape (n_sequences,), default=None
             Non-negative weight of each sequence in the loss.
         token_weight : list of array-like, default=None
@@ -413,7 +412,8 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
             On invalid parameters or inconsistent data (the message names the
             sequence index); the estimator is then left as it was.
         TypeError
-            If X or y is not a list of sequences.
+            If X or y is not a list of sequences, or more than X and y are
+            passed positionally.
         """
         validate_params(self)
         loss, prior, solver = self._components()
@@ -437,8 +437,12 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
             print(f"vectorised {lengths.shape[0]} sequences ({Xc.shape[0]} tokens, {kind} input) "
                   f"into {Xc.shape[1]} attributes in {time.perf_counter() - t0:.2f} s",
                   flush=True)
+        validation_set = check_validation_set(features, classes, X_val, y_val, sample_weight_val,
+                                              kind, early_stopping=self.early_stopping,
+                                              scoring=self.scoring)
         return self._fit_vectorized(features, Xc, offsets, classes, y_enc, sample_weight,
-                                    token_weight, components=(loss, prior, solver))
+                                    token_weight, components=(loss, prior, solver),
+                                    validation_set=validation_set)
 
     def _components(self):
         """The resolved loss, prior and solver (ValueError on a bad combination)."""
@@ -458,7 +462,8 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         return loss, prior, solver
 
     def _fit_vectorized(self, features, Xc, offsets, classes, y_enc, sample_weight=None,
-                        token_weight=None, *, components=None, labels=None):
+                        token_weight=None, *, components=None, labels=None,
+                        validation_set=None):
         """Train on vectorised data and set the fitted state.
 
         The entry point of :meth:`fit` after validation, and of the experts
@@ -471,8 +476,8 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         loss, prior, solver = components
         if hasattr(loss, "set_classes"):  # label names for the loss (BaseLoss.set_classes)
             loss.set_classes(classes)
-        held_out = None
-        if self.early_stopping:
+        held_out = validation_set if self.early_stopping else None  # fit(X_val=, y_val=)
+        if self.early_stopping and validation_set is None:
             (Xc, y_enc, offsets, sample_weight, token_weight), held_out = hold_out(
                 Xc, y_enc, offsets, sample_weight, token_weight, self.validation_fraction,
                 self.random_state)
@@ -490,13 +495,8 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         x0 = (layout.remap(features.attributes, classes, self.attributes_, self.classes_,
                            self.coef_, self.transition_, self.start_, self.end_)
               if warm else layout.zeros())
-        validation = None
-        if held_out is not None:
-            validation = HeldOutScore(
-                CRFObjective(*held_out, layout, n_threads=effective_n_jobs(self.n_jobs)),
-                self.scoring, classes,
-                partial(decode, self.decoder, self.constraints, classes,
-                        n_threads=effective_n_jobs(self.n_jobs)), loss)
+        validation = (None if held_out is None
+                      else validation_score(self, held_out, layout, classes, loss))
         t0 = time.perf_counter()
         if self.verbose:
             self._print_header(loss, prior, solver, Xc, offsets, n_labels, layout.n_params)
@@ -709,8 +709,11 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         Raises
         ------
         sklearn.exceptions.NotFittedError, ValueError
-            As :meth:`decode`.
+            As :meth:`decode`; also when a scikit-learn scorer of flat labels
+            (``scoring='f1'``, ...) calls it (use those of
+            :mod:`sklearn_crfloss.metrics`).
         """
+        check_scorer_call(self)
         return self.decode(X)[0]
 
     def predict_nbest(self, X, n_best=5):

@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction import DictVectorizer, FeatureHasher
 
+from ._attributes import SEPARATOR, join_nested_keys
 from ._validation import check_finite_tokens
 from ._vocabulary import vocabulary_rows
 
@@ -82,7 +83,7 @@ class SequenceVectorizer:
         The columns of the vectoriser's (or the array's) output kept, in
         order; None: all.
     attributes : ndarray of object of shape (n_features,)
-        Column names: ``'key=value'``/``'key'`` (DictVectorizer),
+        Column names: ``'key:value'``/``'key'`` (python-crfsuite's names),
         ``'hash_<k>'`` (hashing), ``'x<k>'`` (arrays).
     n_features : int
         Columns of the output.
@@ -131,9 +132,17 @@ class SequenceVectorizer:
                                   dtype=object)
         else:
             # The default (sparse) output whatever sklearn.set_config(transform_output=...) says.
-            self.vectorizer = DictVectorizer(dtype=np.float64).set_output(transform="default")
+            # python-crfsuite's attribute names (sklearn_crfloss._attributes).
+            self.vectorizer = DictVectorizer(dtype=np.float64, separator=SEPARATOR).set_output(
+                transform="default")
             try:
-                self.vectorizer.fit(tokens)
+                try:
+                    self.vectorizer.fit(tokens)
+                except TypeError:  # nested dicts: joined keys (a pass over the data then)
+                    tokens, nested = join_nested_keys(tokens)
+                    if not nested:
+                        raise
+                    self.vectorizer.fit(tokens)
                 Xc = self._dict_rows(tokens)
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"Could not vectorise the feature dicts: {exc}") from exc
@@ -165,6 +174,9 @@ class SequenceVectorizer:
         """
         dv = self.vectorizer
         rows = vocabulary_rows(tokens, dv.vocabulary_, dv.separator, table)
+        if rows is None:  # nested dicts, lists, other value types
+            tokens, nested = join_nested_keys(tokens)
+            rows = vocabulary_rows(tokens, dv.vocabulary_, dv.separator, table) if nested else None
         if rows is None:
             return dv.transform(tokens).tocsr()
         indptr, indices, data = rows

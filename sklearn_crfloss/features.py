@@ -23,7 +23,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["CONLL2000_TEMPLATE", "SUZUKI2006_TEMPLATE", "TemplateFeatures"]
+from ._attributes import crfsuite_attributes
+
+__all__ = ["CONLL2000_TEMPLATE", "SUZUKI2006_TEMPLATE", "TemplateFeatures", "crfsuite_attributes"]
 
 CONLL2000_TEMPLATE = """\
 # Unigram

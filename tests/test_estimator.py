@@ -295,7 +295,7 @@ def test_min_freq_drops_rare_attributes(toy_chunks):
     for s in X:
         for tok in s:
             for k, v in tok.items():
-                key = f"{k}={v}" if isinstance(v, str) else k
+                key = f"{k}:{v}" if isinstance(v, str) else k
                 counts[key] = counts.get(key, 0) + 1
     assert set(cut.attributes_) == {a for a, c in counts.items() if c >= 5}
     cut.predict(X)
