@@ -2,7 +2,7 @@
 
 Build from the repository root (warnings are errors in CI)::
 
-    python -m sphinx -W --keep-going -b html doc doc/_build/html
+    SKLEARN_CRFLOSS_DATA=../shared/data MPLBACKEND=Agg python -m sphinx -W --keep-going -b html doc doc/_build/html
 
 The package is imported from the installed environment (``pip install .``):
 the source tree is deliberately *not* put on ``sys.path``, because the
@@ -20,6 +20,12 @@ import sys
 # this file; no absolute path is configured).
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _REPO_ROOT]
+
+# The gallery runs each example from examples/gallery/: a relative data path
+# (the README's ``SKLEARN_CRFLOSS_DATA=../shared/data``, given from the
+# checkout root) is made absolute here, relative to where the build started.
+if os.environ.get("SKLEARN_CRFLOSS_DATA"):
+    os.environ["SKLEARN_CRFLOSS_DATA"] = os.path.abspath(os.environ["SKLEARN_CRFLOSS_DATA"])
 
 try:
     import sklearn_crfloss

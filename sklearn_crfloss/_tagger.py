@@ -74,10 +74,10 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
     prior : str or prior object, default='l2'
         Prior on all parameters: ``'l2'`` (Gaussian, ``||theta||^2 / (2C)``),
         ``'l1'`` (Laplacian, ``||theta||_1 / C``, exact zeros),
-        ``'hyperbolic'`` (``sum log cosh(theta / sqrt(C))``), ``'none'``, or
-        an object with ``value_and_grad(theta, C)`` such as
-        ``GaussianPrior(mean=0.5, feature_dependent=True)`` (see
-        :mod:`sklearn_crfloss.priors` and :doc:`/user_guide/priors`).
+        ``'elasticnet'`` (both: ``ElasticNetPrior(l1_ratio)``, CRFsuite's
+        ``c1``, ``c2``), ``'hyperbolic'``, ``'none'``, or an object with
+        ``value_and_grad(theta, C)`` such as ``GaussianPrior(mean=0.5)``
+        (see :mod:`sklearn_crfloss.priors` and :doc:`/user_guide/priors`).
         Transitions and start/end potentials are penalised too.
     C : float, default=1.0
         Inverse prior strength, ``C > 0``; larger is weaker. ``C=1`` with

@@ -1,9 +1,11 @@
 """CRFTagger: scikit-learn behaviour, fitted attributes, warm start, persistence."""
 
 import pickle
+import re
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import joblib
 import numpy as np
@@ -18,7 +20,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils import estimator_checks, get_tags
 
-from sklearn_crfloss import CRFTagger
+from sklearn_crfloss import CRFTagger, LOPTagger
 from sklearn_crfloss.inference import forward_backward, sequence_scores
 from sklearn_crfloss.losses import ConditionalLogLikelihood, MixedLoss
 from sklearn_crfloss.priors import GaussianPrior
@@ -41,6 +43,10 @@ CHECKS = [
     "check_do_not_raise_errors_in_init_or_set_params",
     "check_estimator_cloneable",
     "check_param_validation",
+    "check_estimator_tags_renamed",
+    "check_valid_tag_types",
+    "check_mixin_order",
+    "check_estimators_unfitted",
 ]
 
 
@@ -52,8 +58,16 @@ def fitted_toy():
 
 
 @pytest.mark.parametrize("check", CHECKS)
-def test_sklearn_estimator_checks(check):
-    getattr(estimator_checks, check)("CRFTagger", CRFTagger())
+@pytest.mark.parametrize("estimator", [CRFTagger(), LOPTagger()], ids=type)
+def test_sklearn_estimator_checks(check, estimator):
+    getattr(estimator_checks, check)(type(estimator).__name__, estimator)
+
+
+def test_the_quickstart_lists_the_checks_that_run():
+    # The documented list of applicable checks is the one run above.
+    text = (Path(__file__).resolve().parents[1] / "doc" / "quickstart.rst").read_text()
+    section = text[text.index("scikit-learn's estimator checks"):]
+    assert re.findall(r"^   \* - ``(check_\w+)``", section, flags=re.M) == CHECKS
 
 
 def test_fit_predict_and_attributes(toy_chunks):
