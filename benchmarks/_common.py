@@ -17,6 +17,7 @@ import tracemalloc
 from importlib import metadata
 
 __all__ = [
+    "print_run_header",
     "PeakMemory",
     "Timer",
     "command_line",
@@ -260,3 +261,11 @@ def training_objective(crf, F, y, n_threads=1):
     objective = CRFObjective(Xc, y_enc, offsets, layout, n_threads=n_threads)
     theta = layout.pack(crf.coef_.T, crf.transition_, crf.start_, crf.end_)
     return objective, theta, y_enc, offsets
+
+
+def print_run_header(modules):
+    """Print the command line, the CPU count, the load average and the versions of ``modules``."""
+    machine = machine_info()
+    print(f"command : {command_line(['SKLEARN_CRFLOSS_DATA'])}")
+    print(f"machine : nproc={machine['nproc']} load={machine['loadavg_1_5_15']}")
+    print(f"versions: {versions(modules)}", flush=True)

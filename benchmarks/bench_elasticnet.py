@@ -33,7 +33,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import Timer, command_line, format_table, machine_info, versions  # noqa: E402
+from _common import Timer, format_table, print_run_header  # noqa: E402
 
 from sklearn_crfloss import CRFTagger  # noqa: E402
 from sklearn_crfloss.datasets import load_conll2002  # noqa: E402
@@ -42,7 +42,7 @@ from sklearn_crfloss.priors import ElasticNetPrior  # noqa: E402
 
 
 def word2features(sent, i):
-    """The feature dict of token ``i``: sklearn-crfsuite's tutorial, unchanged."""
+    """The feature dict of token ``i``: sklearn-crfsuite's tutorial (the same dicts)."""
     word = sent[i][0]
     postag = sent[i][1]
     features = {
@@ -56,30 +56,18 @@ def word2features(sent, i):
         "postag": postag,
         "postag[:2]": postag[:2],
     }
-    if i > 0:
-        word1 = sent[i - 1][0]
-        postag1 = sent[i - 1][1]
-        features.update({
-            "-1:word.lower()": word1.lower(),
-            "-1:word.istitle()": word1.istitle(),
-            "-1:word.isupper()": word1.isupper(),
-            "-1:postag": postag1,
-            "-1:postag[:2]": postag1[:2],
-        })
-    else:
-        features["BOS"] = True
-    if i < len(sent) - 1:
-        word1 = sent[i + 1][0]
-        postag1 = sent[i + 1][1]
-        features.update({
-            "+1:word.lower()": word1.lower(),
-            "+1:word.istitle()": word1.istitle(),
-            "+1:word.isupper()": word1.isupper(),
-            "+1:postag": postag1,
-            "+1:postag[:2]": postag1[:2],
-        })
-    else:
-        features["EOS"] = True
+    for offset, prefix, boundary in ((-1, "-1", "BOS"), (1, "+1", "EOS")):
+        if 0 <= i + offset < len(sent):
+            word1, postag1 = sent[i + offset][0], sent[i + offset][1]
+            features.update({
+                f"{prefix}:word.lower()": word1.lower(),
+                f"{prefix}:word.istitle()": word1.istitle(),
+                f"{prefix}:word.isupper()": word1.isupper(),
+                f"{prefix}:postag": postag1,
+                f"{prefix}:postag[:2]": postag1[:2],
+            })
+        else:
+            features[boundary] = True
     return features
 
 
@@ -138,11 +126,7 @@ def main(argv=None):
     p.add_argument("--train-sentences", type=int, default=None)
     args = p.parse_args(argv)
 
-    machine = machine_info()
-    print(f"command : {command_line(['SKLEARN_CRFLOSS_DATA'])}")
-    print(f"machine : nproc={machine['nproc']} load={machine['loadavg_1_5_15']}")
-    print(f"versions: {versions(['numpy', 'PyLBFGS', 'python-crfsuite', 'sklearn-crfsuite'])}",
-          flush=True)
+    print_run_header(['numpy', 'PyLBFGS', 'python-crfsuite', 'sklearn-crfsuite'])
     train_sents, y_train = load_conll2002("esp", "train")
     test_sents, y_test = load_conll2002("esp", "testb")
     if args.train_sentences:

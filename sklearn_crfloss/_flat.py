@@ -92,24 +92,20 @@ def _flatten(y_true, y_pred, kwargs):
     return flat_true, flat_pred, kwargs
 
 
-def flat_accuracy_score(y_true, y_pred, **kwargs):
-    flat_true, flat_pred, kwargs = _flatten(y_true, y_pred, kwargs)
-    return _skm.accuracy_score(flat_true, flat_pred, **kwargs)
+def _flat_metric(metric):
+    """The ``flat_*`` version of the scikit-learn metric ``metric``."""
+    def flat(y_true, y_pred, **kwargs):
+        flat_true, flat_pred, kwargs = _flatten(y_true, y_pred, kwargs)
+        return metric(flat_true, flat_pred, **kwargs)
+
+    flat.__name__ = flat.__qualname__ = f"flat_{metric.__name__}"
+    return flat
 
 
-def flat_precision_score(y_true, y_pred, **kwargs):
-    flat_true, flat_pred, kwargs = _flatten(y_true, y_pred, kwargs)
-    return _skm.precision_score(flat_true, flat_pred, **kwargs)
-
-
-def flat_recall_score(y_true, y_pred, **kwargs):
-    flat_true, flat_pred, kwargs = _flatten(y_true, y_pred, kwargs)
-    return _skm.recall_score(flat_true, flat_pred, **kwargs)
-
-
-def flat_f1_score(y_true, y_pred, **kwargs):
-    flat_true, flat_pred, kwargs = _flatten(y_true, y_pred, kwargs)
-    return _skm.f1_score(flat_true, flat_pred, **kwargs)
+flat_accuracy_score = _flat_metric(_skm.accuracy_score)
+flat_precision_score = _flat_metric(_skm.precision_score)
+flat_recall_score = _flat_metric(_skm.recall_score)
+flat_f1_score = _flat_metric(_skm.f1_score)
 
 
 def flat_fbeta_score(y_true, y_pred, beta, **kwargs):
