@@ -21,11 +21,13 @@ import sys
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _REPO_ROOT]
 
-# The gallery runs each example from examples/gallery/: a relative data path
-# (the README's ``SKLEARN_CRFLOSS_DATA=../shared/data``, given from the
-# checkout root) is made absolute here, relative to where the build started.
+# The gallery runs each example from examples/gallery/ (and Sphinx reads this
+# file from doc/): a relative data path, as the README's
+# ``SKLEARN_CRFLOSS_DATA=../shared/data``, is taken relative to the
+# repository root, where the README's commands run, and made absolute.
 if os.environ.get("SKLEARN_CRFLOSS_DATA"):
-    os.environ["SKLEARN_CRFLOSS_DATA"] = os.path.abspath(os.environ["SKLEARN_CRFLOSS_DATA"])
+    os.environ["SKLEARN_CRFLOSS_DATA"] = os.path.join(
+        _REPO_ROOT, os.path.expanduser(os.environ["SKLEARN_CRFLOSS_DATA"]))
 
 try:
     import sklearn_crfloss
