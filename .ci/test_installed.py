@@ -25,7 +25,7 @@ sys.path[:] = [p for p in sys.path if Path(p or os.curdir).resolve() != checkout
 import sklearn_crfloss  # noqa: E402
 
 location = Path(sklearn_crfloss.__file__).resolve()
-if "site-packages" not in location.parts or checkout in location.parents:
+if "site-packages" not in location.parts or location.parent == checkout / "sklearn_crfloss":
     sys.exit(f"sklearn_crfloss is imported from {location}, not from an installed wheel")
 print(f"testing the installed sklearn_crfloss {sklearn_crfloss.__version__} at {location.parent}")
 
