@@ -17,6 +17,7 @@ import tracemalloc
 from importlib import metadata
 
 __all__ = [
+    "print_run_header",
     "PeakMemory",
     "Timer",
     "command_line",
@@ -275,3 +276,11 @@ def conll2000_run():
     X_train, y_train = load_conll2000("train", download_if_missing=False)
     X_test, y_test = load_conll2000("test", download_if_missing=False)
     return X_train, y_train, X_test, y_test
+
+
+def print_run_header(modules):
+    """Print the command line, the CPU count, the load average and the versions of ``modules``."""
+    machine = machine_info()
+    print(f"command : {command_line(['SKLEARN_CRFLOSS_DATA'])}")
+    print(f"machine : nproc={machine['nproc']} load={machine['loadavg_1_5_15']}")
+    print(f"versions: {versions(modules)}", flush=True)

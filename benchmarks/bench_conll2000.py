@@ -29,8 +29,8 @@ per-token feature dicts with
 ``TemplateFeatures(CONLL2000_TEMPLATE).fit_transform`` (CRF++'s chunking
 template: 19 string-valued attributes per token).  Both tools get exactly
 these dicts.  ``{"U05": "He/reckons"}`` becomes the indicator attribute
-``U05=He/reckons`` in sklearn-crfloss (DictVectorizer) and ``U05:He/reckons``
-in CRFsuite (python-crfsuite's key/value join); both with value 1.
+``U05:He/reckons`` in both (python-crfsuite's key/value join, which
+sklearn-crfloss follows); both with value 1.
 ``--train-sentences N`` keeps the first N training sentences (the test set
 is always complete).
 

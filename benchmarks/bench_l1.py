@@ -41,7 +41,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import Timer, command_line, format_table, machine_info, versions  # noqa: E402
+from _common import Timer, format_table, print_run_header  # noqa: E402
 
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 
@@ -100,11 +100,7 @@ def main(argv=None):
     p.add_argument("--skip-crfsuite", action="store_true")
     args = p.parse_args(argv)
 
-    machine = machine_info()
-    print(f"command : {command_line(['SKLEARN_CRFLOSS_DATA'])}")
-    print(f"machine : nproc={machine['nproc']} load={machine['loadavg_1_5_15']}")
-    print(f"versions: {versions(['numpy', 'scipy', 'PyLBFGS', 'python-crfsuite'])}",
-          flush=True)
+    print_run_header(['numpy', 'scipy', 'PyLBFGS', 'python-crfsuite'])
     X_train, y_train = load_conll2000("train")
     X_test, y_test = load_conll2000("test")
     if args.train_sentences:

@@ -2,7 +2,7 @@
 
 Build from the repository root (warnings are errors in CI)::
 
-    python -m sphinx -W --keep-going -b html doc doc/_build/html
+    SKLEARN_CRFLOSS_DATA=../shared/data MPLBACKEND=Agg python -m sphinx -W --keep-going -b html doc doc/_build/html
 
 The package is imported from the installed environment (``pip install .``):
 the source tree is deliberately *not* put on ``sys.path``, because the
@@ -20,6 +20,14 @@ import sys
 # this file; no absolute path is configured).
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _REPO_ROOT]
+
+# The gallery runs each example from examples/gallery/ (and Sphinx reads this
+# file from doc/): a relative data path, as the README's
+# ``SKLEARN_CRFLOSS_DATA=../shared/data``, is taken relative to the
+# repository root, where the README's commands run, and made absolute.
+if os.environ.get("SKLEARN_CRFLOSS_DATA"):
+    os.environ["SKLEARN_CRFLOSS_DATA"] = os.path.join(
+        _REPO_ROOT, os.path.expanduser(os.environ["SKLEARN_CRFLOSS_DATA"]))
 
 try:
     import sklearn_crfloss

@@ -2,8 +2,9 @@
 
 :func:`hashed_pairs` turns feature dicts into the ``(name, value)`` pairs
 of :class:`~sklearn.feature_extraction.FeatureHasher` with the naming of
-:class:`~sklearn.feature_extraction.DictVectorizer` (``'key=value'`` for a
-string, ``'key'`` for a number, one ``'key=s'`` per string of a list), so
+the vocabulary (python-crfsuite's: ``'key:value'`` for a string, ``'key'``
+for a number, one ``'key:s'`` per string of a list, nested keys joined by
+``':'``), so
 that ``feature_hashing`` accepts the values the vocabulary path accepts.
 :func:`raise_for_bad_value` finds the token behind a failed vectorisation
 and names it. :func:`take_columns` keeps the used columns of a (hashed)
@@ -17,9 +18,11 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import scipy.sparse as sp
 
+from ._attributes import SEPARATOR, join_nested_keys
+
 __all__ = ["hashed_pairs", "raise_for_bad_value", "take_columns"]
 
-_SEP = "="
+_SEP = SEPARATOR
 
 
 def _token_position(index, offsets):
@@ -91,6 +94,7 @@ def hashed_pairs(tokens, offsets):
     ValueError
         On an integer too large for a float64 (naming them as well).
     """
+    tokens = join_nested_keys(tokens)[0]  # nested dicts: ':'-joined keys, as the vocabulary
     out = []
     for index, token in enumerate(tokens):
         def where(index=index):

@@ -13,7 +13,6 @@ attributes; ``predict`` runs the vectoriser and a decoder of
 """
 
 import copy
-from functools import partial
 from numbers import Integral, Real
 
 import time
@@ -26,6 +25,8 @@ from sklearn.utils.validation import check_is_fitted
 from ._compat import HasMethods, Interval, StrOptions, validate_params
 from ._docstring import fill_doc
 from ._naming import names_like
+from ._fit_args import FIT_DOC, check_validation_set, keyword_only_after_y, validation_score
+from ._flat import check_scorer_call
 from ._objective import CRFObjective
 from ._params import ParameterLayout, observed_pairs
 from ._partial import PartialFitMixin
@@ -41,7 +42,7 @@ from .decoding import CONSTRAINTS, DECODERS, check_decoding, decode, get_allowed
 from .inference import forward_backward, sequence_scores
 from .losses import LOSSES, get_loss
 from .priors import PRIORS, get_prior
-from .solvers import SOLVERS, HeldOutScore, default_solver, make_solver
+from .solvers import SOLVERS, default_solver, make_solver
 from .solvers._monitor import FitInfo, hold_out, stage_summary
 from ._training import early_stopping_scoring, train_stages, warn_if_unscaled
 
@@ -79,10 +80,10 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
     prior : str or prior object, default='l2'
         Prior on all parameters: ``'l2'`` (Gaussian, ``||theta||^2 / (2C)``),
         ``'l1'`` (Laplacian, ``||theta||_1 / C``, exact zeros),
-        ``'hyperbolic'`` (``sum log cosh(theta / sqrt(C))``), ``'none'``, or
-        an object with ``value_and_grad(theta, C)`` such as
-        ``GaussianPrior(mean=0.5, feature_dependent=True)`` (see
-        :mod:`sklearn_crfloss.priors` and :doc:`/user_guide/priors`).
+        ``'elasticnet'`` (both: ``ElasticNetPrior(l1_ratio)``, CRFsuite's
+        ``c1``, ``c2``), ``'hyperbolic'``, ``'none'``, or an object with
+        ``value_and_grad(theta, C)`` such as ``GaussianPrior(mean=0.5)``
+        (see :mod:`sklearn_crfloss.priors` and :doc:`/user_guide/priors`).
         Transitions and start/end potentials are penalised too.
     C : float, default=1.0
         Inverse prior strength, ``C > 0``; larger is weaker. ``C=1`` with
@@ -102,7 +103,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         Stop when the objective improved by less than ``tol`` (relative)
         over the last 10 iterations (CRFsuite's ``delta``/``period``).
     min_freq : int, default=1
-        Feature-dict input only: keep the attributes (``'key=value'``
+        Feature-dict input only: keep the attributes (``'key:value'``
         columns) that are non-zero in at least ``min_freq`` training tokens.
     all_possible_states : bool, default=False
         If False, only the (attribute, label) weights observed together in
@@ -220,7 +221,8 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         ``n_iter_no_change`` iterations; the parameters of the best score
         are kept (``validation_scores_``, ``best_validation_score_``). The
         held-out sequences are vectorised with the others but not trained
-        on. Not applied to the ``init='cll'`` stage.
+        on; ``fit(X, y, X_val=..., y_val=...)`` scores a given validation
+        set instead. Not applied to the ``init='cll'`` stage.
     validation_fraction : float, default=0.1
         Share of the training sequences held out with ``early_stopping``,
         in (0, 1).
@@ -253,8 +255,8 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         Number of feature columns: the width of the arrays seen in fit, or the
         number of attributes kept from the feature dicts.
     attributes_ : ndarray of str of shape (n_features,)
-        Column names: ``'key=value'`` or ``'key'`` attributes for dict input
-        (``DictVectorizer``), ``'hash_<k>'`` with hashing, ``'x<k>'`` for arrays.
+        Column names: ``'key:value'`` or ``'key'`` attributes for dict input
+        (python-crfsuite's names), ``'hash_<k>'`` with hashing, ``'x<k>'`` for arrays.
     vectorizer_ : DictVectorizer, FeatureHasher or None
         The fitted vectoriser of feature-dict input (None for array input).
     input_kind_ : {'dict', 'array'}
@@ -418,19 +420,16 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
 
     # ------------------------------------------------------------------ fit
 
-    def fit(self, X, y, sample_weight=None, token_weight=None):
+    @keyword_only_after_y
+    @fill_doc(**FIT_DOC)
+    def fit(self, X, y, *, X_val=None, y_val=None, sample_weight_val=None, sample_weight=None,
+            token_weight=None):
         """Train the CRF.
 
         Parameters
         ----------
-        X : list or stream of sequences
-            Each sequence is a list of per-token feature dicts (str -> str is
-            the one-hot attribute ``'key=value'``, str -> number a numeric
-            attribute, str -> bool 0/1, str -> list of str one attribute per
-            string) or a 2-D array / sparse matrix of shape (n_tokens_i,
-            n_features). A stream (re-iterable, no ``len``) is vectorised in chunks.
-        y : list (or stream, with X a stream) of sequences of hashable labels
-            ``len(y[i]) == len(X[i])``; at least two distinct labels.
+        {fit_x_y}
+        {fit_validation}
         sample_weight : array-like of shape (n_sequences,), default=None
             Non-negative weight of each sequence in the loss.
         token_weight : list of array-like, default=None
@@ -452,7 +451,8 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
             On invalid parameters or inconsistent data (the message names the
             sequence index); the estimator is then left as it was.
         TypeError
-            If X or y is not a list of sequences.
+            If X or y is not a list of sequences, or more than X and y are
+            passed positionally.
         """
         if is_stream(X):
             return self._fit_vectorized(*vectorize_stream(X, y, sample_weight, token_weight, self))
@@ -479,8 +479,14 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
             print(f"vectorised {lengths.shape[0]} sequences ({Xc.shape[0]} tokens, {kind} input) "
                   f"into {Xc.shape[1]} attributes in {time.perf_counter() - t0:.2f} s",
                   flush=True)
+        validation_set = check_validation_set(features, classes, X_val, y_val, sample_weight_val,
+                                              kind, early_stopping=self.early_stopping,
+                                              scoring=early_stopping_scoring(
+                                                  self.scoring, y_enc, offsets, classes,
+                                                  warn=False))
         return self._fit_vectorized(features, Xc, offsets, classes, y_enc, sample_weight,
-                                    token_weight, components=(loss, prior, solver))
+                                    token_weight, components=(loss, prior, solver),
+                                    validation_set=validation_set)
 
     def _components(self):
         """The resolved loss, prior and solver (ValueError on a bad combination)."""
@@ -500,7 +506,8 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         return loss, prior, solver
 
     def _fit_vectorized(self, features, Xc, offsets, classes, y_enc, sample_weight=None,
-                        token_weight=None, *, components=None, labels=None):
+                        token_weight=None, *, components=None, labels=None,
+                        validation_set=None):
         """Train on vectorised data and set the fitted state.
 
         The entry point of :meth:`fit` after validation, and of the experts
@@ -514,8 +521,8 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         get_allowed(self.constraints, classes)  # labels the constraints refuse: before training
         if hasattr(loss, "set_classes"):  # label names for the loss (BaseLoss.set_classes)
             loss.set_classes(classes)
-        held_out = None
-        if self.early_stopping:
+        held_out = validation_set if self.early_stopping else None  # fit(X_val=, y_val=)
+        if self.early_stopping and validation_set is None:
             (Xc, y_enc, offsets, sample_weight, token_weight), held_out = hold_out(
                 Xc, y_enc, offsets, sample_weight, token_weight, self.validation_fraction,
                 self.random_state)
@@ -533,13 +540,9 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         x0 = (layout.remap(names_like(features, self), classes, self.attributes_, self.classes_,
                            self.coef_, self.transition_, self.start_, self.end_)
               if warm else layout.zeros())
-        validation = None
-        if held_out is not None:
-            validation = HeldOutScore(
-                CRFObjective(*held_out, layout, n_threads=effective_n_jobs(self.n_jobs)),
-                early_stopping_scoring(self.scoring, y_enc, offsets, classes), classes,
-                partial(decode, self.decoder, self.constraints, classes,
-                        n_threads=effective_n_jobs(self.n_jobs)), loss)
+        validation = (None if held_out is None else validation_score(
+            self, held_out, layout, classes, loss,
+            early_stopping_scoring(self.scoring, y_enc, offsets, classes)))
         t0 = time.perf_counter()
         if self.verbose:
             self._print_header(loss, prior, solver, Xc, offsets, n_labels, layout.n_params)
@@ -701,8 +704,11 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         Raises
         ------
         sklearn.exceptions.NotFittedError, ValueError
-            As :meth:`decode`.
+            As :meth:`decode`; also when a scikit-learn scorer of flat labels
+            (``scoring='f1'``, ...) calls it (use those of
+            :mod:`sklearn_crfloss.metrics`).
         """
+        check_scorer_call(self)
         return self.decode(X)[0]
 
     def predict_nbest(self, X, n_best=5):

@@ -70,7 +70,7 @@ def warn_if_unscaled(X, attributes, limit=UNSCALED_LIMIT):
         UserWarning, stacklevel=3)
 
 
-def early_stopping_scoring(scoring, y, offsets, classes):
+def early_stopping_scoring(scoring, y, offsets, classes, *, warn=True):
     """The held-out score early stopping uses for these labels.
 
     Segment F1 cannot change on labels that form no chunk (POS tags, names
@@ -84,6 +84,8 @@ def early_stopping_scoring(scoring, y, offsets, classes):
         The training labels, as indices into ``classes``.
     offsets : ndarray of intp of shape (n_sequences + 1,)
     classes : ndarray of shape (n_classes,)
+    warn : bool, default=True
+        Whether to warn (below).
 
     Returns
     -------
@@ -103,7 +105,7 @@ def early_stopping_scoring(scoring, y, offsets, classes):
     has_chunks = segments_from_codes(y, offsets, classes)[0].shape[0] > 0
     if scoring is None:
         return "f1" if has_chunks else "accuracy"
-    if not has_chunks:
+    if not has_chunks and warn:
         warnings.warn(
             "early stopping with scoring='f1': the training labels form no chunk (no "
             "B-/I-/E-/S- prefixed labels, as for POS tags), so segment F1 is 0 at every "

@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction import DictVectorizer, FeatureHasher
 
+from ._attributes import SEPARATOR, join_nested_keys
 from ._hashing import hashed_pairs, raise_for_bad_value, take_columns
 from ._validation import check_finite_tokens
 from ._vocabulary import vocabulary_rows
@@ -75,7 +76,7 @@ def attribute_counts(tokens):
     Returns
     -------
     dict of {str: int}
-        ``DictVectorizer``'s column names (``'key=value'`` or ``'key'``) and
+        The column names (python-crfsuite's: ``'key:value'`` or ``'key'``) and
         the number of tokens where the column is non-zero.
 
     Raises
@@ -85,9 +86,9 @@ def attribute_counts(tokens):
     """
     if len(tokens) == 0:
         return {}
-    dv = DictVectorizer(dtype=np.float64).set_output(transform="default")
+    dv = DictVectorizer(dtype=np.float64, separator=SEPARATOR).set_output(transform="default")
     try:
-        Xc = dv.fit_transform(tokens).tocsr()
+        Xc = dv.fit_transform(join_nested_keys(tokens)[0]).tocsr()
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"Could not vectorise the feature dicts: {exc}") from exc
     Xc.eliminate_zeros()
@@ -116,7 +117,7 @@ class SequenceVectorizer:
         The columns of the vectoriser's (or the array's) output kept, in
         order; None: all.
     attributes : ndarray of object of shape (n_features,)
-        Column names: ``'key=value'``/``'key'`` (DictVectorizer),
+        Column names: ``'key:value'``/``'key'`` (python-crfsuite's names),
         ``'hash_<k>'`` (hashing: only the hashed columns that occur in the
         training data are kept, ``k`` their index in the hasher's output),
         ``'x<k>'`` (arrays).
@@ -171,9 +172,17 @@ class SequenceVectorizer:
             attributes = np.array([f"hash_{k}" for k in used.tolist()], dtype=object)
         else:
             # The default (sparse) output whatever sklearn.set_config(transform_output=...) says.
-            self.vectorizer = DictVectorizer(dtype=np.float64).set_output(transform="default")
+            # python-crfsuite's attribute names (sklearn_crfloss._attributes).
+            self.vectorizer = DictVectorizer(dtype=np.float64, separator=SEPARATOR).set_output(
+                transform="default")
             try:
-                self.vectorizer.fit(tokens)
+                try:
+                    self.vectorizer.fit(tokens)
+                except TypeError:  # nested dicts: joined keys (a pass over the data then)
+                    tokens, nested = join_nested_keys(tokens)
+                    if not nested:
+                        raise
+                    self.vectorizer.fit(tokens)
                 Xc = self._dict_rows(tokens)
             except (TypeError, ValueError, OverflowError) as exc:
                 raise_for_bad_value(tokens, offsets, exc)
@@ -247,7 +256,8 @@ class SequenceVectorizer:
                 columns = None
         else:
             names = sorted(counts)  # DictVectorizer's order
-            self.vectorizer = DictVectorizer(dtype=np.float64).set_output(transform="default")
+            self.vectorizer = DictVectorizer(dtype=np.float64, separator=SEPARATOR).set_output(
+                transform="default")
             self.vectorizer.feature_names_ = names
             self.vectorizer.vocabulary_ = {name: k for k, name in enumerate(names)}
             attributes = np.array(names, dtype=object)
@@ -317,6 +327,9 @@ class SequenceVectorizer:
         """
         dv = self.vectorizer
         rows = vocabulary_rows(tokens, dv.vocabulary_, dv.separator, table)
+        if rows is None:  # nested dicts, lists, other value types
+            tokens, nested = join_nested_keys(tokens)
+            rows = vocabulary_rows(tokens, dv.vocabulary_, dv.separator, table) if nested else None
         if rows is None:
             return dv.transform(tokens).tocsr()
         indptr, indices, data = rows

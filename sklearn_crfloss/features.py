@@ -7,7 +7,8 @@ template identifier to the expanded template text, e.g.
 ``{"U05": "He/reckons", ...}``, so that a
 :class:`~sklearn.feature_extraction.DictVectorizer` (or any estimator that
 one-hot encodes string values) turns them into the indicator attributes
-``"U05=He/reckons"`` that CRF++ would generate.
+that CRF++ would generate (``"U05:He/reckons"`` in
+:class:`~sklearn_crfloss.CRFTagger`, python-crfsuite's name).
 
 References
 ----------
@@ -24,7 +25,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["CONLL2000_TEMPLATE", "SUZUKI2006_TEMPLATE", "TemplateFeatures"]
+from ._attributes import crfsuite_attributes
+
+__all__ = ["CONLL2000_TEMPLATE", "SUZUKI2006_TEMPLATE", "TemplateFeatures", "crfsuite_attributes"]
 
 CONLL2000_TEMPLATE = """\
 # Unigram
@@ -225,7 +228,8 @@ class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
     a list of per-token feature dictionaries ``{identifier: expanded text}``
     following the template language of CRF++ [1]_.  Meant as the first step
     of a pipeline whose next step one-hot encodes the dictionaries (each
-    entry ``key: value`` becomes the indicator attribute ``"key=value"``).
+    entry ``key: value`` becomes the indicator attribute ``"key:value"``
+    in :class:`~sklearn_crfloss.CRFTagger`, as in CRFsuite).
 
     Template syntax (one template per line):
 

@@ -118,8 +118,8 @@ def state_features(crf):
     -------
     dict of {(str, label): float}
         Keys ``(attributes_[a], classes_[j])`` in attribute order, then label
-        order; ``attributes_`` names are ``'key=value'`` or ``'key'``
-        (sklearn-crfsuite writes ``'key:value'``), labels are Python objects
+        order; ``attributes_`` names are ``'key:value'`` or ``'key'``, as
+        sklearn-crfsuite's (python-crfsuite's names), labels are Python objects
         (``str`` for string labels).
 
     {raises}

@@ -33,7 +33,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from scipy.special import softmax
 
-from ._compat import Interval, StrOptions, validate_params
+from ._attributes import attribute_key, join_nested_keys
+from ._compat import HasMethods, Interval, StrOptions, validate_params
+from ._fit_args import check_validation_set, keyword_only_after_y
 from ._params import ParameterLayout
 from ._persistence import VersionedStateMixin
 from ._tagger import CRFTagger
@@ -58,11 +60,13 @@ _POSITION_RE = re.compile(r"\[([-+]?\d+)\]$")
 _BOUNDARY_RE = re.compile(r"_B([-+]\d+)")
 
 
-def attribute_position(name):
+def attribute_position(name, keys=None):
     """Relative token position of an attribute, by the naming convention of :class:`LOPTagger`.
 
-    The key of an attribute is the text before its first ``'='``
-    (``'w[-1]=the'`` has key ``'w[-1]'``). A key ending in ``[<int>]`` refers
+    The key of an attribute is the feature-dict key it was formed from:
+    ``'w[-1]:the'`` has key ``'w[-1]'`` (the text before the first ``':'``,
+    or, given the training ``keys``, the longest of them the name starts
+    with). A key ending in ``[<int>]`` refers
     to the token at that offset from the current one (``'w[-1]'``: the
     previous token, ``'w[+2]'`` or ``'w[2]'``: two ahead); any other key
     refers to the current token (offset 0).
@@ -70,14 +74,16 @@ def attribute_position(name):
     Parameters
     ----------
     name : str
-        Attribute name, e.g. ``'w[-1]=the'`` or ``'U02=the'``.
+        Attribute name, e.g. ``'w[-1]:the'`` or ``'U02:the'``.
+    keys : set of str or None, default=None
+        The keys of the training feature dicts (for keys that hold ``':'``).
 
     Returns
     -------
     int
         The offset.
     """
-    key = str(name).split("=", 1)[0]
+    key = attribute_key(name, keys)
     m = _POSITION_RE.search(key)
     return int(m.group(1)) if m else 0
 
@@ -226,7 +232,9 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
         - ``'fit'``: maximise the training log-likelihood of the pool
           (Smith, Cohn & Osborne 2005). With unregularised experts it puts
           most of the weight on the monolithic expert, which fits the
-          training data best, and the pool gains little over it;
+          training data best, and the pool gains little over it; with
+          ``fit(X, y, X_val=..., y_val=...)`` the log-likelihood of that
+          validation set instead;
         - an array: fixed non-negative weights, monolithic expert first,
           normalised to sum 1.
 
@@ -311,7 +319,7 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
     >>> tags = [["B-NP", "B-VP"], ["B-NP", "I-NP", "B-VP", "O"]]
     >>> pipe = make_pipeline(TemplateFeatures(), LOPTagger(experts="positional")).fit(sents, tags)
     >>> lop = pipe[-1]
-    >>> [sorted({a.split("=")[0] for a in lop.attributes_[cols]})
+    >>> [sorted({a.split(":")[0] for a in lop.attributes_[cols]})
     ...  for cols in lop.expert_columns_[1:]]  # doctest: +NORMALIZE_WHITESPACE
     [['U00', 'U01', 'U10', 'U11', 'U15'],
      ['U02', 'U05', 'U06', 'U12', 'U16', 'U17', 'U20', 'U21', 'U22'],
@@ -357,22 +365,22 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
 
     # ------------------------------------------------------------ expert sets
 
-    def _offsets_of(self, names, inferred):
+    def _offsets_of(self, names, inferred, keys):
         pos = self.positions
         if pos is None:  # boundary symbols of template features, else the 'w[-1]' convention
-            return [inferred.get(str(n).split("=", 1)[0], (attribute_position(n),))
+            return [inferred.get(attribute_key(n, keys), (attribute_position(n, keys),))
                     for n in names]
         if callable(pos):
             return [np.atleast_1d(pos(n)).tolist() for n in names]
         out = []
         for n in names:
-            key = str(n).split("=", 1)[0]
+            key = attribute_key(n, keys)
             if key not in pos:
                 raise ValueError(f"positions has no entry for the attribute key {key!r}")
             out.append(np.atleast_1d(pos[key]).tolist())
         return out
 
-    def _expert_columns(self, names, types=(), inferred=None):
+    def _expert_columns(self, names, types=(), inferred=None, keys=None):
         """Column groups of the non-monolithic experts (``inferred``: boundary_positions)."""
         inferred = inferred or {}
         n = len(names)
@@ -381,16 +389,17 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
             if experts == "simple":
                 red = self.reduced
                 if red is None:
-                    offs = self._offsets_of(names, inferred)
+                    offs = self._offsets_of(names, inferred, keys)
                     mask = np.array([all(o == 0 for o in off) for off in offs], dtype=bool)
                 elif callable(red):
                     mask = np.array([bool(red(a)) for a in names], dtype=bool)
                 else:
-                    keys = set(red)
-                    mask = np.array([str(a).split("=", 1)[0] in keys for a in names], dtype=bool)
+                    reduced = set(red)
+                    mask = np.array([attribute_key(a, keys) in reduced for a in names],
+                                    dtype=bool)
                 groups = [np.flatnonzero(mask)]
             elif experts == "positional":
-                offs = self._offsets_of(names, inferred)
+                offs = self._offsets_of(names, inferred, keys)
                 behind = np.array([max(o) < 0 for o in offs], dtype=bool)
                 ahead = np.array([min(o) > 0 for o in offs], dtype=bool)
                 at = ~(behind | ahead)
@@ -432,7 +441,8 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
 
     # -------------------------------------------------------------------- fit
 
-    def fit(self, X, y):
+    @keyword_only_after_y
+    def fit(self, X, y, *, X_val=None, y_val=None):
         """Train the experts, then set the pool's weights (see ``weights``).
 
         The features are vectorised once (with the ``estimator``'s
@@ -448,6 +458,12 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
         X : list of sequences
             As in :meth:`CRFTagger.fit <sklearn_crfloss.CRFTagger.fit>`.
         y : list of sequences of labels
+        X_val : list of sequences or None, default=None
+            With ``weights='fit'``: a validation set (e.g. a development
+            set) whose pool log-likelihood the weights maximise, instead of
+            the training data's. The experts are trained on ``X`` only.
+        y_val : list of sequences of labels or None, default=None
+            The labels of ``X_val``, among those of ``y``.
 
         Returns
         -------
@@ -456,8 +472,13 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
         Raises
         ------
         ValueError
-            On invalid parameters, an empty expert, or fixed ``weights`` of
-            the wrong length, negative or summing to 0.
+            On invalid parameters, an empty expert, fixed ``weights`` of
+            the wrong length, negative or summing to 0, or a validation set
+            with other ``weights`` than ``'fit'``, without its labels or
+            with labels not in ``y`` (naming ``X_val``/``y_val`` and the
+            sequence).
+        TypeError
+            If more than X and y are passed positionally.
         """
         validate_params(self)
         base = CRFTagger(prior="none") if self.estimator is None else self.estimator
@@ -473,13 +494,18 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
         if kind == "dict" and self.positions is None:
             ends = [(tokens[a], tokens[b - 1]) for a, b in zip(offsets[:-1], offsets[1:]) if b > a]
             inferred = _boundary_positions([f for f, _ in ends], [e for _, e in ends])
-        groups = self._expert_columns(list(features.attributes), type_names, inferred)
+        keys = set().union(*join_nested_keys(tokens)[0]) if kind == "dict" else None
+        groups = self._expert_columns(list(features.attributes), type_names, inferred, keys)
         labels = [None] * len(groups)
         if isinstance(self.experts, str) and self.experts == "label":
             if not type_names:
                 raise ValueError("experts='label' needs labels other than 'O'")
             labels[1:] = [np.flatnonzero([t == name for t in types]) for name in type_names]
         mode = self.weights if isinstance(self.weights, str) else "fixed"
+        if (X_val is not None or y_val is not None) and mode != "fit":
+            raise ValueError(f"X_val and y_val are used by weights='fit' only, not "
+                             f"weights={self.weights!r}.")
+        val = check_validation_set(features, classes, X_val, y_val, None, kind)
         fixed = np.ones(len(groups)) if mode == "uniform" else None
         if mode == "fixed":
             fixed = _normalised_weights(self.weights, len(groups),
@@ -507,7 +533,10 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
             held_out = [blocks(fit_experts(train), test) for train, test in splits]
             weights, monitor = _fit_weights(held_out, self.max_iter, self.tol)
         elif mode == "fit":
-            weights, monitor = _fit_weights([blocks(experts, None)], self.max_iter, self.tol)
+            data = blocks(experts, None) if val is None else (
+                [(e._unary(val.X[:, cols]), e.transition_, e.start_, e.end_)
+                 for e, cols in zip(experts, groups)], val.y, val.offsets)
+            weights, monitor = _fit_weights([data], self.max_iter, self.tol)
         if fixed is None:
             weights = _normalised_weights(weights, len(groups), "the pool")  # NaN: diverged
             info = FitInfo(n_iter=monitor.n_iter, loss_curve=monitor.history,

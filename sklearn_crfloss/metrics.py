@@ -7,7 +7,9 @@ strings); the first axis is the sequence, as everywhere in
 type)`` of the package's one chunk decoder (:mod:`sklearn_crfloss.segments`,
 which documents the tagging schemes ``scheme`` and ``mode``), also used by the
 training losses that need segments. Token metrics compare the concatenated
-labels with :mod:`sklearn.metrics`. :func:`paired_bootstrap_test` and
+labels with :mod:`sklearn.metrics`; the ``flat_*`` functions are
+sklearn-crfsuite's (scikit-learn's metric of the concatenated labels, keyword
+arguments passed on). :func:`paired_bootstrap_test` and
 :func:`mcnemar_test` test whether two taggers differ on one test set.
 
 Counting
@@ -73,6 +75,16 @@ __all__ = [
     "hamming_scorer",
     "token_accuracy_scorer",
     "sequence_accuracy_scorer",
+    "flat_accuracy_score",
+    "flat_precision_score",
+    "flat_recall_score",
+    "flat_f1_score",
+    "flat_fbeta_score",
+    "flat_classification_report",
+    "flat_accuracy_scorer",
+    "flat_precision_scorer",
+    "flat_recall_scorer",
+    "flat_f1_scorer",
     "PairedTestResult",
     "paired_bootstrap_test",
     "mcnemar_test",
@@ -687,6 +699,20 @@ hamming_scorer = make_scorer(hamming_loss, greater_is_better=False)
 token_accuracy_scorer = make_scorer(token_accuracy)
 #: Whole-sequence accuracy.
 sequence_accuracy_scorer = make_scorer(sequence_accuracy)
+
+# sklearn-crfsuite's flat metrics (sklearn_crfloss/_flat.py).
+from ._flat import (flat_accuracy_score, flat_classification_report,  # noqa: E402
+                    flat_f1_score, flat_fbeta_score, flat_precision_score, flat_recall_score)
+
+#: Flat token accuracy, as :func:`flat_accuracy_score`.
+flat_accuracy_scorer = make_scorer(flat_accuracy_score)
+#: Flat token precision, weighted average over the labels.
+flat_precision_scorer = make_scorer(flat_precision_score, average="weighted", zero_division=0)
+#: Flat token recall, weighted average over the labels.
+flat_recall_scorer = make_scorer(flat_recall_score, average="weighted", zero_division=0)
+#: Flat token F1, weighted average over the labels (for other labels or
+#: averages: ``make_scorer(flat_f1_score, average=..., labels=...)``).
+flat_f1_scorer = make_scorer(flat_f1_score, average="weighted", zero_division=0)
 
 
 # ---------------------------------------------------------------------------

@@ -33,7 +33,7 @@ def _bags(X, y, n=4):
 @pytest.mark.parametrize("params", [
     {},
     {"min_freq": 2, "loss": "softmax_margin", "prior": "l1", "C": 10.0, "max_iter": 30},
-    {"feature_hashing": 64, "min_freq": 2, "all_possible_states": True, "loss": "mce",
+    {"feature_hashing": 64, "min_freq": 2, "all_possible_states": True, "loss": "labelwise",
      "init": "cll", "solver": "lbfgs", "max_iter": 15},
 ])
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

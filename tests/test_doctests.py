@@ -8,6 +8,9 @@ import pytest
 MODULES = [
     "sklearn_crfloss._tagger",
     "sklearn_crfloss.metrics",
+    "sklearn_crfloss._flat",
+    "sklearn_crfloss._attributes",
+    "sklearn_crfloss.priors",
     "sklearn_crfloss._significance",
     "sklearn_crfloss.segments",
     "sklearn_crfloss.features",

@@ -1,9 +1,11 @@
 """CRFTagger: scikit-learn behaviour, fitted attributes, warm start, persistence."""
 
 import pickle
+import re
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import joblib
 import numpy as np
@@ -18,7 +20,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils import estimator_checks, get_tags
 
-from sklearn_crfloss import CRFTagger
+from sklearn_crfloss import CRFTagger, LOPTagger
 from sklearn_crfloss._hashing import hashed_pairs
 from sklearn_crfloss.inference import forward_backward, sequence_scores
 from sklearn_crfloss.losses import ConditionalLogLikelihood, MixedLoss
@@ -42,6 +44,10 @@ CHECKS = [
     "check_do_not_raise_errors_in_init_or_set_params",
     "check_estimator_cloneable",
     "check_param_validation",
+    "check_estimator_tags_renamed",
+    "check_valid_tag_types",
+    "check_mixin_order",
+    "check_estimators_unfitted",
 ]
 
 
@@ -53,8 +59,16 @@ def fitted_toy():
 
 
 @pytest.mark.parametrize("check", CHECKS)
-def test_sklearn_estimator_checks(check):
-    getattr(estimator_checks, check)("CRFTagger", CRFTagger())
+@pytest.mark.parametrize("estimator", [CRFTagger(), LOPTagger()], ids=type)
+def test_sklearn_estimator_checks(check, estimator):
+    getattr(estimator_checks, check)(type(estimator).__name__, estimator)
+
+
+def test_the_quickstart_lists_the_checks_that_run():
+    # The documented list of applicable checks is the one run above.
+    text = (Path(__file__).resolve().parents[1] / "doc" / "quickstart.rst").read_text()
+    section = text[text.index("scikit-learn's estimator checks"):]
+    assert re.findall(r"^   \* - ``(check_\w+)``", section, flags=re.M) == CHECKS
 
 
 def test_fit_predict_and_attributes(toy_chunks):
@@ -296,7 +310,7 @@ def test_min_freq_drops_rare_attributes(toy_chunks):
     for s in X:
         for tok in s:
             for k, v in tok.items():
-                key = f"{k}={v}" if isinstance(v, str) else k
+                key = f"{k}:{v}" if isinstance(v, str) else k
                 counts[key] = counts.get(key, 0) + 1
     assert set(cut.attributes_) == {a for a, c in counts.items() if c >= 5}
     cut.predict(X)

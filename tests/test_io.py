@@ -363,12 +363,17 @@ def test_export_refuses_arrays_and_int_labels(tmp_path):
         export_crfsuite(crf, tmp_path / "m")
 
 
-def test_export_refuses_colliding_names(tmp_path):
+def test_names_that_python_crfsuite_joins_are_one_attribute(tmp_path):
+    # {"k": "v"} and {"k:v": 2.0} are both python-crfsuite's attribute 'k:v'
+    # (values 1 and 2): one column here too, so the export tags alike.
     X = [[{"k": "v"}, {"k:v": 2.0}], [{"k": "w"}, {"k": "v"}]]
     y = [["A", "B"], ["B", "A"]]
     crf = CRFTagger(boundary_potentials=False, max_iter=10).fit(X, y)
-    with pytest.raises(ValueError, match="same python-crfsuite name"):
-        export_crfsuite(crf, tmp_path / "m")
+    assert list(crf.attributes_).count("k:v") == 1
+    export_crfsuite(crf, tmp_path / "m")
+    tagger = pycrfsuite.Tagger()
+    tagger.open(str(tmp_path / "m"))
+    assert [tagger.tag(pycrfsuite.ItemSequence(x)) for x in X] == crf.predict(X)
 
 
 def test_pycrfsuite_naming_of_values(tmp_path):

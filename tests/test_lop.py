@@ -98,8 +98,8 @@ def test_expert_sets():
 
     pos = LOPTagger(experts="positional", weights=[0.25] * 4, estimator=FAST).fit(X, y)
     behind, at, ahead = pos.expert_columns_[1:]
-    assert all(n.startswith("w[-1]=") for n in names[behind])
-    assert all(n.startswith("w[+1]=") for n in names[ahead])
+    assert all(n.startswith("w[-1]:") for n in names[behind])
+    assert all(n.startswith("w[+1]:") for n in names[ahead])
     assert sorted(np.concatenate([behind, at, ahead]).tolist()) == list(range(len(names)))
 
     r1 = LOPTagger(experts="random", random_state=0, weights=[0.2] * 5, estimator=FAST).fit(X, y)
@@ -110,14 +110,14 @@ def test_expert_sets():
     parts = np.concatenate(r1.expert_columns_[1:])
     assert sorted(parts.tolist()) == list(range(len(names)))
 
-    user = LOPTagger(experts=[lambda n: n.startswith("w="), np.array([0, 1, 2])],
+    user = LOPTagger(experts=[lambda n: n.startswith("w:"), np.array([0, 1, 2])],
                      weights=[2.0, 1.0, 1.0], estimator=FAST).fit(X, y)
     assert_allclose(user.weights_, [0.5, 0.25, 0.25])
-    assert all(n.startswith("w=") for n in names[user.expert_columns_[1]])
+    assert all(n.startswith("w:") for n in names[user.expert_columns_[1]])
     assert_allclose(user.expert_columns_[2], [0, 1, 2])
     reduced = LOPTagger(experts="simple", reduced=["w[-1]"], weights=[0.5, 0.5],
                         estimator=FAST).fit(X, y)
-    assert all(n.startswith("w[-1]=") for n in names[reduced.expert_columns_[1]])
+    assert all(n.startswith("w[-1]:") for n in names[reduced.expert_columns_[1]])
 
 
 def test_parallel_experts_match_serial():
@@ -284,7 +284,7 @@ def test_every_expert_set_after_template_features(corpus, experts):
                                                        random_state=0)).fit(X, y)
     lop = pipe[-1]
     assert_allclose(lop.weights_, np.full(len(lop.experts_), 1 / len(lop.experts_)))
-    keys = [sorted({a.split("=")[0] for a in lop.attributes_[c]})
+    keys = [sorted({a.split(":")[0] for a in lop.attributes_[c]})
             for c in lop.expert_columns_[1:]]
     offsets = template_positions(pipe[0])
     if experts == "positional":

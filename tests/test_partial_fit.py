@@ -88,16 +88,16 @@ def test_vocabulary_grows_and_predict_works_between_calls():
     Xb = [[dict(tok, src="b") for tok in x] for x in X[20:]]
     crf = CRFTagger(random_state=0).partial_fit(Xa, y[:20], classes=CLASSES)
     before = crf.attributes_.tolist()
-    assert "src=a" in before and "src=b" not in before
+    assert "src:a" in before and "src:b" not in before
     predicted = crf.predict(Xb)  # unseen attributes are ignored
     assert [len(p) for p in predicted] == [len(x) for x in Xb]
     crf.partial_fit(Xb, y[20:])
     after = crf.attributes_.tolist()
-    assert after[:len(before)] == before and "src=b" in after
+    assert after[:len(before)] == before and "src:b" in after
     assert crf.coef_.shape == (5, len(after))
     assert crf.predict(Xb) is not None
     # The weights of the new attribute were trained, not left at 0.
-    assert np.abs(crf.coef_[:, after.index("src=b")]).max() > 0
+    assert np.abs(crf.coef_[:, after.index("src:b")]).max() > 0
 
 
 def test_hashing_fixes_the_size_and_labels_subset_is_fine():

@@ -241,5 +241,5 @@ def test_feature_value_types():
           {"w": "b", "n": -1.0, "cap": False, "suf": ["b"]}]] * 3
     y = [["x", "y"]] * 3
     crf = CRFTagger(C=100.0).fit(X, y)
-    assert set(crf.attributes_) == {"w=a", "w=b", "n", "cap", "suf=a", "suf=xa", "suf=b"}
+    assert set(crf.attributes_) == {"w:a", "w:b", "n", "cap", "suf:a", "suf:xa", "suf:b"}
     assert_array_equal(crf.predict(X[:1])[0], ["x", "y"])

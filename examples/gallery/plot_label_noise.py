@@ -17,7 +17,7 @@ which needs no refit: the decoder is a prediction-time parameter).
 A small run for the documentation: 20 training sequences of 300 letters and
 2 repeats per noise level. ``examples/label_noise_simulation.py`` runs the
 full simulation (50 sequences of 1000 letters, 5 repeats; results in
-``examples/README.md``).
+``benchmarks/README.md``).
 """
 
 # %%
@@ -59,7 +59,7 @@ for (name, decoder), acc in accuracy.items():
 # Mean accuracy over the repeats against the noise level, in the layout of
 # the paper's Figure 1b (solid: MEA decoding, dotted: Viterbi). With two
 # repeats of a small training set the differences are noisy; the full run's
-# table in ``examples/README.md`` has standard errors.
+# table in ``benchmarks/README.md`` has standard errors.
 fig, ax = plt.subplots(figsize=(6.4, 4.2))
 for name, color in zip(models, ["C0", "C1"]):
     for decoder, style in zip(decoders, ["-", ":"]):

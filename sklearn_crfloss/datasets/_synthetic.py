@@ -29,7 +29,7 @@ HMM_PARAMETERS = {
                                    [0.05, 0.95]]),
                          np.array([[0.05, 0.45, 0.45, 0.05],
                                    [0.30, 0.20, 0.20, 0.30]])),
-    # the generator of issue 4 (the default before): short runs, weak letters
+    # the earlier default generator: short runs, weak letters
     "short_runs": (np.array([[0.90, 0.10],
                              [0.05, 0.95]]),
                    np.array([[0.15, 0.35, 0.35, 0.15],
@@ -102,11 +102,11 @@ def make_hmm_sequences(n_sequences=100, length=100, *, noise=0.0, parameters="lo
     labelwise accuracy resists run-flip noise. With ``'short_runs'`` a
     flipped run of ~10 weak letters cannot be told from a true ``'I'``
     region, so the noise is indistinguishable from the signal and no
-    training criterion can gain (measured in examples/README.md: labelwise
+    training criterion can gain (measured in benchmarks/README.md: labelwise
     does not beat CLL at any ``p``); with long runs or strong letters the
     flipped runs carry evidence of ``'C'`` that a model can keep, and the
     paper's question can be asked. ``'long_runs'`` keeps the paper's weak
-    per-letter evidence; the measured curves are in examples/README.md.
+    per-letter evidence; the measured curves are in benchmarks/README.md.
 
     Parameters
     ----------

@@ -95,7 +95,7 @@ def default_solver(loss, prior):
 
     The loss's ``default_solver`` (``'lbfgs'`` for smooth losses; a
     schedule for ``'mce'`` and ``'mce_f'``; the online rules for the margin
-    losses), except that a smooth loss with ``prior='l1'`` trains with
+    losses), except that a smooth loss with ``prior='l1'`` or ``'elasticnet'`` trains with
     ``'owlqn'`` (OWL-QN; see the solvers guide for the measurements).
 
     Parameters

@@ -194,6 +194,11 @@ class OWLQN(BaseSolver):
     backtracking line search, 6 corrections, stopping on ``delta``/``period``
     here through ``tol``, and on ``||g|| < epsilon max(1, ||theta||)``).
 
+    An elastic net (:class:`~sklearn_crfloss.priors.ElasticNetPrior`,
+    ``prior='elasticnet'``) is trained the same way with its L2 part added
+    to the smooth loss and ``l1_ratio / C`` as the L1 coefficient (CRFsuite's
+    ``c1 > 0, c2 > 0``).
+
     A feature-dependent Laplacian prior (``LaplacianPrior(feature_dependent=True)``,
     penalty ``sum_k d_k |theta_k| / C``) is optimised in the variables
     ``u_k = d_k theta_k``, where its penalty is the plain ``||u||_1 / C``.
@@ -247,17 +252,29 @@ class OWLQN(BaseSolver):
         if not isinstance(prior, LaplacianPrior):
             return minimize_liblbfgs(lambda x: objective.value_and_grad(x, loss, prior, C),
                                      x0, monitor, **options)
+        # An elastic net: its L1 share in the orthant-wise steps, its L2 part
+        # in the smooth objective (as CRFsuite and Wapiti).
+        l1 = float(getattr(prior, "l1_ratio", 1.0)) / C
+        smooth = getattr(prior, "smooth_value_and_grad", None)
+
+        def smooth_fun(theta):
+            value, grad = objective.loss_value_and_grad(theta, loss)
+            if smooth is not None:
+                p_value, p_grad = smooth(theta, C)
+                value += p_value
+                grad += p_grad
+            return value, grad
+
         # The penalty's weights d_k: its subgradient at theta = 1, times C.
         d = prior.value_and_grad(np.ones(objective.n_params), C)[1] * C
         if np.all(d == 1.0):
-            return minimize_liblbfgs(lambda x: objective.loss_value_and_grad(x, loss), x0,
-                                     monitor, l1=1.0 / C, **options)
+            return minimize_liblbfgs(smooth_fun, x0, monitor, l1=l1, **options)
         if not np.all(d > 0):
             raise ValueError("solver='owlqn' needs positive L1 weights d_k.")
 
         def fun(u):  # theta = u / d
-            value, grad = objective.loss_value_and_grad(u / d, loss)
+            value, grad = smooth_fun(u / d)
             return value, grad / d
 
-        return minimize_liblbfgs(fun, d * x0, monitor, l1=1.0 / C, to_theta=lambda u: u / d,
+        return minimize_liblbfgs(fun, d * x0, monitor, l1=l1, to_theta=lambda u: u / d,
                                  **options) / d
