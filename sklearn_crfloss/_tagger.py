@@ -15,7 +15,6 @@ attributes; ``predict`` runs the vectoriser and a decoder of
 import copy
 from functools import partial
 from numbers import Integral, Real
-
 import time
 import warnings
 
@@ -30,6 +29,7 @@ from ._objective import CRFObjective
 from ._params import ParameterLayout, observed_pairs
 from ._persistence import VersionedStateMixin
 from ._registry import RegisteredParamsMixin
+from ._tag_scheme import TAG_SCHEME_DOC, to_model_labels, to_training_labels, to_user_labels
 from ._validation import (check_sample_weight, check_sequences, check_token_weight,
                           encode_known_labels, encode_labels)
 from ._vectorize import SequenceVectorizer
@@ -44,6 +44,7 @@ from .solvers._monitor import FitInfo, hold_out, stage_summary, takes_model
 __all__ = ["CRFTagger"]
 
 
+@fill_doc(**TAG_SCHEME_DOC)
 class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
     """Linear-chain conditional random field for sequence labelling.
 
@@ -159,7 +160,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         probability at each position (Gross et al. 2006, Eq. (2)), which
         maximises the expected number of correct labels; the decoder that
         ``loss='labelwise'`` trains for.
-    constraints : {None, 'iob2'}, default=None
+    constraints : {None, 'iob2', 'iobes', 'bilou'}, default=None
         Decode-time constraints for both decoders. ``'iob2'``: a label
         ``I-X`` may only follow ``B-X`` or ``I-X`` (so ``O -> I-X``,
         ``B-X -> I-Y``, ``I-X -> I-Y`` and a sequence starting with ``I-X``
@@ -167,7 +168,8 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         ``'I-<type>'``. Viterbi uses ``-inf`` for the forbidden transitions;
         MEA becomes a Viterbi search over the log-marginals restricted to the
         allowed transitions (the allowed path of maximum
-        ``sum_t log p(y_t | x)``).
+        ``sum_t log p(y_t | x)``). ``'iobes'``, ``'bilou'``: see ``tag_scheme``.
+    {tag_scheme_parameter}
     n_jobs : int or None, default=None
         Threads for the inference kernels (OpenMP over sequences). None
         means 1 unless in a :func:`joblib.parallel_backend` context; -1 means
@@ -184,9 +186,6 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         ``2`` (or more): also the time taken to vectorise the feature dicts
         and one summary line per training stage (``init='cll'``, each stage
         of an annealing schedule). Training only; prediction prints nothing.
-        If > 0, print one line per iteration (epoch for online solvers):
-        the training stage, objective, the solver's step size or gradient
-        norm, the validation score with ``early_stopping``, seconds.
     random_state : int, RandomState instance or None, default=None
         Shuffling of the online solvers (same value, same model); L-BFGS
         from zero is deterministic and ignores it.
@@ -268,6 +267,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         The non-zero transition weights, ``{(from_label, to_label):
         transition_[from, to]}``, as sklearn-crfsuite's
         ``transition_features_`` (``start_`` and ``end_`` are not included).
+    {tag_schemes_attribute}
 
     See Also
     --------
@@ -315,6 +315,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "decoder": [StrOptions(set(DECODERS))],
         "constraints": [None, StrOptions(set(CONSTRAINTS))],
+        "tag_scheme": [None, StrOptions({"iob2", "iobes", "bilou"})],
         "n_jobs": [None, Integral],
         "warm_start": ["boolean"],
         "verbose": ["verbose"],
@@ -343,6 +344,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         eta0="auto",
         decoder="viterbi",
         constraints=None,
+        tag_scheme=None,
         n_jobs=None,
         warm_start=False,
         verbose=0,
@@ -367,6 +369,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         self.eta0 = eta0
         self.decoder = decoder
         self.constraints = constraints
+        self.tag_scheme = tag_scheme
         self.n_jobs = n_jobs
         self.warm_start = warm_start
         self.verbose = verbose
@@ -419,7 +422,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         loss, prior, solver = self._components()
         kind, tokens, offsets = check_sequences(X)
         lengths = np.diff(offsets)
-        classes, y_enc = encode_labels(y, lengths)
+        classes, y_enc = encode_labels(to_training_labels(self, y), lengths)
         sample_weight = check_sample_weight(sample_weight, lengths.shape[0])
         token_weight = check_token_weight(token_weight, lengths)
         if token_weight is not None:
@@ -613,6 +616,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         self.best_validation_score_ = info.best_validation_score
         self._loss = loss
         self._prior = prior
+        self.tag_schemes_ = getattr(self, "_tag_schemes", None)
 
     # -------------------------------------------------------------- predict
 
@@ -641,7 +645,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
     def _split_labels(self, path, offsets):
         """Label indices of all tokens -> one list of labels (Python objects) per sequence."""
         labels = self.classes_[path].tolist()
-        return [labels[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+        return to_user_labels(self, [labels[a:b] for a, b in zip(offsets[:-1], offsets[1:])])
 
     def _decode_paths(self, unary, offsets):
         """Label indices of the decoded sequences (``decoder``, ``constraints``) and scores."""
@@ -796,7 +800,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         if y is None:
             path, _ = self._decode_paths(unary, offsets)
         else:
-            path = encode_known_labels(y, np.diff(offsets), self.classes_)
+            path = encode_known_labels(to_model_labels(self, y), np.diff(offsets), self.classes_)
         scores = sequence_scores(unary, self.transition_, self.start_, self.end_, path, offsets)
         return scores - self._log_z(unary, offsets)
 
