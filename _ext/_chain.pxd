@@ -288,6 +288,7 @@ cdef inline Py_ssize_t padded_width(Py_ssize_t L) noexcept nogil:
 
 cdef extern from *:
     """
+    #include <math.h>
     #include <stddef.h>
     /* Outputs per block of vec_mat_padded: the block's sums stay in
        registers over the rows of M. With AVX, 32 (4 zmm or 8 ymm): enough
@@ -330,33 +331,69 @@ cdef extern from *:
     }
 
     /* A build without AVX (portable flags) still runs the AVX2 + FMA
-       version of the product where the CPU has them: GCC or Clang on
-       x86-64 compile it for that target and pick it at run time. */
+       versions of the L x L products (this one and crf_max_plus) where the
+       CPU has them: GCC or Clang on x86-64 compile them for that target and
+       crf_has_avx2 picks them at run time. */
     #if !defined(__AVX__) && defined(__x86_64__) && defined(__GNUC__)
     #define CRF_DISPATCH 1
-    __attribute__((target("avx2,fma"))) static void crf_vec_mat_avx2(
-            const double* x, const double* M, double* out, ptrdiff_t n, ptrdiff_t Lp) {
-        crf_vec_mat_generic(x, M, out, n, Lp, 32);
-    }
     static int crf_avx2_state = -1;  /* -1: not asked yet; atomic: threads may ask at once */
-    #endif
-
-    static inline void crf_vec_mat_padded(const double* x, const double* M, double* out,
-                                          ptrdiff_t n, ptrdiff_t Lp) {
-    #ifdef CRF_DISPATCH
+    static inline int crf_has_avx2(void) {
         int avx2 = __atomic_load_n(&crf_avx2_state, __ATOMIC_RELAXED);
         if (avx2 < 0) {
             __builtin_cpu_init();
             avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
             __atomic_store_n(&crf_avx2_state, avx2, __ATOMIC_RELAXED);
         }
-        if (avx2) { crf_vec_mat_avx2(x, M, out, n, Lp); return; }
+        return avx2;
+    }
+    __attribute__((target("avx2,fma"))) static void crf_vec_mat_avx2(
+            const double* x, const double* M, double* out, ptrdiff_t n, ptrdiff_t Lp) {
+        crf_vec_mat_generic(x, M, out, n, Lp, 32);
+    }
+    #endif
+
+    static inline void crf_vec_mat_padded(const double* x, const double* M, double* out,
+                                          ptrdiff_t n, ptrdiff_t Lp) {
+    #ifdef CRF_DISPATCH
+        if (crf_has_avx2()) { crf_vec_mat_avx2(x, M, out, n, Lp); return; }
     #endif
         crf_vec_mat_generic(x, M, out, n, Lp, CRF_VM_WIDTH);
+    }
+
+    /* cur[j] = max_i prev[i] + M[i, j], bp[j] = the first such i (see
+       max_plus_step). The loop over a row of M compiles to vector
+       compare-and-select. */
+    static inline __attribute__((always_inline)) void crf_max_plus_generic(
+            const double* restrict prev, const double* restrict M, double* restrict cur,
+            int* restrict bp, ptrdiff_t L, int bp_init) {
+        for (ptrdiff_t j = 0; j < L; j++) { cur[j] = -INFINITY; bp[j] = bp_init; }
+        for (ptrdiff_t i = 0; i < L; i++) {
+            const double c = prev[i];
+            for (ptrdiff_t j = 0; j < L; j++) {
+                const double v = c + M[i * L + j];
+                if (v > cur[j]) { cur[j] = v; bp[j] = (int)i; }
+            }
+        }
+    }
+    #ifdef CRF_DISPATCH
+    __attribute__((target("avx2,fma"))) static void crf_max_plus_avx2(
+            const double* prev, const double* M, double* cur, int* bp, ptrdiff_t L,
+            int bp_init) {
+        crf_max_plus_generic(prev, M, cur, bp, L, bp_init);
+    }
+    #endif
+    static inline void crf_max_plus(const double* prev, const double* M, double* cur, int* bp,
+                                    ptrdiff_t L, int bp_init) {
+    #ifdef CRF_DISPATCH
+        if (crf_has_avx2()) { crf_max_plus_avx2(prev, M, cur, bp, L, bp_init); return; }
+    #endif
+        crf_max_plus_generic(prev, M, cur, bp, L, bp_init);
     }
     """
     void _vec_mat_padded "crf_vec_mat_padded"(const double* x, const double* M, double* out,
                                               Py_ssize_t n, Py_ssize_t Lp) noexcept nogil
+    void _max_plus "crf_max_plus"(const double* prev, const double* M, double* cur, int* bp,
+                                  Py_ssize_t L, int bp_init) noexcept nogil
 
 
 cdef inline void vec_mat_padded(const double* x, const double* M, double* out,
@@ -538,22 +575,12 @@ cdef inline void max_plus_step(const double* prev, const double* transition,
     """cur[j] = max_i prev[i] + transition[i, j], bp[j] = the argmax i.
 
     Previous label outermost: the inner loop runs over a contiguous row of
-    transition and compiles to vector compare-and-select. Strict '>' over
+    transition and compiles to vector compare-and-select (in its AVX2
+    version in a portable build on a CPU that has it). Strict '>' over
     increasing i keeps the smallest label among ties; where every candidate
     is -inf, cur[j] = -inf and bp[j] = bp_init.
     """
-    cdef Py_ssize_t i, j
-    cdef double c, v
-    for j in range(L):
-        cur[j] = -INFINITY
-        bp[j] = bp_init
-    for i in range(L):
-        c = prev[i]
-        for j in range(L):
-            v = c + transition[i * L + j]
-            if v > cur[j]:
-                cur[j] = v
-                bp[j] = <int>i
+    _max_plus(prev, transition, cur, bp, L, bp_init)
 
 
 cdef inline Py_ssize_t argmax_sum(const double* x, const double* y, Py_ssize_t L,
