@@ -35,9 +35,10 @@ TAG_SCHEME_DOC = dict(
 def to_training_labels(estimator, y):
     """The label sequences to train on, in ``estimator.tag_scheme``.
 
-    Sets ``estimator._tag_schemes`` to ``(detected scheme, tag_scheme)``
-    (None if ``tag_scheme`` is None), which ``_set_fitted`` publishes as
-    ``tag_schemes_`` once training has succeeded.
+    With a ``tag_scheme``, sets ``estimator._tag_schemes`` to ``(detected
+    scheme, tag_scheme)``, which ``_set_fitted`` removes and publishes as
+    ``tag_schemes_`` once training has succeeded (an interrupted fit leaves
+    ``tag_schemes_`` as it was); without, removes it.
 
     Parameters
     ----------
@@ -60,7 +61,7 @@ def to_training_labels(estimator, y):
     """
     tag_scheme = estimator.tag_scheme
     if tag_scheme is None:
-        estimator._tag_schemes = None
+        estimator.__dict__.pop("_tag_schemes", None)
         return y
     source = detect_scheme(y)
     estimator._tag_schemes = (source, tag_scheme)

@@ -616,7 +616,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         self.best_validation_score_ = info.best_validation_score
         self._loss = loss
         self._prior = prior
-        self.tag_schemes_ = getattr(self, "_tag_schemes", None)
+        self.tag_schemes_ = self.__dict__.pop("_tag_schemes", None)
 
     # -------------------------------------------------------------- predict
 

@@ -199,3 +199,19 @@ def test_bad_labels_leave_the_estimator_unfitted_or_as_it_was():
     assert crf.tag_schemes_ == schemes
     assert get_segments(crf.predict(X[:1])[0], scheme="iob2", mode="strict") == get_segments(
         crf.predict(X[:1])[0], scheme="iob2")
+
+
+def test_interrupted_fit_keeps_the_fitted_schemes():
+    X, y = make_toy_chunks(30, seed=4)
+    crf = CRFTagger(tag_scheme="iobes", max_iter=5).fit(X, convert_scheme(y, "iob1"))
+    pred = crf.predict(X)
+
+    def stop(k, objective):
+        if k == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        crf.set_params(tag_scheme="bilou", callback=stop).fit(X, y)
+    assert crf.tag_schemes_ == ("iob1", "iobes") and crf.predict(X) == pred
+    crf.set_params(tag_scheme=None, callback=None).fit(X, y)  # the pending pair is dropped
+    assert crf.tag_schemes_ is None and "_tag_schemes" not in vars(crf)
