@@ -60,6 +60,13 @@ from sklearn_crfloss.inference import forward_backward, viterbi  # noqa: E402
 from sklearn_crfloss.metrics import token_accuracy  # noqa: E402
 
 
+def print_row(*cells, header=False):
+    """One row of a Markdown table (and the separator after a header)."""
+    print("| " + " | ".join(str(c) for c in cells) + " |", flush=True)
+    if header:
+        print("|" + "---|" * len(cells))
+
+
 def load_avg():
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
@@ -195,13 +202,13 @@ def main(argv=None):
             res[name] = run(F_tr, y_tr, F_te, y_te, args.max_iter)
             print(f"  {name}: done (load average before {before}, after {load_avg()})",
                   flush=True)
-        print("\n| tool | labels | parameters | iterations | CPU s/iteration "
-              "| wall s/iteration | fit s | token accuracy |")
-        print("|---|---|---|---|---|---|---|---|")
+        print()
+        print_row("tool", "labels", "parameters", "iterations", "CPU s/iteration",
+                  "wall s/iteration", "fit s", "token accuracy", header=True)
         for name, r in res.items():
-            print(f"| {name} | {r['n_labels']} | {r['n_parameters']} | {r['n_iter']} "
-                  f"| {r['s_per_iter']:.3f} | {r['wall_per_iter']:.3f} | {r['fit_s']:.1f} "
-                  f"| {100 * r['accuracy']:.2f} |")
+            print_row(name, r["n_labels"], r["n_parameters"], r["n_iter"],
+                      f"{r['s_per_iter']:.3f}", f"{r['wall_per_iter']:.3f}", f"{r['fit_s']:.1f}",
+                      f"{100 * r['accuracy']:.2f}")
         if args.profile:
             best = profile(F_tr, y_tr, args.max_iter)
             total, fb = best["CLL evaluation"], best["forward_backward"]
@@ -213,18 +220,18 @@ def main(argv=None):
             print(f"\nratio of CPU s/iteration (ours / CRFsuite): {a['s_per_iter'] / b['s_per_iter']:.2f}"
                   f"; accuracy difference {100 * (a['accuracy'] - b['accuracy']):+.2f}", flush=True)
     if args.kernels:
-        print("\n| labels L | tokens T | forward_backward s | ns per T x L^2 | viterbi s "
-              "| ns per T x L^2 | load average |")
-        print("|---|---|---|---|---|---|---|")
+        print()
+        print_row("labels L", "tokens T", "forward_backward s", "ns per T x L^2", "viterbi s",
+                  "ns per T x L^2", "load average", header=True)
         for L in args.kernels:
             best, T = time_kernels(L)
             fb, vit = best["forward_backward"], best["viterbi"]
-            print(f"| {L} | {T} | {fb:.4f} | {1e9 * fb / (T * L * L):.3f} | {vit:.4f} "
-                  f"| {1e9 * vit / (T * L * L):.3f} | {load_avg()} |", flush=True)
+            print_row(L, T, f"{fb:.4f}", f"{1e9 * fb / (T * L * L):.3f}", f"{vit:.4f}",
+                      f"{1e9 * vit / (T * L * L):.3f}", load_avg())
     if args.synthetic:
-        print("\n| labels L | tokens T | CPU s/iteration | ns per T x L^2 | CRFsuite s/iteration "
-              "| ratio | load average |")
-        print("|---|---|---|---|---|---|---|")
+        print()
+        print_row("labels L", "tokens T", "CPU s/iteration", "ns per T x L^2",
+                  "CRFsuite s/iteration", "ratio", "load average", header=True)
         for L in args.synthetic:
             X, y = synthetic(L, args.synthetic_tokens)
             n_iter = min(args.max_iter, 20)
@@ -233,8 +240,8 @@ def main(argv=None):
             T = sum(map(len, X))
             theirs = "--" if c is None else f"{c['s_per_iter']:.3f}"
             ratio = "--" if c is None else f"{r['s_per_iter'] / c['s_per_iter']:.2f}"
-            print(f"| {L} | {T} | {r['s_per_iter']:.3f} | {1e9 * r['s_per_iter'] / (T * L * L):.2f} "
-                  f"| {theirs} | {ratio} | {load_avg()} |", flush=True)
+            print_row(L, T, f"{r['s_per_iter']:.3f}", f"{1e9 * r['s_per_iter'] / (T * L * L):.2f}",
+                      theirs, ratio, load_avg())
 
 
 if __name__ == "__main__":

@@ -25,8 +25,10 @@ import warnings
 from sklearn.exceptions import ConvergenceWarning
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, os.pardir, "examples"))
 
+from _common import add_bootstrap_arguments  # noqa: E402
 from conll2002_cost_losses import featurize  # noqa: E402
 
 from sklearn_crfloss import CRFTagger, metrics  # noqa: E402
@@ -42,9 +44,7 @@ def main(argv=None):
                    help="versions of the corpus: as distributed (iob2) or written in IOB1")
     p.add_argument("--C", type=float, default=50.0)
     p.add_argument("--max-iter", type=int, default=1000)
-    p.add_argument("--train-sentences", type=int, default=None, help="prefix, quick checks")
-    p.add_argument("--n-resamples", type=int, default=9999)
-    p.add_argument("--random-state", type=int, default=0)
+    add_bootstrap_arguments(p)
     args = p.parse_args(argv)
     warnings.simplefilter("ignore", ConvergenceWarning)
     print("command:", " ".join(["python"] + sys.argv), flush=True)
