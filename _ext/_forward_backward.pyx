@@ -33,9 +33,13 @@
 #   later token makes likely (MAX_RANGE in _chain.pxd), or a backward row
 #   overflows, that sequence is recomputed in log space. The fallback is exact but does
 #   L^2 exp/log per edge; ordinary models never reach it.
-# * Sequences run in parallel (OpenMP prange, a static schedule so that the
-#   sums are the same from run to run); each thread owns its scratch
-#   rows and its accumulators (no atomics); the wrapper sums them.
+# * Sequences run in parallel (OpenMP prange, a static schedule of chunks of
+#   CHUNK sequences, dealt to the threads round robin); each thread owns its
+#   scratch rows. The accumulators are per block, not per thread: chunk c
+#   adds into accumulator c % n_acc, and the wrapper sums them in block
+#   order. With n_acc a multiple of n_threads a block's chunks all run on
+#   one thread, in order (no atomics), so the sums, rounding included, do
+#   not depend on the number of threads (accumulator_blocks).
 
 import numpy as np
 
@@ -61,19 +65,21 @@ def exp_potentials(transition, start, end):
 
 
 class Accumulators:
-    """The per-thread accumulators of the batch kernels and their totals (low level).
+    """The per-block accumulators of the batch kernels and their totals (low level).
 
-    ``pair`` (n_threads, L, Lp) and ``boundary`` (n_threads, 2, Lp) in the
-    kernels' padded rows (Lp = ``row_width(L)``), ``direct`` (n_threads, L,
-    L) for the log-space fallback; all zeroed.
+    ``pair`` (n_acc, L, Lp) and ``boundary`` (n_acc, 2, Lp) in the
+    kernels' padded rows (Lp = ``row_width(L)``), ``direct`` (n_acc, L,
+    L) for the log-space fallback; all zeroed. ``n_acc``:
+    :func:`accumulator_blocks` of the number of threads.
     """
 
     def __init__(self, n_threads, n_labels):
         Lp = padded_width(n_labels)
+        n_acc = accumulator_blocks(n_threads, n_labels * (Lp + n_labels) + 2 * Lp)
         self.n_labels = n_labels
-        self.pair = np.zeros((n_threads, n_labels, Lp))
-        self.direct = np.zeros((n_threads, n_labels, n_labels))
-        self.boundary = np.zeros((n_threads, 2, Lp))
+        self.pair = np.zeros((n_acc, n_labels, Lp))
+        self.direct = np.zeros((n_acc, n_labels, n_labels))
+        self.boundary = np.zeros((n_acc, 2, Lp))
 
     def counts(self, exp_trans, n_fallback):
         """Expected transition, start and end counts (the pair sums times expT, once)."""
@@ -83,6 +89,29 @@ class Accumulators:
             counts += self.direct.sum(axis=0)
         boundary = self.boundary.sum(axis=0)[:, :L]
         return counts, boundary[0].copy(), boundary[1].copy()
+
+
+#: Sequences per chunk of the static schedule (the kernels' prange chunksize).
+CHUNK = 8
+#: Accumulator blocks when memory allows (a multiple of 1, 2 and 4 threads). More
+#: cost more: on 4,000 CoNLL-2000 sentences one CLL evaluation on one thread took
+#: 1.05x (2 blocks), 1.08x (4) and 1.31x (8) the time of a single accumulator
+#: (benchmarks/README.md).
+N_BLOCKS = 4
+
+
+def accumulator_blocks(n_threads, n_values, max_bytes=2**28):
+    """How many accumulators of ``n_values`` doubles the batch kernels get (low level).
+
+    ``N_BLOCKS`` (4) when it is a multiple of ``n_threads`` and they fit in
+    ``max_bytes``: the sums are then bitwise the same for 1, 2 or 4
+    threads. Otherwise one per thread (the sums depend on ``n_threads``
+    through the rounding of their order).
+    """
+    n_threads = max(1, int(n_threads))
+    if N_BLOCKS % n_threads == 0 and N_BLOCKS * n_values * 8 <= max_bytes:
+        return N_BLOCKS
+    return n_threads
 
 
 def row_width(Py_ssize_t n_labels):
@@ -345,14 +374,18 @@ cdef int _batch(
     cdef Py_ssize_t L = exp_trans.shape[0]
     cdef Py_ssize_t Lp = padded_width(L)
     cdef Py_ssize_t nnz = indices.shape[0]
-    cdef Py_ssize_t k, s, n, t, j
+    cdef Py_ssize_t k, s, n, t, j, a, g
+    # Each set of accumulators has its own count (a multiple of n_threads).
+    cdef Py_ssize_t n_acc = pair_acc.shape[0], n_grad = grad_acc.shape[0]
     cdef int tid
     cdef int n_fallback = 0
     cdef double t_range = tail_range(&transition[0, 0], &start[0], L, 1.0)
     cdef Buffers b
     _setup_threads(scratch, n_threads, L, max_length, exp_trans, exp_start, exp_end)
-    for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
+    for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):  # CHUNK
         tid = threadid()
+        a = (k // 8) % n_acc  # the block's accumulators (see the header)
+        g = (k // 8) % n_grad
         b = _buffers(&scratch[tid, 0], Lp, max_length)
         s = offsets[k]
         n = offsets[k + 1] - s
@@ -364,19 +397,19 @@ cdef int _batch(
                 for j in range(Lp):
                     b.psi[t * Lp + j] = unary[s + t, j] if j < L else -INFINITY
         if _run(&b, n, L, Lp, weights[k], shift_start + shift_end + (n - 1) * shift_trans,
-                &pair_acc[tid, 0, 0], &boundary_acc[tid, 0, 0], &boundary_acc[tid, 1, 0],
+                &pair_acc[a, 0, 0], &boundary_acc[a, 0, 0], &boundary_acc[a, 1, 0],
                 &log_z[k], t_range):
             # Log space. The scaled pass touched no accumulator: nothing to undo.
             if fused:  # psi was overwritten: gather U again
                 _gather_sequence(&indptr[0], &indices[0], &data[0], binary, &code[0], &w[0],
                                  &W_hot[0, 0], s, n, L, Lp, nnz, b.psi)
                 _log_sequence(b.psi, Lp, n, L, transition, start, end, weights[k], b.mu, Lp,
-                              b.alpha, b.rs, b.tmp, &direct_acc[tid, 0, 0], &boundary_acc[tid, 0, 0],
-                              &boundary_acc[tid, 1, 0], &log_z[k])
+                              b.alpha, b.rs, b.tmp, &direct_acc[a, 0, 0], &boundary_acc[a, 0, 0],
+                              &boundary_acc[a, 1, 0], &log_z[k])
             else:
                 _log_sequence(&unary[s, 0], L, n, L, transition, start, end, weights[k],
-                              &marginals[s, 0], L, b.alpha, b.rs, b.tmp, &direct_acc[tid, 0, 0],
-                              &boundary_acc[tid, 0, 0], &boundary_acc[tid, 1, 0], &log_z[k])
+                              &marginals[s, 0], L, b.alpha, b.rs, b.tmp, &direct_acc[a, 0, 0],
+                              &boundary_acc[a, 0, 0], &boundary_acc[a, 1, 0], &log_z[k])
             n_fallback += 1
         elif not fused:
             for t in range(n):
@@ -385,7 +418,7 @@ cdef int _batch(
         if fused:
             for t in range(n):
                 scatter_token(&indptr[0], &indices[0], &data[0], binary, &code[0],
-                              &grad_acc[tid, 0], &hot_acc[tid, 0, 0], Lp, b.mu + t * Lp,
+                              &grad_acc[g, 0], &hot_acc[g, 0, 0], Lp, b.mu + t * Lp,
                               weights[k], s + t, Lp, nnz)
     return n_fallback
 
@@ -405,8 +438,9 @@ def forward_backward_batch(
     the outputs and adds back the shifts. Shapes: unary, marginals
     (n_tokens, L); transition, exp_trans (L, L); start, end, exp_start,
     exp_end (L,); offsets (n_sequences + 1,) intp; weights, log_z
-    (n_sequences,); pair_acc (n_threads, L, Lp) and boundary_acc
-    (n_threads, 2, Lp) with Lp = row_width(L); direct_acc (n_threads, L, L);
+    (n_sequences,); pair_acc (n_acc, L, Lp) and boundary_acc
+    (n_acc, 2, Lp) with Lp = row_width(L); direct_acc (n_acc, L, L), n_acc a
+    multiple of n_threads (accumulator_blocks);
     scratch (n_threads, scratch_width(L, max_length)) where max_length is at
     least the longest sequence. All float64, C order, accumulators zeroed.
     exp_trans = exp(transition - shift_trans), and likewise for start/end.
@@ -451,7 +485,7 @@ def cll_features_batch(
     marginals) into grad_acc[tid] (compact weights) and hot_acc[tid]
     (dense rows). ``data`` is not read when ``binary`` (pass any
     one-element array). Shapes as in :func:`forward_backward_batch`, and
-    grad_acc (n_threads, len(w)), hot_acc (n_threads, n_hot, Lp), zeroed.
+    grad_acc (n_acc, len(w)), hot_acc (n_acc, n_hot, Lp), zeroed.
     Returns the number of sequences that needed the log-space fallback.
     """
     cdef int n_fallback

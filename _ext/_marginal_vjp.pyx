@@ -165,25 +165,29 @@ def marginals_vjp_batch(
     d_unary (n_tokens, L); transition (L, L) and start (L,) (for the range
     bound of the scaled pass, MAX_RANGE in _chain.pxd); exp_trans = exp(T - max T) and its transpose (L, L);
     exp_start, exp_end (L,) (shifted exponentials); offsets (n_seq + 1,) intp;
-    pair_acc (n_threads, L, L) (zeroed; receives sum over edges before the
-    final multiplication by exp_trans); boundary_acc (n_threads, 2, L) (zeroed);
+    pair_acc (n_acc, L, L) (zeroed; receives sum over edges before the
+    final multiplication by exp_trans); boundary_acc (n_acc, 2, L) (zeroed),
+    n_acc a multiple of n_threads (``_forward_backward.accumulator_blocks``:
+    chunk c of 8 sequences adds into accumulator c % n_acc);
     scratch (n_threads, (2 * max_length + 5 + L) * L); failed (n_seq,) int8,
     set to 1 for a sequence whose scaled pass underflowed (its d_unary rows
     are then garbage and it adds nothing to the accumulators). Returns the
     number of failed sequences.
     """
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
-    cdef Py_ssize_t k, s, e, tid, j
+    cdef Py_ssize_t k, s, e, tid, j, a
+    cdef Py_ssize_t n_acc = pair_acc.shape[0]
     cdef int n_failed = 0
     cdef double t_range = tail_range(&transition[0, 0], &start[0], unary.shape[1], 1.0)
     with nogil:
         for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
             tid = threadid()
+            a = (k // 8) % n_acc  # the block's accumulator, as in _forward_backward
             s = offsets[k]
             e = offsets[k + 1]
             if _vjp_sequence(unary, grad, exp_trans, exp_trans_t, exp_start, exp_end,
-                             s, e, d_unary, &scratch[tid, 0], &pair_acc[tid, 0, 0],
-                             &boundary_acc[tid, 0, 0], &boundary_acc[tid, 1, 0], t_range):
+                             s, e, d_unary, &scratch[tid, 0], &pair_acc[a, 0, 0],
+                             &boundary_acc[a, 0, 0], &boundary_acc[a, 1, 0], t_range):
                 failed[k] = 1
                 n_failed += 1
     return n_failed

@@ -172,21 +172,24 @@ def segment_margins_batch(
     ``seg_start[m]:seg_end[m]`` (absolute, end exclusive), with the labels
     ``ref`` on their span. With ``do_grad``, adds ``coef[m] * counts of the
     best carrying path - coef_other[m] * counts of the best other path`` to d_unary
-    (n_tokens, L), acc_trans (n_threads, L * L) and acc_boundary
-    (n_threads, 2 * L) (start then end). work (n_threads, 2 * L), span_bp
+    (n_tokens, L), acc_trans (n_acc, L * L) and acc_boundary
+    (n_acc, 2 * L) (start then end), n_acc a multiple of n_threads (chunk c
+    of 8 sequences adds into accumulator c % n_acc). work (n_threads, 2 * L), span_bp
     (n_threads, max_length * L), path (n_threads, max_length).
     """
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
     cdef Py_ssize_t L = unary.shape[1]
-    cdef Py_ssize_t k, m, tid
+    cdef Py_ssize_t k, m, tid, a
+    cdef Py_ssize_t n_acc = acc_trans.shape[0]
     with nogil:
         for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
             tid = threadid()
+            a = (k // 8) % n_acc  # the block's accumulator, as in _forward_backward
             for m in range(seg_offsets[k], seg_offsets[k + 1]):
                 _segment_margin(unary, transition, alpha, beta, bp_fwd, bp_bwd, ref,
                                 offsets[k], offsets[k + 1], seg_start[m], seg_end[m],
                                 &work[tid, 0], &span_bp[tid, 0], &path[tid, 0],
                                 &g_carry[m], &g_other[m], coef[m], coef_other[m], do_grad,
                                 d_unary,
-                                &acc_trans[tid, 0], &acc_boundary[tid, 0],
-                                &acc_boundary[tid, L])
+                                &acc_trans[a, 0], &acc_boundary[a, 0],
+                                &acc_boundary[a, L])

@@ -27,7 +27,7 @@
 
 import numpy as np
 
-from cython.parallel cimport prange, threadid
+from cython.parallel cimport prange
 
 from _chain cimport gather_token, scatter_token
 
@@ -56,18 +56,20 @@ def pair_gradient(const Py_ssize_t[::1] indptr, const int[::1] indices,
                   int n_threads):
     """X.T @ dU into per-thread accumulators of the hybrid state weights (low level).
 
-    Rows of X are split among threads; thread tid adds into acc[tid]
-    (n_threads, len(w)) and hot_acc[tid] (n_threads, n_hot, Lp), zeroed by
-    the caller. A static schedule: the same sums from run to run.
+    Rows of X are split among threads in chunks of 256 (a static schedule,
+    dealt round robin); chunk c adds into acc[c % n_acc] (n_acc, len(w))
+    and hot_acc[c % n_acc] (n_acc, n_hot, Lp), zeroed by the caller, n_acc
+    a multiple of n_threads (``_forward_backward.accumulator_blocks``): a
+    block's chunks run on one thread in order, so the sums do not depend
+    on the number of threads.
     """
-    cdef Py_ssize_t t, n_tokens = d_unary.shape[0], L = d_unary.shape[1]
-    cdef Py_ssize_t nnz = indices.shape[0], Lp = hot_acc.shape[2]
-    cdef int tid
+    cdef Py_ssize_t t, a, n_tokens = d_unary.shape[0], L = d_unary.shape[1]
+    cdef Py_ssize_t nnz = indices.shape[0], Lp = hot_acc.shape[2], n_acc = acc.shape[0]
     with nogil:
         for t in prange(n_tokens, num_threads=n_threads, schedule='static', chunksize=256):
-            tid = threadid()
-            scatter_token(&indptr[0], &indices[0], &data[0], binary, &code[0], &acc[tid, 0],
-                          &hot_acc[tid, 0, 0], Lp, &d_unary[t, 0], 1.0, t, L, nnz)
+            a = (t // 256) % n_acc
+            scatter_token(&indptr[0], &indices[0], &data[0], binary, &code[0], &acc[a, 0],
+                          &hot_acc[a, 0, 0], Lp, &d_unary[t, 0], 1.0, t, L, nnz)
 
 
 def pair_counts(const Py_ssize_t[::1] indptr, const int[::1] indices, const double[::1] data,

@@ -1,7 +1,7 @@
 """The MCE-F objective along the steepest-descent direction at the MAP solution.
 
 Why L-BFGS stops on ``loss='mce_f'`` (Suzuki et al. 2006, Eq. 16 with the
-paper's false positive set): fits MAP (``loss='cll'``, ``prior='l2'``) on
+false positives of the maximum incorrect output): fits MAP (``loss='cll'``, ``prior='l2'``) on
 the first ``--train-sentences`` CoNLL-2000 training sentences with the CRF++
 template, then prints the change of the MCE-F training objective (prior
 included) along ``-g / |g|`` for steps ``t`` from 1e-6 to 1, next to the

@@ -6,7 +6,7 @@ Rows (``--rows``, any subset, in this order):
 * ``map``      -- loss='cll', prior='l2'
 * ``mce_log``  -- loss=MinimumClassificationError(smoothing='logistic'), prior='l2'
 * ``mce_sig``  -- loss=MinimumClassificationError(smoothing='sigmoid'), prior='l2'
-* ``mcef_sig`` -- loss=SegmentFScoreMCE(false_positives='max_incorrect') (the paper's; sigmoid), prior='l2'
+* ``mcef_sig`` -- loss=SegmentFScoreMCE(false_positives='max_incorrect') (a variant; sigmoid), prior='l2'
 * ``mcef_sig_v`` -- SegmentFScoreMCE(false_positives='viterbi'), the
   continuous variant (not in the paper), prior='l2'
 
@@ -145,12 +145,16 @@ def copy_fitted(crf):
     return copy.deepcopy(crf)
 
 
-def run_rows(X_tr, y_tr, X_te, y_te, rows, inits, C_of, args, log, map_models=None):
+def run_rows(X_tr, y_tr, X_te, y_te, rows, inits, C_of, args, log, map_models=None,
+             start_of=None):
     """Fit and score ``rows`` x ``inits``; ``C_of(key, init)`` gives C (init '-' for ML, MAP).
 
-    The ``map`` initialisation continues the MAP model of C ``C_of('map', '-')``
-    (fitted once, kept in ``map_models``: C -> (model, seconds, s/iter)).
+    The ``map`` initialisation continues the MAP model of C ``start_of(key)``
+    (default ``C_of('map', '-')``; fitted once, kept in ``map_models``: C ->
+    (model, seconds, s/iter)).
     """
+    if start_of is None:
+        start_of = lambda key: C_of("map", "-")  # noqa: E731
     results = []
     map_models = {} if map_models is None else map_models
     for key in rows:
@@ -160,7 +164,7 @@ def run_rows(X_tr, y_tr, X_te, y_te, rows, inits, C_of, args, log, map_models=No
             C = C_of(key, init)
             start = end = float("nan")
             if init == "map":
-                C_map = C_of("map", "-")
+                C_map = start_of(key)
                 if C_map not in map_models:
                     map_models[C_map] = fit(X_tr, y_tr, "cll", "l2", C_map, args)
                 base = copy_fitted(map_models[C_map][0])
@@ -175,6 +179,7 @@ def run_rows(X_tr, y_tr, X_te, y_te, rows, inits, C_of, args, log, map_models=No
                     map_models[C] = (crf, sec, per_it)
             f1, acc, pred = evaluate(crf, X_te, y_te)
             row = dict(row=name, key=key, init=init, C=C, f1=f1, acc=acc,
+                       C_start=start_of(key) if init == "map" else None,
                        max_iter=crf.max_iter, start=start, end=end,
                        fit_s=sec_total, n_iter=crf.n_iter_, s_per_iter=per_it,
                        converged=crf.converged_, pred=pred)
@@ -184,11 +189,27 @@ def run_rows(X_tr, y_tr, X_te, y_te, rows, inits, C_of, args, log, map_models=No
 
 
 def select_C(F, y, args, log):
-    """C per (row, init) on the development split (the last ``args.dev`` sentences)."""
+    """C per (row, init) on the development split (the last ``args.dev`` sentences).
+
+    Returns ``(chosen, starts)``: ``chosen[(key, init)]`` the row's C and, with
+    ``--select joint``, ``starts[key]`` the C of its MAP start, both chosen
+    together over the grid's pairs (else ``starts`` is empty: MAP's C).
+    """
     n_fit = len(F) - args.dev
     split = (F[:n_fit], y[:n_fit], F[n_fit:], y[n_fit:])
     chosen = {("ml", "-"): args.C_grid[0]}  # ML has no C
+    starts = {}
     dev_maps = {}
+
+    def best_pair(key):
+        scores = {}
+        for C_start in args.C_grid:
+            for C in args.C_grid:
+                print(f"dev: {key} init=map C_start={C_start:g} C={C:g}", flush=True)
+                res = run_rows(*split, [key], ["map"], lambda k, i, C=C: C, args, log,
+                               dev_maps, start_of=lambda k, C_start=C_start: C_start)[0]
+                scores[(C_start, C)] = res[-1]["f1"]
+        starts[key], chosen[(key, "map")] = max(scores, key=scores.get)
 
     def best(key, init):
         scores = []
@@ -207,9 +228,11 @@ def select_C(F, y, args, log):
         for init in args.init:
             if args.select == "map":
                 chosen[(key, init)] = chosen[("map", "-")]
+            elif args.select == "joint" and init == "map":
+                best_pair(key)
             else:
                 best(key, init)
-    return chosen
+    return chosen, starts
 
 
 def objective_at(crf, F, y, loss, C, n_jobs):
@@ -278,9 +301,13 @@ def main(argv=None):
     p.add_argument("--C", type=float, default=None, help="one C for every row")
     p.add_argument("--C-grid", type=float, nargs="+", default=None)
     p.add_argument("--dev", type=int, default=2000, help="last training sentences held out")
-    p.add_argument("--select", choices=["each", "map"], default="each",
-                   help="with --C-grid: choose C per row ('each') or for the MAP row only "
-                        "and use it for every row ('map')")
+    p.add_argument("--select", choices=["each", "map", "joint"], default="each",
+                   help="with --C-grid: choose C per row ('each'), for the MAP row only "
+                        "and use it for every row ('map'), or per row with the C of the "
+                        "MAP start of the rows from MAP chosen with it ('joint')")
+    p.add_argument("--init-C", type=float, default=None,
+                   help="with --C: the C of the MAP start of the rows from MAP "
+                        "(default: --C)")
     p.add_argument("--train-sentences", type=int, default=None, help="prefix, quick runs")
     p.add_argument("--test-sentences", type=int, default=None, help="prefix, quick runs")
     p.add_argument("--max-iter", type=int, default=1000)
@@ -309,21 +336,28 @@ def main(argv=None):
     print(f"train {len(F_train)} sentences, test {len(F_test)}", flush=True)
 
     def log(row):
-        print(f"  {row['row']:<11} init={row['init']:<4} C={row['C']:<8g} F1={row['f1']:.2f} "
+        start = "" if row.get("C_start") is None else f" (start C={row['C_start']:g})"
+        print(f"  {row['row']:<11} init={row['init']:<4} C={row['C']:<8g}{start} F1={row['f1']:.2f} "
               f"sent.acc={row['acc']:.2f} fit={row['fit_s']:.1f}s iters={row['n_iter']} "
               f"s/iter={row['s_per_iter']:.3f} converged={row['converged']} "
               f"objective {row['start']:.2f} -> {row['end']:.2f}", flush=True)
 
+    start_of = None
     if args.C is not None:
         C_of = lambda key, init: args.C  # noqa: E731
+        if args.init_C is not None:
+            start_of = lambda key: args.init_C  # noqa: E731
     else:  # on the last --dev training sentences
-        chosen = select_C(F_train, y_train, args, log)
-        print("chosen C:", {f"{k}/{i}": C for (k, i), C in chosen.items()}, flush=True)
+        chosen, starts = select_C(F_train, y_train, args, log)
+        print("chosen C:", {f"{k}/{i}": C for (k, i), C in chosen.items()},
+              "starts:", starts, flush=True)
         C_of = lambda key, init: chosen[(key, init)]  # noqa: E731
+        if starts:
+            start_of = lambda key: starts.get(key, chosen[("map", "-")])  # noqa: E731
 
     print("test:", flush=True)
     results, map_models = run_rows(F_train, y_train, F_test, y_test, args.rows, args.init,
-                                   C_of, args, log)
+                                   C_of, args, log, start_of=start_of)
     if args.time_evals:
         C = C_of("map", "-") if "map" in args.rows else next(iter(map_models))
         t = time_evaluations(F_train, y_train, map_models[C][0], args.rows, args.time_evals)
@@ -338,6 +372,8 @@ def main(argv=None):
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         C = "-" if r["key"] == "ml" else f"{r['C']:g}"  # ML has no prior
+        if r.get("C_start") is not None:
+            C = f"{C} (start {r['C_start']:g})"
         fall = (f"{r['start']:.1f} -> {r['end']:.1f} ({100 * (1 - r['end'] / r['start']):.1f}%)"
                 if r["init"] == "map" else "-")
         print(f"| {r['row']} | {r['init']} | {C} | {r['f1']:.2f} | {r['acc']:.2f} | "

@@ -31,8 +31,8 @@ loss's annealing ``stages``) evaluate the same bound data with another loss.
 import numpy as np
 import scipy.sparse as sp
 
-from ._forward_backward import (Accumulators, cll_features_batch, exp_potentials,
-                                row_width, scratch_width)
+from ._forward_backward import (Accumulators, accumulator_blocks, cll_features_batch,
+                                exp_potentials, row_width, scratch_width)
 from ._potentials import pair_counts, pair_gradient, pair_potentials
 from ._vectorize import column_counts
 from .losses._base import gold_counts
@@ -122,17 +122,20 @@ class _StateWeights:
         return self.code, state, self.W_hot
 
     def accumulators(self, n_threads, out):
-        """Zeroed per-thread gradient accumulators: compact (n_threads, n_state), dense rows.
+        """Zeroed gradient accumulators: compact (n_acc, n_state), dense rows (n_acc, ...).
 
-        With one thread the compact accumulator is ``out`` itself (the
-        state block of the gradient, of shape (n_state,)).
+        ``n_acc``: ``accumulator_blocks(n_threads, ...)``, blocks of
+        sequences summed in block order, so that the gradient does not
+        depend on ``n_threads``; with a single accumulator it is ``out``
+        itself (the state block of the gradient, of shape (n_state,)).
         """
-        if n_threads == 1:
+        n_acc = accumulator_blocks(n_threads, self.n_state + self.W_hot.size)
+        if n_acc == 1:
             out[:] = 0.0
             acc = out[np.newaxis]
         else:
-            acc = np.zeros((n_threads, self.n_state))
-        return acc, np.zeros((n_threads,) + self.W_hot.shape)
+            acc = np.zeros((n_acc, self.n_state))
+        return acc, np.zeros((n_acc,) + self.W_hot.shape)
 
     def gradient(self, acc, hot_acc, out):
         """Sum the threads' accumulators into ``out`` (the state block of the gradient)."""

@@ -10,7 +10,8 @@ start and end potentials (n_labels each). The optimisers see one flat vector
    by default, every pair with ``all_possible_states=True``);
 2. the free transitions ``T.ravel()[tail_index[...]]``, then the free start
    and end potentials (all of them unless a label mask restricts them, as for
-   the label experts of :class:`~sklearn_crfloss.LOPTagger`).
+   the label experts of :class:`~sklearn_crfloss.LOPTagger`; none without
+   boundary potentials, as in CRFsuite).
 
 Parameters outside ``theta`` are fixed at 0. :class:`ParameterLayout` packs
 and unpacks ``theta`` and remaps a previous fit onto new attributes and
@@ -69,6 +70,9 @@ class ParameterLayout:
         indices are free: state weights of these labels, transitions from or
         to them, and their start and end potentials (the label experts of
         Smith & Osborne 2005, section 4). None: no restriction.
+    boundary : bool, default=True
+        Whether the start and end potentials are free. False: they are fixed
+        at 0 (a CRFsuite model has none).
 
     Attributes
     ----------
@@ -81,7 +85,7 @@ class ParameterLayout:
         ``n_labels**2 + 2 * n_labels``) of the free entries, in order.
     """
 
-    def __init__(self, n_features, n_labels, state_index=None, labels=None):
+    def __init__(self, n_features, n_labels, state_index=None, labels=None, boundary=True):
         L = n_labels
         self.n_features = n_features
         self.n_labels = L
@@ -96,12 +100,27 @@ class ParameterLayout:
             state_index = state_index[mine[state_index % L]]
             tail = np.flatnonzero(np.concatenate([(mine[:, None] | mine[None, :]).ravel(),
                                                   mine, mine]))
+        if not boundary:
+            tail = tail[tail < L * L]
         self.state_index = state_index
         self.tail_index = tail.astype(np.intp)
         self.all_states = state_index.shape[0] == n_features * L
         self.full_tail = self.tail_index.shape[0] == L * L + 2 * L
         self.n_state = state_index.shape[0]
         self.n_params = self.n_state + self.tail_index.shape[0]
+
+    def tail_masks(self):
+        """1.0 where a transition, start or end potential is free, else 0.0.
+
+        Returns
+        -------
+        transition : ndarray of float64 of shape (n_labels, n_labels)
+        start, end : ndarray of float64 of shape (n_labels,)
+        """
+        L = self.n_labels
+        mask = np.zeros(L * L + 2 * L)
+        mask[self.tail_index] = 1.0
+        return mask[:L * L].reshape(L, L), mask[L * L:L * L + L], mask[L * L + L:]
 
     def zeros(self):
         """A zero parameter vector, shape (n_params,)."""

@@ -235,7 +235,8 @@ def paired_bootstrap_test(y_true, y_pred_a, y_pred_b, *, metric=segment_f1_score
     ValueError
         If the three inputs do not have the same number of sequences or a
         pair of sequences differs in length (the message names the
-        prediction and the sequence), or on an invalid parameter.
+        prediction and the sequence), there are fewer than two sequences,
+        or on an invalid parameter.
 
     See Also
     --------
@@ -272,8 +273,10 @@ def paired_bootstrap_test(y_true, y_pred_a, y_pred_b, *, metric=segment_f1_score
     """
     y_true, y_pred_a, y_pred_b = _check_triple(y_true, y_pred_a, y_pred_b)
     n = len(y_true)
-    if n == 0:
-        raise ValueError("paired_bootstrap_test needs at least one sequence.")
+    if n < 2:
+        raise ValueError(
+            f"paired_bootstrap_test resamples sequences and needs at least two, got {n}: "
+            "pass every test sequence (a single sequence has no sampling distribution).")
     score_a, score_b = float(metric(y_true, y_pred_a)), float(metric(y_true, y_pred_b))
     statistic = _difference_statistic(metric, y_true, y_pred_a, y_pred_b)
     seed = check_random_state(random_state).randint(np.iinfo(np.int32).max)

@@ -16,7 +16,6 @@ import copy
 from functools import partial
 from numbers import Integral, Real
 import time
-import warnings
 
 import numpy as np
 from joblib import effective_n_jobs
@@ -25,10 +24,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._compat import HasMethods, Interval, StrOptions, validate_params
 from ._docstring import fill_doc
+from ._naming import names_like
 from ._objective import CRFObjective
 from ._params import ParameterLayout, observed_pairs
 from ._persistence import VersionedStateMixin
 from ._registry import RegisteredParamsMixin
+from ._state import publish, snapshot_methods
 from ._tag_scheme import TAG_SCHEME_DOC, to_model_labels, to_training_labels, to_user_labels
 from ._validation import (check_sample_weight, check_sequences, check_token_weight,
                           encode_known_labels, encode_labels)
@@ -36,15 +37,18 @@ from ._vectorize import SequenceVectorizer
 from . import inspection
 from .decoding import CONSTRAINTS, DECODERS, check_decoding, decode, get_allowed, nbest_decode
 from .inference import forward_backward, sequence_scores
-from .losses import LOSSES, ConditionalLogLikelihood, get_loss
+from .losses import LOSSES, get_loss
 from .priors import PRIORS, get_prior
-from .solvers import SOLVERS, ConvergenceMonitor, HeldOutScore, default_solver, make_solver
-from .solvers._monitor import FitInfo, hold_out, stage_summary, takes_model
+from .solvers import SOLVERS, HeldOutScore, default_solver, make_solver
+from .solvers._monitor import FitInfo, hold_out, stage_summary
+from ._training import early_stopping_scoring, train_stages, warn_if_unscaled
 
 __all__ = ["CRFTagger"]
 
 
 @fill_doc(**TAG_SCHEME_DOC)
+@snapshot_methods("decode", "predict_nbest", "sequence_log_proba", "predict_marginals",
+                  "top_state_features", "explain")  # consistent with a concurrent refit
 class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
     """Linear-chain conditional random field for sequence labelling.
 
@@ -104,10 +108,14 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         the training data are trained, the others stay 0 (CRFsuite's default
         ``feature.possible_states=0``): fewer parameters, faster L-BFGS. If
         True, every attribute gets a weight for every label.
+    boundary_potentials : bool, default=True
+        Train the start and end potentials (``start_``, ``end_``). False:
+        they stay 0 and are not trained, as in CRFsuite, whose model has
+        none (:func:`sklearn_crfloss.io.export_crfsuite` needs False).
     feature_hashing : int or None, default=None
-        Feature-dict input only: if an int, vectorise with
-        :class:`~sklearn.feature_extraction.FeatureHasher` into that many
-        columns instead of :class:`~sklearn.feature_extraction.DictVectorizer`.
+        Feature-dict input only: if an int (below 2**31), hash with
+        :class:`~sklearn.feature_extraction.FeatureHasher` into that many columns
+        (keeping those seen in training) instead of a ``DictVectorizer``.
     init : {None, 'cll'}, default=None
         Starting point of training. None: zeros (or the previous fit with
         ``warm_start=True``). ``'cll'``: first fit conditional log-likelihood
@@ -115,6 +123,13 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         MAP initialisation that nonconvex losses need, Suzuki et al. 2006,
         Table 2); a no-op when ``loss='cll'``. Usable inside GridSearchCV and
         Pipelines, unlike a manual ``warm_start`` sequence.
+    init_C : float or None, default=None
+        ``C`` of the ``init='cll'`` stage, ``> 0``; None: ``C``. The start
+        and the loss may need different strengths: the MCE losses' data
+        term is bounded (a sigmoid per sequence or segment), far weaker
+        than CLL's at the same ``C``, and a CLL start with a large ``C``
+        leaves few training sequences near the decision boundary, where
+        the MCE losses have a gradient.
     solver : str, solver object, list or None, default=None
         Training procedure: a name registered in
         :data:`sklearn_crfloss.solvers.SOLVERS`, a solver object such as
@@ -210,10 +225,13 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         Iterations (epochs) without an improvement of the held-out score by
         more than ``tol`` (relative, at least ``tol`` absolute) before early
         stopping.
-    scoring : {'f1', 'accuracy', 'loss'}, default='f1'
+    scoring : {None, 'f1', 'accuracy', 'loss'}, default=None
         Held-out score of early stopping: segment F1 (conlleval) of the
         decoded sequences (``decoder``, ``constraints``), their token
-        accuracy, or minus the training loss on them.
+        accuracy, or minus the training loss on them. None: ``'f1'`` when
+        the training labels contain chunks (``B-``/``I-``... prefixes),
+        else ``'accuracy'`` (segment F1 is 0 at every iteration on labels
+        without chunks, such as POS tags).
 
     Attributes
     ----------
@@ -239,8 +257,8 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
     input_kind_ : {'dict', 'array'}
         The kind of X seen in fit; predict expects the same.
     n_parameters_ : int
-        Number of trained parameters (free state weights + transitions +
-        start + end).
+        Number of trained parameters (free state weights, transitions and,
+        with ``boundary_potentials``, start and end potentials).
     n_iter_ : int
         Number of iterations run on ``loss``, all its stages (epochs for
         online solvers); the ``init='cll'`` stage is not counted here.
@@ -251,10 +269,23 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         number of mistakes (perceptron, MIRA) or the summed loss (sgd) of
         each epoch.
     objective_ : float
-        Final objective: the loss summed over training sequences plus the
-        prior's penalty (for ``'cll'``: negative log-likelihood + penalty).
+        The objective at the returned parameters: the loss summed over
+        training sequences plus the prior's penalty (for ``'cll'``: negative
+        log-likelihood + penalty), of the last training stage.
     converged_ : bool
-        Whether a stopping rule other than ``max_iter`` ended training.
+        Whether training ended at a minimum (``stop_reason_`` is
+        ``'converged'``) or by early stopping; never after ``max_iter``, a
+        failed line search or an objective that rose.
+    stop_reason_ : {'converged', 'max_iter', 'stalled', 'early_stopping'}
+        Why the last training stage ended: a stopping test held at a
+        minimum; the iteration budget ran out; the solver could not lower
+        the objective although it is not at a minimum (a failed line
+        search, an objective that rose, a gradient still large: a
+        ``ConvergenceWarning`` gives the cause), in which case the
+        parameters of the lowest objective are returned; or the held-out
+        score stopped improving. A stage whose objective would end above
+        its start keeps the start ('stalled'). A non-finite objective stops
+        ``fit`` with a ``ValueError`` instead.
     sparsity_ : float
         Fraction of the ``n_parameters_`` trained parameters that are exactly
         0 after fit (large with ``prior='l1'``, about 0 otherwise).
@@ -304,12 +335,14 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         "loss": [StrOptions(set(LOSSES)), HasMethods(["value_and_grad"])],
         "prior": [StrOptions(set(PRIORS)), HasMethods(["value_and_grad"])],
         "C": [Interval(Real, 0, None, closed="neither")],
-        "max_iter": [None, Interval(Integral, 1, None, closed="left")],
+        "max_iter": [None, Interval(Integral, 1, 2**31 - 1, closed="both")],  # a C int
         "tol": [Interval(Real, 0, None, closed="left")],
         "min_freq": [Interval(Integral, 1, None, closed="left")],
         "all_possible_states": ["boolean"],
-        "feature_hashing": [None, Interval(Integral, 1, None, closed="left")],
+        "boundary_potentials": ["boolean"],
+        "feature_hashing": [None, Interval(Integral, 1, 2**31 - 1, closed="both")],  # int32
         "init": [None, StrOptions({"cll"})],
+        "init_C": [None, Interval(Real, 0, None, closed="neither")],
         "solver": [None, StrOptions(set(SOLVERS)), list, tuple, HasMethods(["solve"])],
         "average": ["boolean", Interval(Integral, 1, None, closed="left")],
         "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
@@ -324,7 +357,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         "early_stopping": ["boolean"],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
-        "scoring": [StrOptions({"f1", "accuracy", "loss"})],
+        "scoring": [None, StrOptions({"f1", "accuracy", "loss"})],
     }
 
     def __init__(
@@ -337,8 +370,10 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         tol=1e-5,
         min_freq=1,
         all_possible_states=False,
+        boundary_potentials=True,
         feature_hashing=None,
         init=None,
+        init_C=None,
         solver=None,
         average=True,
         eta0="auto",
@@ -353,7 +388,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         early_stopping=False,
         validation_fraction=0.1,
         n_iter_no_change=5,
-        scoring="f1",
+        scoring=None,
     ):
         self.loss = loss
         self.prior = prior
@@ -362,8 +397,10 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         self.tol = tol
         self.min_freq = min_freq
         self.all_possible_states = all_possible_states
+        self.boundary_potentials = boundary_potentials
         self.feature_hashing = feature_hashing
         self.init = init
+        self.init_C = init_C
         self.solver = solver
         self.average = average
         self.eta0 = eta0
@@ -436,6 +473,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         t0 = time.perf_counter()
         features = SequenceVectorizer(self.min_freq, self.feature_hashing)
         Xc = features.fit_transform(kind, tokens, offsets)
+        warn_if_unscaled(Xc, features.attributes)
         if self.verbose >= 2:
             print(f"vectorised {lengths.shape[0]} sequences ({Xc.shape[0]} tokens, {kind} input) "
                   f"into {Xc.shape[1]} attributes in {time.perf_counter() - t0:.2f} s",
@@ -472,6 +510,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
             validate_params(self)
             components = self._components()
         loss, prior, solver = components
+        get_allowed(self.constraints, classes)  # labels the constraints refuse: before training
         if hasattr(loss, "set_classes"):  # label names for the loss (BaseLoss.set_classes)
             loss.set_classes(classes)
         held_out = None
@@ -483,21 +522,21 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         dense = self.all_possible_states or solver.dense_states
         layout = ParameterLayout(Xc.shape[1], n_labels,
                                  None if dense else observed_pairs(Xc, y_enc, n_labels),
-                                 labels=labels)
+                                 labels=labels, boundary=self.boundary_potentials)
         if hasattr(prior, "bind"):
             prior = prior.bind(Xc, y_enc, offsets, layout)
         objective = CRFObjective(Xc, y_enc, offsets, layout, sample_weight=sample_weight,
                                  token_weight=token_weight,
                                  n_threads=effective_n_jobs(self.n_jobs))
         warm = self.warm_start and hasattr(self, "coef_")
-        x0 = (layout.remap(features.attributes, classes, self.attributes_, self.classes_,
+        x0 = (layout.remap(names_like(features, self), classes, self.attributes_, self.classes_,
                            self.coef_, self.transition_, self.start_, self.end_)
               if warm else layout.zeros())
         validation = None
         if held_out is not None:
             validation = HeldOutScore(
                 CRFObjective(*held_out, layout, n_threads=effective_n_jobs(self.n_jobs)),
-                self.scoring, classes,
+                early_stopping_scoring(self.scoring, y_enc, offsets, classes), classes,
                 partial(decode, self.decoder, self.constraints, classes,
                         n_threads=effective_n_jobs(self.n_jobs)), loss)
         t0 = time.perf_counter()
@@ -506,7 +545,7 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         theta, info = self._train(
             objective, loss, prior, solver, x0, from_zero=not warm, validation=validation,
             snapshot=lambda t: self._snapshot(features, classes, layout, t, loss, prior))
-        self._set_fitted(features, classes, layout, theta, info, loss, prior)
+        publish(self, self._snapshot(features, classes, layout, theta, loss, prior, info))
         if self.verbose:
             print(info.summary(self.objective_, self.init == "cll",
                                time.perf_counter() - t0), flush=True)
@@ -528,69 +567,17 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         if self.verbose >= 2:
             print(stage_summary(stage, monitor, solver_name, seconds), flush=True)
 
-    def _snapshot(self, features, classes, layout, theta, loss, prior):
-        """A fitted copy of the estimator holding ``theta`` (the callback's model)."""
+    def _snapshot(self, features, classes, layout, theta, loss, prior, info=None):
+        """A fitted copy of the estimator holding ``theta`` (the callback's model, the fit's)."""
         model = copy.copy(self)
-        model._set_fitted(features, classes, layout, theta, FitInfo(), loss, prior)
+        model._set_fitted(features, classes, layout, theta, info or FitInfo(), loss, prior)
         return model
 
     def _train(self, objective, loss, prior, solver, x0, from_zero, validation=None,
                snapshot=None):
-        """Run the training stages; return the final ``theta`` and a :class:`FitInfo`.
-
-        ``validation``: the held-out score of early stopping (a
-        :class:`~sklearn_crfloss.solvers.HeldOutScore`); ``snapshot(theta)``:
-        the model a three-argument callback receives.
-        """
-        C = float(self.C)
-        name = getattr(loss, "name", type(loss).__name__)
-        if self.init == "cll" and name != "cll":
-            t0 = time.perf_counter()
-            cll = ConditionalLogLikelihood()
-            init_solver = make_solver(default_solver(cll, prior))
-            monitor = ConvergenceMonitor(self.tol, self.max_iter or init_solver.default_max_iter,
-                                         verbose=self.verbose, stage="init='cll'")
-            x0 = init_solver.solve(objective, cll, prior, C, x0, monitor)
-            init_n_iter = monitor.n_iter
-            self._stage_done("init='cll'", monitor, init_solver.name, time.perf_counter() - t0)
-        else:
-            init_n_iter = 0
-            if (from_zero and solver.name in ("lbfgs", "owlqn")
-                    and getattr(loss, "needs_init", False) and not getattr(loss, "smooth", True)):
-                warnings.warn(
-                    f"loss={name!r} starts from zero parameters, where every label sequence "
-                    "has the same score: its maximum over the incorrect outputs is not "
-                    "differentiable there and L-BFGS usually stops at once. Use init='cll' "
-                    "(or warm_start=True after a CLL fit).", UserWarning, stacklevel=3)
-        # A loss with an annealing schedule (e.g. labelwise with a list of
-        # alpha) is trained stage by stage, each warm-started from the last.
-        stages = loss.stages() if hasattr(loss, "stages") else [loss]
-        info = FitInfo(init_n_iter=init_n_iter,
-                       validation_scores=None if validation is None else [])
-        callback, on_params = self.callback, None
-        if callback is not None and snapshot is not None and takes_model(callback):
-            def on_params(k, theta, value):
-                self.callback(k, value, snapshot(theta))
-            callback = None
-        for k, stage in enumerate(stages):
-            # Every stage is named (in warnings and verbose lines), also a single one.
-            stage_name = f"loss={name!r}" + (f" {k + 1}/{len(stages)}" if len(stages) > 1 else "")
-            t0 = time.perf_counter()
-            monitor = ConvergenceMonitor(
-                self.tol, self.max_iter or solver.default_max_iter, verbose=self.verbose,
-                callback=callback, on_params=on_params, validation=validation,
-                n_iter_no_change=self.n_iter_no_change, unit=getattr(solver, "unit", "iter"),
-                stage=stage_name)
-            x0 = monitor.result(solver.solve(objective, stage, prior, C, x0, monitor))
-            info.n_iter += monitor.n_iter
-            info.loss_curve += monitor.history
-            info.converged = monitor.converged
-            info.message = monitor.message
-            if validation is not None:
-                info.validation_scores += monitor.validation_scores
-                info.best_validation_score = monitor.best_score
-            self._stage_done(stage_name, monitor, solver.name, time.perf_counter() - t0)
-        return x0, info
+        """Run the training stages (:func:`~._training.train_stages`)."""
+        return train_stages(self, objective, loss, prior, solver, x0, from_zero,
+                            validation=validation, snapshot=snapshot)
 
     def _set_fitted(self, features, classes, layout, theta, info, loss, prior):
         """Set every fitted attribute at once (nothing before training succeeded)."""
@@ -609,7 +596,8 @@ class CRFTagger(VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
         self.n_iter_ = info.n_iter
         self.init_n_iter_ = info.init_n_iter
         self.loss_curve_ = info.loss_curve
-        self.objective_ = info.loss_curve[-1] if info.loss_curve else float("nan")
+        self.objective_ = info.objective
+        self.stop_reason_ = info.stop_reason
         self.sparsity_ = float(np.mean(theta == 0.0))
         self.converged_ = info.converged
         self.validation_scores_ = info.validation_scores

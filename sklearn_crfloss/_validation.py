@@ -196,8 +196,81 @@ def _flat_labels(y, lengths):
     return flat_y
 
 
+def _is_nan(label):
+    """Whether ``label`` is a float NaN (which equals no label, itself included)."""
+    return isinstance(label, (float, np.floating)) and label != label
+
+
+def _totally_ordered(labels):
+    """``labels`` sorted if ``<`` orders them totally (str, numbers, tuples of them), else None."""
+    try:
+        ordered = sorted(labels)
+        if all(bool(a < b) for a, b in zip(ordered[:-1], ordered[1:])):
+            return ordered
+    except (TypeError, ValueError):  # ValueError: a numpy scalar against a tuple
+        pass
+    return None
+
+
+def _order_classes(distinct):
+    """The distinct labels in a deterministic order: sorted where they can be.
+
+    Labels that ``<`` orders totally are sorted (as ``np.unique`` sorts
+    them); a mix of types is sorted by type name, then by value within each
+    type that can be sorted; a type whose values ``<`` does not order
+    totally (frozensets, None, ...) keeps the order of first occurrence.
+    """
+    ordered = _totally_ordered(distinct)
+    if ordered is not None:
+        return ordered
+    groups = {}
+    for label in distinct:
+        t = type(label)
+        groups.setdefault((t.__module__, t.__qualname__), []).append(label)
+    result = []
+    for key in sorted(groups):
+        result.extend(_totally_ordered(groups[key]) or groups[key])
+    return result
+
+
+def classes_array(labels):
+    """A 1-D array of the labels that gives each of them back unchanged.
+
+    ``np.asarray`` would flatten tuple labels, convert a mix of ints and
+    strings to strings and compare frozensets element-wise; the array is
+    of the labels' own dtype when they are all strings (or all Python
+    ``int``, ``float``, ``bool``), so ``tolist()`` gives equal values,
+    else of dtype object holding the labels themselves.
+
+    Parameters
+    ----------
+    labels : list of hashable
+
+    Returns
+    -------
+    ndarray of shape (len(labels),)
+    """
+    if labels and all(isinstance(label, str) for label in labels):  # numpy's str_ too
+        return np.array(labels, dtype=str)
+    for types, dtype in ((int, np.int64), (float, np.float64), (bool, np.bool_)):
+        if labels and all(type(label) is types for label in labels):
+            try:
+                out = np.array(labels, dtype=dtype)
+            except OverflowError:  # ints beyond int64
+                break
+            if out.ndim == 1:
+                return out
+    out = np.empty(len(labels), dtype=object)
+    out[:] = labels  # element by element: no flattening of tuples
+    return out
+
+
 def encode_labels(y, lengths):
     """Check label sequences and encode them as indices into the sorted labels.
+
+    Labels are any hashable values (str, int, tuples, frozensets, None,
+    numpy scalars, ...), compared as dictionary keys; the classes give back
+    the values seen in fit unchanged.
 
     Parameters
     ----------
@@ -207,7 +280,8 @@ def encode_labels(y, lengths):
     Returns
     -------
     classes : ndarray of shape (n_classes,)
-        The distinct labels, sorted.
+        The distinct labels, sorted where ``<`` orders them (see
+        :func:`classes_array` for the dtype).
     y_enc : ndarray of intp of shape (n_tokens,)
         ``classes[y_enc[t]]`` is token ``t``'s label.
 
@@ -215,20 +289,46 @@ def encode_labels(y, lengths):
     ------
     ValueError
         If the number of label sequences or any sequence's length differs
-        from X's (naming the sequence index), a label is None, or there are
+        from X's (naming the sequence index), a label is NaN, or there are
         fewer than two distinct labels.
     TypeError
-        If y is not a list of label sequences.
+        If y is not a list of label sequences, or a label is not hashable
+        (naming the sequence and token).
     """
     flat_y = _flat_labels(y, lengths)
-    if any(label is None for label in flat_y):
-        raise ValueError("y contains None; every token needs a label.")
-    classes, y_enc = np.unique(np.asarray(flat_y), return_inverse=True)
-    if classes.shape[0] < 2:
+    codes = {}
+    y_enc = np.empty(len(flat_y), dtype=np.intp)
+    for t, label in enumerate(flat_y):
+        try:
+            y_enc[t] = codes.setdefault(label, len(codes))
+        except TypeError:
+            i, token = _locate(t, lengths)
+            raise TypeError(
+                f"Sequence {i}, token {token}: label {label!r:.60} of type "
+                f"{type(label).__name__} is not hashable; labels must be hashable values "
+                "(str, int, tuple, frozenset, ...), e.g. a tuple instead of a list."
+            ) from None
+        if _is_nan(label):
+            i, token = _locate(t, lengths)
+            raise ValueError(f"Sequence {i}, token {token}: the label is NaN, which equals no "
+                             "label (itself included); use another value such as None.")
+    distinct = list(codes)
+    if len(distinct) < 2:
         raise ValueError(
-            f"y has a single label {classes[0]!r}; a CRF needs at least two distinct labels."
+            f"y has a single label {distinct[0]!r}; a CRF needs at least two distinct labels."
+            if distinct else "y has no labels; a CRF needs at least two distinct labels."
         )
-    return classes, np.ascontiguousarray(y_enc.ravel(), dtype=np.intp)
+    ordered = _order_classes(distinct)
+    rank = np.empty(len(distinct), dtype=np.intp)
+    rank[[codes[label] for label in ordered]] = np.arange(len(ordered))
+    return classes_array(ordered), np.ascontiguousarray(rank[y_enc])
+
+
+def _locate(t, lengths):
+    """(sequence index, token index) of flat token ``t``."""
+    ends = np.cumsum(lengths)
+    i = int(np.searchsorted(ends, t, side="right"))
+    return i, int(t - (ends[i - 1] if i else 0))
 
 
 def check_token_weight(token_weight, lengths):
@@ -293,11 +393,16 @@ def encode_known_labels(y, lengths, classes):
         On a different number of sequences, a sequence of a different length
         (naming its index) or a label not in ``classes``.
     TypeError
-        If y is not a list of label sequences.
+        If y is not a list of label sequences, or a label is not hashable
+        (naming the sequence and token).
     """
     flat_y = _flat_labels(y, lengths)
     index = {label: j for j, label in enumerate(classes.tolist())}
-    codes = np.array([index.get(label, -1) for label in flat_y], dtype=np.intp)
+    try:
+        codes = np.array([index.get(label, -1) for label in flat_y], dtype=np.intp)
+    except TypeError:  # an unhashable label: encode_labels names it
+        encode_labels(y, lengths)
+        raise
     bad = np.flatnonzero(codes < 0)
     if bad.shape[0]:
         i = int(np.searchsorted(np.cumsum(lengths), bad[0], side="right"))

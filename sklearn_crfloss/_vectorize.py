@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction import DictVectorizer, FeatureHasher
 
+from ._hashing import hashed_pairs, raise_for_bad_value, take_columns
 from ._validation import check_finite_tokens
 from ._vocabulary import vocabulary_rows
 
@@ -83,7 +84,9 @@ class SequenceVectorizer:
         order; None: all.
     attributes : ndarray of object of shape (n_features,)
         Column names: ``'key=value'``/``'key'`` (DictVectorizer),
-        ``'hash_<k>'`` (hashing), ``'x<k>'`` (arrays).
+        ``'hash_<k>'`` (hashing: only the hashed columns that occur in the
+        training data are kept, ``k`` their index in the hasher's output),
+        ``'x<k>'`` (arrays).
     n_features : int
         Columns of the output.
     n_input : int
@@ -124,23 +127,29 @@ class SequenceVectorizer:
             self.n_features = self.n_input = tokens.shape[1]
             return tokens
         if self.feature_hashing is not None:
-            self.vectorizer = FeatureHasher(n_features=self.feature_hashing, input_type="dict",
+            # Pairs named as DictVectorizer names them (lists of str too); only the
+            # columns that occur are kept (columns), named 'hash_<column>'.
+            self.vectorizer = FeatureHasher(n_features=self.feature_hashing, input_type="pair",
                                             alternate_sign=False, dtype=np.float64)
-            Xc = self.vectorizer.transform(tokens).tocsr()
-            attributes = np.array([f"hash_{k}" for k in range(self.feature_hashing)],
-                                  dtype=object)
+            Xc = self.vectorizer.transform(hashed_pairs(tokens, offsets)).tocsr()
+            Xc.eliminate_zeros()
+            used = np.unique(Xc.indices).astype(np.intp)
+            Xc = take_columns(Xc, used)
+            attributes = np.array([f"hash_{k}" for k in used.tolist()], dtype=object)
         else:
             # The default (sparse) output whatever sklearn.set_config(transform_output=...) says.
             self.vectorizer = DictVectorizer(dtype=np.float64).set_output(transform="default")
             try:
                 self.vectorizer.fit(tokens)
                 Xc = self._dict_rows(tokens)
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"Could not vectorise the feature dicts: {exc}") from exc
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise_for_bad_value(tokens, offsets, exc)
             attributes = np.asarray(self.vectorizer.get_feature_names_out(), dtype=object)
         Xc.eliminate_zeros()
         check_finite_tokens(Xc, offsets)
         counts = column_counts(Xc)
+        if self.feature_hashing is not None:
+            self.columns = used
         if self.min_freq > 1:
             keep = counts >= self.min_freq
             Xc = Xc[:, keep].tocsr()
@@ -149,7 +158,7 @@ class SequenceVectorizer:
             if isinstance(self.vectorizer, DictVectorizer):
                 self.vectorizer.restrict(keep)
             else:
-                self.columns = np.flatnonzero(keep)
+                self.columns = self.columns[keep]
         self.attributes = attributes
         self.n_features = Xc.shape[1]
         # The order of the predict-time table's entries: most frequent first.
@@ -228,15 +237,20 @@ class SequenceVectorizer:
             if len(tokens) == 0:
                 return sp.csr_matrix((0, self.n_features))
             if isinstance(self.vectorizer, DictVectorizer):
-                Xc = self._dict_rows(tokens, self._lookup_table())
+                try:
+                    Xc = self._dict_rows(tokens, self._lookup_table())
+                except (TypeError, ValueError, OverflowError) as exc:
+                    raise_for_bad_value(tokens, offsets, exc)
             else:
-                Xc = self.vectorizer.transform(tokens).tocsr()
+                Xc = self.vectorizer.transform(hashed_pairs(tokens, offsets)).tocsr()
             check_finite_tokens(Xc, offsets)
         else:
             Xc = tokens
-        if self.columns is not None:
-            Xc = Xc[:, self.columns].tocsr()
-        return Xc
+        if self.columns is None:
+            return Xc
+        if isinstance(self.vectorizer, FeatureHasher) and np.all(np.diff(self.columns) > 0):
+            return take_columns(Xc, self.columns)  # work per stored entry, not per column
+        return Xc[:, self.columns].tocsr()
 
     def select(self, columns):
         """A copy that keeps only ``columns`` of this vectoriser's output.

@@ -60,17 +60,33 @@ def apply_allowed(transition, start, allowed):
         Transition potentials.
     start : ndarray of shape (n_labels,)
         Potentials of the first label.
-    allowed : tuple (allowed_transitions, allowed_start) or None
-        Boolean arrays of shapes (n_labels, n_labels) and (n_labels,), as
-        returned by a constraint of :data:`CONSTRAINTS`; None allows all.
+    allowed : tuple (allowed_transitions, allowed_start[, allowed_end]) or None
+        Boolean arrays of shapes (n_labels, n_labels) and (n_labels,) (and
+        (n_labels,), the allowed last labels, which the decoders apply to
+        the end potentials), as returned by a constraint of
+        :data:`CONSTRAINTS`; None allows all.
 
     Returns
     -------
     transition, start : ndarray
         New arrays (the inputs themselves when ``allowed`` is None).
+
+    Raises
+    ------
+    ValueError
+        If the shapes of ``allowed`` do not match the potentials' number of
+        labels.
     """
     if allowed is None:
         return transition, start
+    transition = np.asarray(transition, dtype=np.float64)
+    start = np.asarray(start, dtype=np.float64)
+    if (len(allowed) not in (2, 3) or np.shape(allowed[0]) != transition.shape
+            or any(np.shape(a) != start.shape for a in allowed[1:])):
+        raise ValueError(
+            f"allowed must be two boolean arrays of shapes {transition.shape} and "
+            f"{start.shape} (one row and column per label; a third of shape {start.shape} "
+            f"for the allowed last labels), got shapes {tuple(np.shape(a) for a in allowed)}")
     return (transition + np.where(allowed[0], 0.0, -np.inf),
             start + np.where(allowed[1], 0.0, -np.inf))
 
@@ -124,10 +140,11 @@ def nbest_decode(unary, transition, start, end, offsets, n_best, allowed=None, n
 
     Returns
     -------
-    paths : ndarray of intp of shape (n_best, n_tokens)
+    paths : ndarray of intp of shape (k, n_tokens)
         ``paths[m]``: the ``m``-th best path of every sequence (0 where a
-        sequence has fewer than ``m + 1`` allowed paths).
-    scores : ndarray of shape (n_sequences, n_best)
+        sequence has fewer than ``m + 1`` allowed paths);
+        ``k = min(n_best, n_labels ** max_length)``.
+    scores : ndarray of shape (n_sequences, k)
         ``score(paths[m])``, non-increasing along a row, ``-inf`` past the
         number of allowed paths; the first column is :func:`viterbi_decode`'s.
 
@@ -159,6 +176,7 @@ def mea_decode(unary, transition, start, end, offsets, allowed=None, n_threads=1
     """
     marg = forward_backward(unary, transition, start, end, offsets,
                             n_threads=n_threads).marginals
+    offsets = np.asarray(offsets, dtype=np.intp)
     if allowed is None:
         path = np.argmax(marg, axis=1)
     else:
@@ -188,8 +206,11 @@ def iob2_allowed(classes):
     Raises
     ------
     ValueError
-        If a label is not ``'O'``, ``'B-<type>'`` or ``'I-<type>'``.
+        If a label is not ``'O'``, ``'B-<type>'`` or ``'I-<type>'``, or a
+        label ``I-X`` has no ``B-X`` among the labels (no allowed sequence
+        could carry it), or there are no labels.
     """
+    classes = classes.tolist() if isinstance(classes, np.ndarray) else list(classes)
     parsed = []
     for label in classes:
         prefix, typ = split_label(label)
@@ -198,6 +219,16 @@ def iob2_allowed(classes):
                 f"constraints='iob2' needs labels 'O', 'B-<type>' or 'I-<type>', got {label!r}"
             )
         parsed.append((prefix, typ))
+    begins = {typ for prefix, typ in parsed if prefix == "B"}
+    orphans = [label for label, (prefix, typ) in zip(classes, parsed)
+               if prefix == "I" and typ not in begins]
+    if orphans or not parsed:
+        raise ValueError(
+            "constraints='iob2' lets 'I-<type>' follow only 'B-<type>' or 'I-<type>', but "
+            + (f"the labels {orphans} have no 'B-' label of their type: "
+               "no allowed sequence could carry them. Label the data in IOB2 (every chunk "
+               "starts with 'B-'), or use constraints=None." if orphans
+               else "there are no labels."))
     L = len(parsed)
     allowed = np.ones((L, L), dtype=bool)
     start = np.ones(L, dtype=bool)

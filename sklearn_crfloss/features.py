@@ -17,6 +17,7 @@ References
 
 import os
 import re
+from collections.abc import Mapping
 from itertools import combinations, repeat
 
 import numpy as np
@@ -361,6 +362,8 @@ class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
             If a token has fewer columns than the template uses, or is a
             ``str`` rather than a tuple (the message names the sentence and
             token index).
+        TypeError
+            If a token is a dict (templates address columns of tuples).
         sklearn.exceptions.NotFittedError
             If the transformer is not fitted.
         """
@@ -411,7 +414,7 @@ class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
                 continue
             if n_cols:
                 if min(map(len, sent)) < n_cols or any(
-                    isinstance(tok, str) for tok in sent
+                    isinstance(tok, (str, Mapping)) for tok in sent
                 ):
                     self._raise_bad_sentence(i, sent, n_cols)
                 columns = list(zip(*sent))
@@ -495,6 +498,13 @@ class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
     @staticmethod
     def _raise_bad_sentence(i, sent, n_cols):
         for j, tok in enumerate(sent):
+            if isinstance(tok, Mapping):
+                raise TypeError(
+                    f"Sentence {i}, token {j}: expected a token tuple such as "
+                    f"(word, POS), got a dict ({tok!r:.60}). Template macros "
+                    "%x[row,col] address the columns of token tuples; feature "
+                    "dicts go to CRFTagger directly (or build the tuples first)."
+                )
             if isinstance(tok, str):
                 raise ValueError(
                     f"Sentence {i}, token {j}: expected a token tuple such as "

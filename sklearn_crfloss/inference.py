@@ -25,8 +25,8 @@ import numpy as np
 
 from scipy.special import logsumexp
 
-from ._forward_backward import (Accumulators, exp_potentials, forward_backward_batch,
-                                scratch_width)
+from ._forward_backward import (Accumulators, accumulator_blocks, exp_potentials,
+                                forward_backward_batch, scratch_width)
 from ._marginal_vjp import marginals_vjp_batch
 from ._max_marginals import max_marginals_batch, segment_margins_batch
 from ._viterbi import max_incorrect_batch, n_best_batch, viterbi_batch
@@ -93,16 +93,25 @@ def check_potentials(unary, transition, start, end, offsets):
     Raises
     ------
     ValueError
-        If shapes disagree or offsets are not a valid partition of the tokens.
+        If shapes disagree, there are no labels (``n_labels == 0``), or
+        offsets are not integers forming a valid partition of the tokens.
     """
     unary = np.ascontiguousarray(unary, dtype=np.float64)
     transition = np.ascontiguousarray(transition, dtype=np.float64)
     start = np.ascontiguousarray(start, dtype=np.float64)
     end = np.ascontiguousarray(end, dtype=np.float64)
-    offsets = np.ascontiguousarray(offsets, dtype=np.intp)
+    raw_offsets = np.asarray(offsets)
+    if raw_offsets.dtype.kind not in "iub" and raw_offsets.size:
+        if raw_offsets.dtype.kind != "f" or not np.array_equal(raw_offsets,
+                                                               np.round(raw_offsets)):
+            raise ValueError(f"offsets must be integers, got dtype {raw_offsets.dtype}")
+    offsets = np.ascontiguousarray(raw_offsets, dtype=np.intp)
     if unary.ndim != 2:
         raise ValueError(f"unary potentials must be 2-D, got shape {unary.shape}")
     n_tokens, n_labels = unary.shape
+    if n_labels == 0:
+        raise ValueError("unary potentials have no labels (shape "
+                         f"{unary.shape}); a chain needs at least one label")
     if transition.shape != (n_labels, n_labels):
         raise ValueError(
             f"transition must have shape {(n_labels, n_labels)}, got {transition.shape}"
@@ -238,6 +247,9 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
     L = c.n_labels
     weights = (np.ones(c.n_seq) if sample_weight is None
                else np.ascontiguousarray(sample_weight, dtype=np.float64))
+    if weights.shape != (c.n_seq,):
+        raise ValueError(f"sample_weight must have shape {(c.n_seq,)} (one weight per "
+                         f"sequence), got {weights.shape}")
     nonempty, sub_offsets = _nonempty(c.offsets)
     exp_trans, exp_start, exp_end, shifts = exp_potentials(c.transition, c.start, c.end)
     marginals = c.rows()
@@ -336,8 +348,9 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     max_length = int(np.diff(sub_offsets).max())
     exp_trans, exp_start, exp_end, _ = exp_potentials(c.transition, c.start, c.end)
     exp_trans_t = np.ascontiguousarray(exp_trans.T)
-    pair_acc = np.zeros((c.n_threads, L, L))
-    boundary_acc = np.zeros((c.n_threads, 2, L))
+    n_acc = accumulator_blocks(c.n_threads, L * L + 2 * L)  # sums independent of n_threads
+    pair_acc = np.zeros((n_acc, L, L))
+    boundary_acc = np.zeros((n_acc, 2, L))
     failed = np.zeros(sub_offsets.shape[0] - 1, dtype=np.int8)
     n_failed = marginals_vjp_batch(
         c.unary, c.transition, c.start, grad, exp_trans, exp_trans_t, exp_start, exp_end, sub_offsets, d_unary,
@@ -480,6 +493,9 @@ def viterbi_2best(unary, transition, start, end, offsets, n_threads=1):
     """
     paths, scores = viterbi_nbest(unary, transition, start, end, offsets, 2,
                                   n_threads=n_threads)
+    if paths.shape[0] == 1:  # a single labelling of every sequence
+        paths = np.vstack([paths, paths])
+        scores = np.hstack([scores, np.full_like(scores, -np.inf)])
     path1, path2 = paths
     score1, score2 = scores[:, 0].copy(), scores[:, 1].copy()
     lengths = np.diff(np.asarray(offsets, dtype=np.intp))
@@ -511,11 +527,14 @@ def viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=1):
 
     Returns
     -------
-    paths : ndarray of intp of shape (n_best, n_tokens)
+    paths : ndarray of intp of shape (k, n_tokens)
         ``paths[m]`` holds the ``m``-th best label sequence of every input
         sequence (token-aligned, like :func:`viterbi`); 0 where that
         sequence has fewer than ``m + 1`` labellings of finite score.
-    scores : ndarray of float64 of shape (n_sequences, n_best)
+        ``k = min(n_best, n_labels ** max_length)`` (at least 1): no more
+        rows than the longest sequence has labellings, so a large
+        ``n_best`` costs no more than listing them all.
+    scores : ndarray of float64 of shape (n_sequences, k)
         ``score(paths[m])`` of each sequence, non-increasing along a row;
         ``-inf`` past the number of labellings of finite score. An empty
         sequence has one labelling (the empty one) of score 0. Ties are
@@ -536,8 +555,8 @@ def viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=1):
     """
     if isinstance(n_best, bool) or not isinstance(n_best, Integral) or n_best < 1:
         raise ValueError(f"n_best must be an integer >= 1, got {n_best!r}")
-    n_best = int(n_best)
     c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
+    n_best = _n_labellings_cap(int(n_best), c.n_labels, np.diff(c.offsets))
     paths = np.zeros((n_best, c.n_tokens), dtype=np.intp)
     scores = np.full((c.n_seq, n_best), -np.inf)
     scores[np.diff(c.offsets) == 0, 0] = 0.0
@@ -545,6 +564,14 @@ def viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=1):
                  c.rows(n_best, dtype=np.int32), c.scratch(2 * n_best * c.n_labels),
                  np.empty((c.n_threads, n_best), dtype=np.int32), c.n_threads)
     return paths, scores
+
+
+def _n_labellings_cap(n_best, n_labels, lengths):
+    """``min(n_best, n_labels ** longest length)``, at least 1, without overflow."""
+    longest = int(lengths.max()) if lengths.shape[0] else 0
+    if n_labels == 1 or longest * np.log(n_labels) >= np.log(n_best):
+        return n_best if n_labels > 1 else 1
+    return max(1, min(n_best, n_labels ** longest))
 
 
 @_chain_doc
@@ -744,8 +771,9 @@ def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=
                 or out.shape != (c.n_tokens, L) or not out.flags.c_contiguous):
             raise ValueError(f"out must be a C-contiguous float64 array of shape "
                              f"{(c.n_tokens, L)}")
-    acc_trans = np.zeros((c.n_threads, L * L))
-    acc_boundary = np.zeros((c.n_threads, 2 * L))
+    n_acc = accumulator_blocks(c.n_threads, L * L + 2 * L)  # sums independent of n_threads
+    acc_trans = np.zeros((n_acc, L * L))
+    acc_boundary = np.zeros((n_acc, 2 * L))
     segment_margins_batch(
         c.unary, c.transition, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets, ref,
         np.searchsorted(seq, np.arange(c.n_seq + 1)).astype(np.intp),
@@ -768,7 +796,7 @@ def sequence_scores(unary, transition, start, end, y, offsets):
     Parameters
     ----------
     unary : ndarray of shape (n_tokens, n_labels)
-        Unary potentials (not validated: see :func:`check_potentials`).
+        Unary potentials (checked with :func:`check_potentials`).
     transition : ndarray of shape (n_labels, n_labels)
         Transition potentials, ``[i, j]`` for label ``i`` then ``j``.
     start, end : ndarray of shape (n_labels,)
@@ -782,9 +810,16 @@ def sequence_scores(unary, transition, start, end, y, offsets):
     -------
     ndarray of float64 of shape (n_sequences,)
         The score (unnormalised log-probability); 0 for an empty sequence.
+
+    Raises
+    ------
+    ValueError
+        On inconsistent shapes (see :func:`check_potentials`) or labels out
+        of range.
     """
-    y = np.asarray(y, dtype=np.intp)
-    offsets = np.asarray(offsets, dtype=np.intp)
+    c = _Chain.checked(unary, transition, start, end, offsets, 1)
+    unary, transition, start, end, offsets = c.unary, c.transition, c.start, c.end, c.offsets
+    y = c.labels(y, "y")
     n_seq = offsets.shape[0] - 1
     lengths = np.diff(offsets)
     seq_id = np.repeat(np.arange(n_seq), lengths)

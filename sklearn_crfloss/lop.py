@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from scipy.special import softmax
 
-from ._compat import HasMethods, Interval, StrOptions, validate_params
+from ._compat import Interval, StrOptions, validate_params
 from ._params import ParameterLayout
 from ._persistence import VersionedStateMixin
 from ._tagger import CRFTagger
@@ -331,7 +331,7 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
     _parameter_constraints = {
         "experts": [StrOptions(set(EXPERT_SETS)), callable, list, tuple],
         "weights": [StrOptions(set(WEIGHTS)), "array-like"],
-        "estimator": [None, HasMethods(["fit", "predict"])],
+        "estimator": [None, CRFTagger],  # the experts are CRFs on column subsets
         "reduced": [None, callable, list, tuple],
         "positions": [None, callable, dict],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -409,6 +409,11 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
                 else:
                     idx = np.asarray(g)
                     if idx.dtype == bool:
+                        if idx.shape != (n,):
+                            raise ValueError(
+                                f"expert group {k} is a boolean mask of shape {idx.shape}, but "
+                                f"there are {n} feature columns: a mask needs one entry per "
+                                "column (attributes_), or pass column indices")
                         idx = np.flatnonzero(idx)
                     if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer) or (
                             idx.size and (idx.min() < 0 or idx.max() >= n)):
@@ -477,14 +482,8 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
         mode = self.weights if isinstance(self.weights, str) else "fixed"
         fixed = np.ones(len(groups)) if mode == "uniform" else None
         if mode == "fixed":
-            fixed = np.asarray(self.weights, dtype=np.float64)
-            if fixed.shape != (len(groups),):
-                raise ValueError(
-                    f"weights has shape {fixed.shape} but the expert set {self.experts!r} has "
-                    f"{len(groups)} experts (the monolithic one first)"
-                )
-            if np.any(fixed < 0) or not np.isfinite(fixed).all() or fixed.sum() <= 0:
-                raise ValueError(f"weights must be finite, >= 0 and not all 0, got {fixed}")
+            fixed = _normalised_weights(self.weights, len(groups),
+                                        f"the expert set {self.experts!r}")
 
         def fit_experts(seqs):
             """The experts trained on the sequences ``seqs`` (all: None)."""
@@ -510,11 +509,14 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
         elif mode == "fit":
             weights, monitor = _fit_weights([blocks(experts, None)], self.max_iter, self.tol)
         if fixed is None:
+            weights = _normalised_weights(weights, len(groups), "the pool")  # NaN: diverged
             info = FitInfo(n_iter=monitor.n_iter, loss_curve=monitor.history,
-                           converged=monitor.converged)
+                           converged=monitor.converged, stop_reason=monitor.stop_reason,
+                           objective=_pool_nll(weights, *blocks(experts, None))[0])
         else:
-            weights = fixed / fixed.sum()
-            info = FitInfo(loss_curve=[_pool_nll(weights, *blocks(experts, None))[0]])
+            weights = _normalised_weights(fixed, len(groups), "the pool")
+            nll = _pool_nll(weights, *blocks(experts, None))[0]
+            info = FitInfo(loss_curve=[nll], stop_reason="converged", objective=nll)
 
         self.experts_ = experts
         self.expert_columns_ = groups
@@ -574,15 +576,10 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
         Raises
         ------
         ValueError
-            On a wrong length, negative or all-zero weights.
+            On a wrong length, negative, non-finite or all-zero weights.
         """
         check_is_fitted(self)
-        w = np.asarray(weights, dtype=np.float64)
-        if w.shape != (len(self.experts_),) or np.any(w < 0) or not w.sum() > 0:
-            raise ValueError(
-                f"weights must be {len(self.experts_)} non-negative numbers, not all 0; got {w}"
-            )
-        w = w / w.sum()
+        w = _normalised_weights(weights, len(self.experts_), "this pool")
         new = copy.copy(self)
         new.weights = w
         new.weights_ = w
@@ -627,6 +624,31 @@ def entity_type(label):
         return None
     prefix, typ = split_label(text)
     return typ if prefix in ("B", "I", "E", "S") and typ else text
+
+
+def _normalised_weights(weights, n_experts, owner):
+    """Expert weights checked and scaled to sum 1, without overflow.
+
+    Divided by their maximum before their sum, so that ``[1e308, 1e308]``
+    gives ``[0.5, 0.5]`` (the sum alone would overflow to inf and the
+    weights to 0).
+
+    Raises
+    ------
+    ValueError
+        On a shape other than ``(n_experts,)``, a NaN, infinite or negative
+        weight, or weights all 0.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (n_experts,):
+        raise ValueError(f"weights has shape {w.shape} but {owner} has {n_experts} experts "
+                         f"(the monolithic one first): pass {n_experts} non-negative "
+                         "weights, one per expert")
+    if not np.isfinite(w).all() or np.any(w < 0) or not w.max() > 0:
+        raise ValueError("weights must be finite, >= 0 (non-negative) and not all 0, got "
+                         f"{w.tolist()}")
+    w = w / w.max()
+    return w / w.sum()
 
 
 def _make_pool(pool, features, experts, groups, weights, info):

@@ -15,6 +15,8 @@ MODULES = [
     "sklearn_crfloss.lop",
     "sklearn_crfloss.losses._base",
     "sklearn_crfloss.losses._check",
+    "sklearn_crfloss.io",
+    "sklearn_crfloss._naming",
 ]
 
 

@@ -12,13 +12,14 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
-from sklearn.feature_extraction import DictVectorizer
+from sklearn.feature_extraction import DictVectorizer, FeatureHasher
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score, cross_validate
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils import estimator_checks, get_tags
 
 from sklearn_crfloss import CRFTagger
+from sklearn_crfloss._hashing import hashed_pairs
 from sklearn_crfloss.inference import forward_backward, sequence_scores
 from sklearn_crfloss.losses import ConditionalLogLikelihood, MixedLoss
 from sklearn_crfloss.priors import GaussianPrior
@@ -304,7 +305,11 @@ def test_min_freq_drops_rare_attributes(toy_chunks):
 def test_feature_hashing(toy_chunks):
     X, y = toy_chunks
     crf = CRFTagger(feature_hashing=2**10).fit(X, y)
-    assert crf.n_features_in_ == 2**10
+    # Only the hashed columns that occur are kept (and named by their column).
+    used = {f"hash_{k}" for k in np.unique(FeatureHasher(2**10, input_type="pair",
+            alternate_sign=False).transform(hashed_pairs(
+                [t for s in X for t in s], np.zeros(1, dtype=np.intp))).indices)}
+    assert set(crf.attributes_) == used and crf.n_features_in_ == len(used) < 2**10
     assert crf.score(X, y) > 0.8
 
 

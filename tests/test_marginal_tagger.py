@@ -95,7 +95,9 @@ def test_decoders_accept_empty_sequences(fitted, decoder, constraints):
 
 def test_iob2_constraints_reject_other_labels():
     X = [[{"w": "a"}, {"w": "b"}]]
-    crf = CRFTagger(constraints="iob2", max_iter=3).fit(X, [["X", "Y"]])
+    with pytest.raises(ValueError, match="constraints='iob2' needs labels"):
+        CRFTagger(constraints="iob2", max_iter=3).fit(X, [["X", "Y"]])  # at fit already
+    crf = CRFTagger(max_iter=3).fit(X, [["X", "Y"]]).set_params(constraints="iob2")
     with pytest.raises(ValueError, match="constraints='iob2' needs labels"):
         crf.predict(X)
 

@@ -1,5 +1,7 @@
 """solver='sgd' (Bottou's SGD, compiled and generic paths), early stopping, verbose."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -223,11 +225,22 @@ def test_sgd_decreases_the_objective_of_a_smooth_loss():
 
 def test_every_batch_loss_trains_with_sgd():
     X, y = _toy(40)
+    moved = []
     for loss in ["cll", "softmax_margin", "max_margin", "risk", "jrb", "pointwise", "mixed",
                  "labelwise", "mce", "mce_f"]:
-        crf = CRFTagger(loss=loss, solver="sgd", max_iter=2, random_state=0, eta0=0.1).fit(X, y)
-        assert np.all(np.isfinite(crf.coef_)) and np.any(crf.coef_), loss
-        assert len(crf.loss_curve_) == 2, loss
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            crf = CRFTagger(loss=loss, solver="sgd", max_iter=2, random_state=0,
+                            eta0=0.1).fit(X, y)
+        assert np.all(np.isfinite(crf.coef_)) and len(crf.loss_curve_) == 2, loss
+        if np.any(crf.coef_):
+            moved.append(loss)
+        else:  # the objective rose from zero: the start is kept, and the fit says so
+            assert crf.stop_reason_ == "stalled" and not crf.converged_, loss
+            assert any("init='cll'" in str(w.message) for w in caught), loss
+    # MCE from zero (all sequences tied) is the one loss two epochs do not improve here.
+    assert set(moved) >= {"cll", "softmax_margin", "max_margin", "risk", "jrb", "pointwise",
+                          "mixed", "labelwise", "mce_f"}
 
 
 def test_bad_solver_loss_prior_combinations_raise():
@@ -309,8 +322,11 @@ def test_early_stopping_keeps_the_best_parameters(solver, loss):
     assert crf.best_validation_score_ == max(scores)
     assert_array_equal(crf.coef_, models[best].coef_)
     assert_array_equal(crf.transition_, models[best].transition_)
-    # It stopped n_iter_no_change reports after the last improvement (or at max_iter).
-    assert crf.n_iter_ == 40 or crf.n_iter_ - best >= 2
+    # Early stopping ends a run n_iter_no_change reports after the last improvement;
+    # else the solver's own test or max_iter did.
+    assert crf.stop_reason_ in ("early_stopping", "converged", "max_iter")
+    if crf.stop_reason_ == "early_stopping":
+        assert crf.n_iter_ - best >= 2
 
 
 class _NoParams(BaseSolver):

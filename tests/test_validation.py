@@ -27,7 +27,7 @@ Y_OK = [["x", "y"], ["y"]]
         ([[{"w": "a"}], [{"w": "c"}]], [["x"], ["x", "y"]], ValueError, "Sequence 1 has 1 tokens but 2 labels"),
         (X_OK + [[]], Y_OK + [[]], ValueError, "Sequence 2 is empty"),
         (X_OK, [["x", "x"], ["x"]], ValueError, "single label"),
-        (X_OK, [["x", None], ["y"]], ValueError, "None"),
+        (X_OK, [["x", ["y"]], ["y"]], TypeError, "Sequence 0, token 1: label .* is not hashable"),
         ([[{"w": "a"}, {"v": float("nan")}], [{"w": "c"}]], Y_OK, ValueError, "Sequence 0 has a NaN"),
         ([[{"w": "a"}], [{"w": "b"}, {"v": np.inf}]], [["x"], ["y", "x"]], ValueError, "Sequence 1 has a NaN or infinite"),
         ([[{"w": "a"}, {"w": "b"}], ["c"]], Y_OK, TypeError, "Sequence 1: tokens must be feature dicts or rows"),

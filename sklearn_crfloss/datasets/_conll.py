@@ -4,6 +4,7 @@ import gzip
 import hashlib
 import http.client
 import logging
+import numbers
 import os
 import re
 import tempfile
@@ -105,10 +106,11 @@ def read_conll(
     The format has one token per line with its columns (e.g. word, POS tag,
     label) separated by whitespace, and a blank line after each sentence.
     Lines starting with ``-DOCSTART-`` (document separators of the CoNLL-2002
-    and CoNLL-2003 files) are skipped and end the current sentence; runs of
-    blank lines, blank lines right after ``-DOCSTART-``, trailing whitespace,
-    Windows line ends and a missing final blank line are tolerated.  Empty
-    sentences are never returned.
+    and CoNLL-2003 files; leading whitespace allowed) are skipped and end the
+    current sentence; runs of blank lines, blank lines right after
+    ``-DOCSTART-``, trailing whitespace, Windows (CRLF) and old Mac (CR)
+    line ends, a UTF-8 byte-order mark and a missing final blank line are
+    tolerated.  Empty sentences are never returned.
 
     Parameters
     ----------
@@ -144,8 +146,12 @@ def read_conll(
     ------
     ValueError
         If a line has a different number of columns than the first token line
-        (the message names the file and the line number), or if
-        ``label_column`` is out of range.
+        (the message names the file and the line number), if
+        ``label_column`` is out of range, or if the lines have a single
+        column and ``label_column`` is not None (the tokens would have no
+        columns).
+    TypeError
+        If ``label_column`` is not an int or None.
     UnicodeDecodeError
         If the file cannot be decoded and ``fallback_encoding`` is None.
 
@@ -165,6 +171,10 @@ def read_conll(
     >>> y
     [['B-NP', 'B-VP'], ['B-NP']]
     """
+    if label_column is not None and (isinstance(label_column, bool)
+                                     or not isinstance(label_column, numbers.Integral)):
+        raise TypeError(f"label_column must be an int (a column index) or None, got "
+                        f"{label_column!r} of type {type(label_column).__name__}.")
     if hasattr(path, "read"):
         name = getattr(path, "name", "<file object>")
         text = path.read()
@@ -175,10 +185,12 @@ def read_conll(
                 if fallback_encoding is None:
                     raise
                 text = text.decode(fallback_encoding)
-        text = text.replace("\r\n", "\n")
+        # Windows and old Mac line ends, as open() reads them from a path.
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     else:
         name = os.fspath(path)
         text = _read_text(path, encoding, fallback_encoding)
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark is no part of the first token
     # Split on "\n" only: str.splitlines would also break on characters such
     # as U+0085 or U+001C that may occur inside tokens.
     lines = text.split("\n")
@@ -189,7 +201,7 @@ def read_conll(
     label_idx = None
     for lineno, line in enumerate(lines, start=1):
         line = line.rstrip(_ASCII_WS)
-        if not line or line.startswith(_DOCSTART):
+        if not line or line.lstrip(_ASCII_WS).startswith(_DOCSTART):
             if tokens:
                 X.append(tokens)
                 y.append(labels)
@@ -209,6 +221,13 @@ def read_conll(
                     raise ValueError(
                         f"{name}, line {lineno}: label_column={label_column} is "
                         f"out of range for lines with {n_columns} column(s)."
+                    )
+                if n_columns == 1:
+                    raise ValueError(
+                        f"{name}, line {lineno}: the lines have a single column, which "
+                        f"label_column={label_column} would take as the label, leaving "
+                        "tokens without columns. Pass label_column=None to read "
+                        "unlabelled tokens, or check sep."
                     )
                 label_idx = label_column % n_columns
         elif len(fields) != n_columns:
@@ -266,9 +285,10 @@ def write_conll(
         ``X`` or a sentence's labels are not as many as its tokens, or if a
         column would not read back with :func:`read_conll` (with
         ``sep=None`` for the default ``sep=" "``, else with the same
-        ``sep``): e.g. a column containing ``sep`` or a line break, or, with
-        the default ``sep``, an empty column or one containing ASCII
-        whitespace.
+        ``sep``): e.g. a column containing ``sep`` or a line break, a
+        first column starting with ``-DOCSTART-`` (read as a document
+        separator), or, with the default ``sep``, an empty column or one
+        containing ASCII whitespace.
 
     See Also
     --------
@@ -332,6 +352,12 @@ def write_conll(
                     f"written with sep={sep!r} so that read_conll reads them "
                     "back (a column is empty, contains the separator, "
                     "whitespace or a line break)."
+                )
+            if line.lstrip(_ASCII_WS).startswith(_DOCSTART):
+                raise ValueError(
+                    f"Sentence {i}, token {j}: a line starting with {_DOCSTART!r} "
+                    f"({line!r:.60}) is read back by read_conll as a document "
+                    "separator, not as a token."
                 )
             lines.append(line)
         lines.append("")
@@ -468,11 +494,43 @@ def _check_local(relpath, path):
     with open(path, "rb") as f:
         digest = _sha256(f)
     if digest != checksum:
+        converted = _converted_copy(path, checksum)
+        if converted:
+            raise ValueError(
+                f"The local file {path!r} is {relpath!r} {converted}: its content is "
+                "right but its bytes differ from the distributed file (sha256 "
+                f"{digest}, {checksum} expected). Convert it back (e.g. dos2unix), "
+                "or delete it to download it again."
+            )
         raise ValueError(
             f"The local file {path!r} is corrupt or truncated ({os.path.getsize(path)} bytes): "
             f"its sha256 is {digest}, but {checksum} is expected for {relpath!r}. "
             "Delete it to download it again, or put a correct copy in its place."
         )
+
+
+def _converted_copy(path, checksum):
+    """How the file at ``path`` differs from the text of ``checksum``, if only by conversions.
+
+    A byte-order mark, CRLF or CR line ends: the words that say so (e.g.
+    ``'with Windows (CRLF) line ends'``), or '' if undoing them does not
+    give the expected sha256.
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    found = []
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+        found.append("a UTF-8 byte-order mark")
+    if b"\r\n" in data:
+        data = data.replace(b"\r\n", b"\n")
+        found.append("Windows (CRLF) line ends")
+    if b"\r" in data:
+        data = data.replace(b"\r", b"\n")
+        found.append("old Mac (CR) line ends")
+    if not found or hashlib.sha256(data).hexdigest() != checksum:
+        return ""
+    return "with " + " and ".join(found)
 
 
 def _ensure_files(relpath, data_home, download_if_missing, what):

@@ -33,6 +33,21 @@ _SATURATED_FRACTION = 0.95
 _SATURATED_MIN_SEQUENCES = 20
 
 
+def _saturated_share(z, w, smoothing="sigmoid"):
+    """Weighted share of the terms whose smoothed loss has (almost) no gradient.
+
+    A term of argument ``z = alpha d + beta`` is saturated where ``dl/dd``
+    is below about 1% of its largest value: ``|z| > log 99`` for the
+    sigmoid, ``z < -log 99`` for the logistic (whose slope tends to 1 for
+    large ``z``). NaN if the weights sum to 0.
+    """
+    total = float(np.sum(w))
+    if not total > 0:
+        return float("nan")
+    flat = (z < _SATURATED_Z) | ((z > -_SATURATED_Z) if smoothing == "sigmoid" else False)
+    return float(np.sum(w[flat])) / total
+
+
 def _smooth(d, alpha, beta, smoothing):
     """l(d) of Eq. 8 and dl/dd (section 3.2), elementwise and stable."""
     z = alpha * d + beta
@@ -189,6 +204,14 @@ class MinimumClassificationError(_SmoothedErrorLoss):
     smoothing : {'sigmoid', 'logistic'}, default='sigmoid'
         Smoothing function ``l`` of Eq. 8.
 
+    Attributes
+    ----------
+    saturation_ : float
+        Set by every :meth:`value_and_grad`: the weighted share of the
+        sequences whose smoothed loss has almost no gradient (``dl/dd``
+        below about 1% of its largest value). ``CRFTagger.fit`` warns when
+        it exceeds 95% at the start of training.
+
     Raises
     ------
     ValueError
@@ -255,6 +278,8 @@ class MinimumClassificationError(_SmoothedErrorLoss):
             d[fallback] = (wrong_score - g_star)[fallback]
         if not np.isinf(self.psi):
             self._warn_if_saturated(d, log_a, w)
+        self.saturation_ = _saturated_share(float(self.alpha) * d + float(self.beta), w,
+                                            self.smoothing)
         l, dl = _smooth(d, float(self.alpha), float(self.beta), self.smoothing)
         value = float(np.dot(w, l))
         coef = w * dl
@@ -370,30 +395,31 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
       ``psi = inf`` and the segment discriminant: misclassified when some
       sequence without the segment beats every sequence with it);
       ``TP_l = sum w (1 - l(d(s*)))``, ``FN_l = sum w l(d(s*))``.
-    * False positives: the paper's simplification, the segments of the
+    * False positives (``false_positives='gold'``, the default: section
+      4.2's ``FP_l = sum l(d(y*, x, s'))``): the segments ``s'`` of the
       maximum incorrect output ``y~`` (Eq. 5,
-      :func:`~sklearn_crfloss.inference.viterbi_excluding`) that
-      are not correct segments, with ``d(s') = m(s')`` computed on ``y~``'s
-      labels (misclassified when the best sequence carrying ``s'`` beats
-      every sequence without it, i.e. ``s'`` would be output);
-      ``FP_l = sum w l(d(s'))``. ``y~`` is held fixed in the gradient (it
+      :func:`~sklearn_crfloss.inference.viterbi_excluding`) that are not
+      correct segments, each measured by the segment-wise misclassification
+      measure of the *correct* output on its span, whose first term is the
+      gold labelling of the span: ``d(s') = g(s') - g(y*_{a:b})``, both
+      segment discriminants (Eq. 15; ``g(y*_{a:b})`` is the best score of a
+      sequence carrying the gold labels on the span ``a:b``).
+      ``FP_l = sum w l(d(s'))``. Every false positive pushes the gold labels
+      of its span up and its own labels down. When a false positive carries
+      the gold labels of its span (it differs from a gold segment only by
+      where it ends, decided by the next token's label) ``d = 0`` and its
+      term has no gradient; the false positive that starts at that token
+      carries the correction. ``y~`` is held fixed in the gradient (it
       changes only at ties).
 
-    * ``false_positives='gold'`` (not in the paper): the false positives
-      are the paper's (the segments of ``y~`` that are not correct), but the
-      competitor of a false positive ``s'`` on span ``a:b`` is the gold
-      labelling of that span: ``d(s') = g(s') - g(y*_{a:b})``, both segment
-      discriminants (Eq. 15; ``g(y*_{a:b})`` is the best score of a sequence
-      carrying the gold labels on the span). The paper's competitor, the best
-      sequence without ``s'``, is usually another wrong segmentation of the
-      span, so its gradient rarely raises the gold labels there (after
-      training from zero with the paper's set a model predicted ``O`` on 0%
-      of the test tokens); with the gold competitor every false positive
-      pushes the gold labels of its span up and its own labels down. When a
-      false positive carries the gold labels of its span (it differs from a
-      gold segment only by where it ends, decided by the next token's label)
-      ``d = 0`` and its term has no gradient; the false positive that starts
-      at that token carries the correction.
+    * ``false_positives='max_incorrect'`` (a variant, not in the paper): the
+      same false positives, each measured against the best sequence that
+      does *not* carry its labels, ``d(s') = m(s')`` computed on ``y~``'s
+      labels (misclassified when the best sequence carrying ``s'`` beats
+      every sequence without it, i.e. ``s'`` would be output). That
+      competitor is usually another wrong segmentation of the span, so its
+      gradient rarely raises the gold labels there (after training from
+      zero a model predicted ``O`` on 0% of the test tokens).
 
     * ``false_positives='viterbi'`` (not in the paper): the false positives
       are the segments of the Viterbi output ``y^`` that are not correct,
@@ -438,17 +464,20 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
     false_positives : {'gold', 'max_incorrect', 'viterbi'}, default='gold'
         Which false positive segments ``FP_l`` counts and against what: the
         segments of the maximum incorrect output against the gold labels of
-        their span (``'gold'``), the same segments against the best sequence
-        without them (``'max_incorrect'``, the paper's simplification), or
-        the continuous Viterbi-output variant described above. ``'gold'`` is
-        the default because it trains from zero: on full CoNLL-2000 (C=1,
-        default solver) test F1 93.32 from zero against 82.45 with
-        ``'max_incorrect'``, and 93.48 from MAP with either.
+        their span (``'gold'``, the paper's definition, section 4.2), the
+        same segments against the best sequence without them
+        (``'max_incorrect'``, a variant), or the continuous Viterbi-output
+        variant described above.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_labels,)
         Label names of the label indices, set by :meth:`set_classes`.
+    saturation_ : float
+        Set by every :meth:`value_and_grad`: the weighted share of the gold
+        and false positive segments whose smoothed loss has almost no
+        gradient (``dl/dd`` below about 1% of its largest value).
+        ``CRFTagger.fit`` warns when it exceeds 95% at the start.
 
     Raises
     ------
@@ -548,6 +577,8 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         wf = w[fp_segs[0]]
         l_g, dl_g = _smooth(-m_g, alpha, beta, "sigmoid")
         l_f, dl_f = _smooth(m_f, alpha, beta, "sigmoid")
+        self.saturation_ = _saturated_share(
+            np.concatenate([alpha * -m_g + beta, alpha * m_f + beta]), np.concatenate([wg, wf]))
         if self.false_positives == "viterbi":  # (l(m) - l(0)) / (1 - l(0)): 0 at m = 0
             l0 = expit(beta)
             l_f = (l_f - l0) / (1.0 - l0)

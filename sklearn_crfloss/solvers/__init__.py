@@ -40,6 +40,10 @@ __all__ = ["BaseSolver", "ConvergenceMonitor", "HeldOutScore", "LBFGS", "MIRA", 
            "default_solver", "make_solver", "minimize_lbfgs", "minimize_liblbfgs"]
 
 
+# What CRFTagger reads of a solver besides ``solve`` (BaseSolver defines them all).
+_SOLVER_INTERFACE = ("check", "name", "dense_states", "default_max_iter")
+
+
 def make_solver(solver, **params):
     """A solver of the registry, a solver object or a schedule, ready to train.
 
@@ -65,7 +69,9 @@ def make_solver(solver, **params):
     ValueError
         If a name is not registered, or a schedule is malformed.
     TypeError
-        If ``solver`` is neither a name, a list nor an object with ``solve``.
+        If ``solver`` is neither a name, a list nor an object with ``solve``,
+        or an object without the rest of :class:`BaseSolver`'s interface
+        (``check``, ``name``, ``dense_states``, ``default_max_iter``).
     """
     if isinstance(solver, (list, tuple)):
         solver = Schedule(list(solver))
@@ -73,6 +79,12 @@ def make_solver(solver, **params):
     if isinstance(obj, Schedule):
         return obj.bind(**params)
     if not isinstance(solver, str):
+        missing = [a for a in _SOLVER_INTERFACE if not hasattr(obj, a)]
+        if missing:
+            raise TypeError(
+                f"The solver object {type(obj).__name__} has 'solve' but not "
+                f"{', '.join(repr(a) for a in missing)}, which training also uses: derive it "
+                "from sklearn_crfloss.solvers.BaseSolver (which defines them) or define them.")
         return obj
     return obj.set_params(**{k: v for k, v in params.items()
                              if k in obj.get_params(deep=False)})

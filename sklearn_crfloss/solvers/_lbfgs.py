@@ -53,7 +53,7 @@ def minimize_lbfgs(fun, x0, monitor, *, bounds=None, max_corrections=6, to_theta
         gnorm = float(np.linalg.norm(last_grad[0])) if last_grad else float("nan")
         x = intermediate_result.x
         theta = x if to_theta is None else (lambda: to_theta(x))
-        if monitor.report(intermediate_result.fun, theta=theta, **{"|grad|": gnorm}):
+        if monitor.report(intermediate_result.fun, theta=theta, grad_norm=gnorm):
             raise StopIteration
 
     # scipy's L-BFGS-B calls BLAS on small vectors every iteration; a
@@ -69,10 +69,12 @@ def minimize_lbfgs(fun, x0, monitor, *, bounds=None, max_corrections=6, to_theta
         )
     stopped_by_tol = res.status == 99 or "StopIteration" in str(res.message)
     message = str(res.message)
+    reason = None
     if message.startswith("ABNORMAL"):
         message = ("the line search found no step that lowers the objective enough "
                    "(scipy: ABNORMAL); the objective may be nonsmooth here")
-    monitor.finish(res.success or stopped_by_tol, message, solver="L-BFGS")
+        reason = "stalled"
+    monitor.finish(res.success or stopped_by_tol, message, solver="L-BFGS", reason=reason)
     return res.x
 
 

@@ -26,15 +26,24 @@ class ConvergenceMonitor:
 
     Stopping rules, any of which ends the run:
 
-    - the objective's (CRFsuite's ``delta`` and ``period``): the objective
-      improved by less than ``tol`` relative over the last ``period``
-      reports, ``(f[k - period] - f[k]) / max(|f[k]|, 1) < tol`` (only for
-      reports made with ``check=True``);
+    - the objective's (CRFsuite's ``delta`` and ``period``, on the best
+      objective seen): the lowest objective improved by less than ``tol``
+      relative over the last ``period`` reports, ``(b[k - period] - b[k]) /
+      max(|b[k]|, 1) < tol`` with ``b[k] = min(f[1..k])`` (only for reports
+      made with ``check=True``). The run has converged only if the last
+      objective is also within ``tol`` of the best one (an objective that
+      rose for ``period`` reports has *stalled*: the solver is not
+      descending) and, for the solvers that pass ``grad_norm`` (L-BFGS,
+      OWL-QN), the gradient norm is at most ``sqrt(tol) max(|f|, 1)``
+      (else the objective crawls down a badly scaled valley: stalled);
     - early stopping (with ``validation``): the held-out score did not
       improve on the best one by more than ``tol * max(1, |best|)`` for
       ``n_iter_no_change`` consecutive reports (scikit-learn's
       ``SGDClassifier`` rule). The parameters of the best score are kept
       (:attr:`best_theta`).
+
+    A non-finite objective is never reported: :meth:`report` raises a
+    ``ValueError`` naming the stage and the likely causes.
 
     Parameters
     ----------
@@ -78,12 +87,25 @@ class ConvergenceMonitor:
         A copy of the parameters of the best validation score.
     best_iter : int
         The report (1-based) of the best validation score, or 0.
+    best_value : float
+        The lowest objective reported (inf before the first report).
+    gradient_test : bool
+        Whether ``grad_norm`` counts in the objective's rule (True; the
+        estimator sets False for losses that are not smooth, such as MCE,
+        whose gradient need not vanish at a minimum).
     early_stopped : bool
         Whether the early-stopping rule ended the run.
     converged : bool
-        Set by :meth:`finish`.
+        Set by :meth:`finish`: True if :attr:`stop_reason` is
+        ``'converged'`` or ``'early_stopping'``.
+    stop_reason : {'converged', 'max_iter', 'stalled', 'early_stopping'} or None
+        Why the run ended, set by :meth:`finish`: a stopping test held at a
+        minimum (``'converged'``), the budget ran out (``'max_iter'``), the
+        solver could not lower the objective further although it is not at
+        a minimum (``'stalled'``: a failed line search, an objective that
+        rose, a large gradient), or the held-out score stopped improving.
     message : str
-        Why the run ended, set by :meth:`finish`.
+        Why the run ended, in words, set by :meth:`finish`.
     """
 
     def __init__(self, tol, max_iter, *, period=10, verbose=0, callback=None, stage=None,
@@ -103,9 +125,14 @@ class ConvergenceMonitor:
         self.best_score = None
         self.best_theta = None
         self.best_iter = 0
+        self.best_value = np.inf
         self.early_stopped = False
         self.converged = False
+        self.stop_reason = None
         self.message = ""
+        self.gradient_test = True
+        self._best_history = []
+        self._rule = None  # (reason, message) once the objective's rule has held
         self._no_change = 0
         self.offset = 0  # reports made by earlier stages of a schedule (see Schedule)
         self._t0 = time.perf_counter()
@@ -120,7 +147,7 @@ class ConvergenceMonitor:
         """Whether :meth:`report` uses the parameters (validation or ``on_params``)."""
         return self.validation is not None or self.on_params is not None
 
-    def report(self, value, theta=None, *, check=True, **fields):
+    def report(self, value, theta=None, *, check=True, grad_norm=None, **fields):
         """Record one iteration's objective; True if a stopping rule holds.
 
         Parameters
@@ -136,6 +163,10 @@ class ConvergenceMonitor:
             Apply the objective's relative-improvement test (online solvers
             that run a fixed number of epochs pass False). Early stopping
             applies either way.
+        grad_norm : float or None, default=None
+            The norm of the (pseudo-)gradient at the reported point: when
+            given, the objective's rule is convergence only if it is at
+            most ``sqrt(tol) max(|f|, 1)`` (printed as ``|grad|``).
         **fields : float
             Printed with ``verbose`` (e.g. ``eta=...``, ``**{"|grad|": g}``).
 
@@ -146,11 +177,24 @@ class ConvergenceMonitor:
         Raises
         ------
         ValueError
-            If the parameters are needed and ``theta`` is None.
+            If ``value`` is not finite (the message names the stage, the
+            iteration and the likely causes), or if the parameters are
+            needed and ``theta`` is None.
         """
         value = float(value)
+        k = len(self.history) + 1
+        if not np.isfinite(value):
+            where = f" (stage {self.stage})" if self.stage else ""
+            raise ValueError(
+                f"training diverged{where}: the objective is {value} at {self.unit} {k}. "
+                "Likely causes: a step size too large (lower eta0, or leave "
+                "eta0='auto'), or feature values of a very large magnitude (scale "
+                "numeric features, e.g. to [-1, 1]). The estimator was left as it was.")
         self.history.append(value)
-        k = len(self.history)
+        self.best_value = min(self.best_value, value)
+        self._best_history.append(self.best_value)
+        if grad_norm is not None:
+            fields = {"|grad|": float(grad_norm), **fields}
         stop = False
         score_note = ""
         if self.needs_theta:
@@ -173,8 +217,26 @@ class ConvergenceMonitor:
         if stop:
             self.early_stopped = True
             return True
-        return (check and k > self.period
-                and (self.history[-1 - self.period] - value) / max(abs(value), 1.0) < self.tol)
+        if not (check and k > self.period):
+            return False
+        best, scale = self.best_value, max(abs(self.best_value), 1.0)
+        if (self._best_history[-1 - self.period] - best) / scale >= self.tol:
+            return False
+        if value - best > self.tol * scale:
+            self._rule = ("stalled", (
+                f"the objective rose from its best, {best:.6e}, to {value:.6e} and did "
+                f"not improve in {self.period} {self.unit}s: the solver is not descending "
+                "here; the parameters of the best objective are returned"))
+        elif (grad_norm is not None and self.gradient_test
+              and grad_norm > np.sqrt(self.tol) * scale):
+            self._rule = ("stalled", (
+                f"the objective stopped improving but the gradient norm is still "
+                f"{grad_norm:.3e} (more than sqrt(tol) * |objective| = "
+                f"{np.sqrt(self.tol) * scale:.3e}): the problem is badly scaled, usually by "
+                "numeric feature values far from the 0/1 of indicators; scale them"))
+        else:
+            self._rule = ("converged", "the objective stopped improving")
+        return True
 
     def _validate(self, theta, k):
         """Score ``theta`` on the held-out data; (stop, verbose note)."""
@@ -193,36 +255,50 @@ class ConvergenceMonitor:
         note = f"  validation {score:.4f}{' *' if improved else ''}"
         return self._no_change >= self.n_iter_no_change, note
 
-    def finish(self, converged, message="", *, solver="the solver"):
+    def finish(self, converged, message="", *, solver="the solver", reason=None):
         """Record the outcome; warn with the stage and reason if not converged.
 
-        A run ended by early stopping has converged (its message says so).
+        The outcome of the monitor's own rules wins over the solver's: a run
+        ended by early stopping has converged (its message says so), and
+        one ended by the objective's rule has converged or stalled as
+        :meth:`report` found.
 
         Parameters
         ----------
         converged : bool
+            The solver's verdict when it stopped on its own test (True) or
+            not (False).
         message : str, default=''
             The reason the run ended.
         solver : str, default='the solver'
             Its name, for the warning.
+        reason : {'converged', 'max_iter', 'stalled'} or None, default=None
+            The solver's stop reason; None: ``'converged'`` if ``converged``
+            else ``'max_iter'``.
 
         Warns
         -----
         ConvergenceWarning
-            If ``converged`` is False.
+            If the run did not converge: the stage, the reason, and the
+            remedy (more iterations for ``'max_iter'``).
         """
         if self.early_stopped:
-            converged = True
+            reason = "early_stopping"
             message = (f"early stopping: no validation improvement in "
                        f"{self.n_iter_no_change} {self.unit}s (best at {self.best_iter})")
-        self.converged = bool(converged)
+        elif self._rule is not None:
+            reason, message = self._rule
+        elif reason is None:
+            reason = "converged" if converged else "max_iter"
+        self.stop_reason = reason
+        self.converged = reason in ("converged", "early_stopping")
         self.message = message
-        if not converged:
+        if not self.converged:
             where = f" (stage {self.stage})" if self.stage else ""
             unit = "iterations" if self.unit == "iter" else f"{self.unit}s"
+            remedy = " Increase max_iter or tol." if reason == "max_iter" else ""
             warnings.warn(
-                f"{solver}{where} did not converge in {self.n_iter} {unit}: {message}. "
-                "Increase max_iter or tol.",
+                f"{solver}{where} did not converge in {self.n_iter} {unit}: {message}.{remedy}",
                 ConvergenceWarning, stacklevel=4,
             )
 
@@ -379,8 +455,12 @@ class FitInfo:
         The objective after each iteration of ``loss``'s stages.
     converged : bool
         The last stage's outcome.
+    stop_reason : str or None
+        Why the last stage ended (its monitor's ``stop_reason``).
     message : str
-        Why the last stage ended (its monitor's ``message``).
+        Why the last stage ended, in words (its monitor's ``message``).
+    objective : float
+        The objective at the returned parameters (NaN if not evaluated).
     validation_scores : list of float or None
         Early stopping's held-out score after each iteration of ``loss``.
     best_validation_score : float or None
@@ -391,7 +471,9 @@ class FitInfo:
     init_n_iter: int = 0
     loss_curve: list = field(default_factory=list)
     converged: bool = True
+    stop_reason: str = None
     message: str = ""
+    objective: float = float("nan")
     validation_scores: list = None
     best_validation_score: float = None
 

@@ -64,6 +64,8 @@ class _OnlineSolver(BaseSolver):
         weights = (np.ones(n_seq) if objective.sample_weight is None
                    else objective.sample_weight)
         params = [np.array(p, dtype=np.float64) for p in layout.unpack(x0)]
+        # Potentials outside the layout (no start/end, a label expert's) stay 0.
+        self._tail_masks = None if layout.full_tail else layout.tail_masks()
         self._start(params, prior, C, n_seq)
         rng = random_generator(self.random_state)
         # Each sequence's rows on its own columns, built once for all epochs.
@@ -74,9 +76,10 @@ class _OnlineSolver(BaseSolver):
             blocks.append((sp.csr_matrix((Xi.data, local, Xi.indptr - Xi.indptr[0]),
                                          shape=(Xi.shape[0], cols.shape[0])), cols))
         value = None  # mistakes (updates) of the last epoch
+        active = np.flatnonzero(weights > 0)  # a sequence of weight 0 takes no part
         for _ in range(monitor.max_iter):
             value = 0.0
-            for i in rng.permutation(n_seq):
+            for i in rng.permutation(active):
                 Xs, cols = blocks[i]
                 value += self._step(params, loss, Xs, cols, y[offsets[i]:offsets[i + 1]],
                                     weights[i], C)
@@ -121,6 +124,8 @@ class _MistakeDriven(_OnlineSolver):
         if not dU.any():  # the predicted path is the gold one
             self._count += 1
             return 0.0
+        if self._tail_masks is not None:
+            dT, ds, de = (g * m for g, m in zip((dT, ds, de), self._tail_masks))
         G = Xs.T @ dU
         tau = self._tau(hinge, G, dT, ds, de, C)
         if tau is None:

@@ -96,7 +96,7 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
             return 1
         theta = (lambda: to_theta(last.copy())) if to_theta is not None else last.copy
         try:
-            stop = monitor.report(fx, theta=theta, **{"|grad|": gnorm, "step": step})
+            stop = monitor.report(fx, theta=theta, grad_norm=gnorm, step=step)
         except BaseException as exc:  # e.g. a callback's KeyboardInterrupt: re-raised below
             state["error"] = exc
             return 1
@@ -132,7 +132,7 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
     if state["stopped"]:
         monitor.finish(True, "the objective stopped improving", solver=name)
     elif reason is not None:
-        monitor.finish(False, reason.rstrip("."), solver=name)
+        monitor.finish(False, reason.rstrip("."), solver=name, reason="stalled")
     elif early is not None and early[0] == "line search" and _at_precision(monitor, state):
         # scipy's L-BFGS-B reports this as convergence (its ftol test).
         monitor.finish(True, "the objective cannot be lowered further at rounding "
@@ -142,7 +142,8 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
         if early[0] == "line search":
             message = ("the line search found no acceptable step (libLBFGS: "
                        f"{message}); the objective may be nonsmooth here")
-        monitor.finish(False, message, solver=name)
+        monitor.finish(False, message, solver=name,
+                       reason="stalled" if early[0] == "line search" else "max_iter")
     else:
         monitor.finish(True, "the gradient norm test holds", solver=name)
     return np.asarray(x, dtype=np.float64).reshape(-1)

@@ -41,9 +41,16 @@ class QuickProp(_StepRuleSolver):
     thousands of sequences, whose gradients have no fixed scale; Fahlman
     divided by the number of training cases for the same reason). The prior
     must be differentiable (``'l2'``, ``'hyperbolic'``, ``'none'``); for
-    ``'l1'`` use ``solver='owlqn'``. The parameters of the lowest objective
-    seen (the start included) are returned; training stops after ``max_iter`` iterations or when the
-    objective improved by less than ``tol`` (relative) over 10 iterations.
+    ``'l1'`` use ``solver='owlqn'``.
+
+    Safeguards (Fahlman's, section 5, and a backtracking test): the maximum
+    growth factor ``mu`` above; a step that raises the objective is halved
+    until it does not (at most 5 times), and if none of the halved steps
+    lowers it, a plain gradient step of the same length is tried and
+    halved (at most 10 times). The objective therefore never rises from one
+    iteration to the next. Training stops after ``max_iter`` iterations,
+    when the objective improved by less than ``tol`` (relative) over 10
+    iterations, or where no gradient step lowers it.
 
     Parameters
     ----------
@@ -110,6 +117,9 @@ class QuickProp(_StepRuleSolver):
         secant = (pos | neg) & ~grow & (denom != 0)
         step[grow] += mu * prev_step[grow]
         step[secant] += slope[secant] / denom[secant] * prev_step[secant]
-        self._prev_step = step
-        self._prev_slope = slope
+        self._slope = slope
         return step
+
+    def _commit(self, taken, factor, fallback):
+        self._prev_step = taken
+        self._prev_slope = self._slope

@@ -26,13 +26,17 @@ class Rprop(_StepRuleSolver):
       iRprop-: no weight backtracking);
     * otherwise ``Delta_k`` is kept.
 
-    There is no line search: each iteration costs one objective evaluation,
-    and a discontinuous objective (``loss='mce_f'``) never stops the run.
-    The prior must be differentiable (``'l2'``, ``'hyperbolic'``,
-    ``'none'``); for ``'l1'`` use ``solver='owlqn'``. The parameters of the
-    lowest objective seen (the start included) are returned; training stops after ``max_iter``
-    iterations or when the objective improved by less than ``tol``
-    (relative) over 10 iterations.
+    Backtracking: a step that raises the objective is halved until it does
+    not (at most 5 times; the step sizes ``Delta_k`` shrink by the same
+    factor), and if none does, a plain gradient step of the same length is
+    tried and halved (at most 10 times), after which every ``Delta_k`` is
+    multiplied by ``eta_minus`` and the sign memory cleared. The objective
+    therefore never rises from one iteration to the next. An iteration that
+    needs no backtracking costs one objective evaluation. The prior must be
+    differentiable (``'l2'``, ``'hyperbolic'``, ``'none'``); for ``'l1'``
+    use ``solver='owlqn'``. Training stops after ``max_iter`` iterations,
+    when the objective improved by less than ``tol`` (relative) over 10
+    iterations, or where no gradient step lowers it.
 
     Parameters
     ----------
@@ -94,9 +98,18 @@ class Rprop(_StepRuleSolver):
         sign_change = self._prev * g
         up = sign_change > 0
         down = sign_change < 0
-        delta = self._delta
+        delta = self._delta.copy()
         delta[up] = np.minimum(delta[up] * self.eta_plus, self.delta_max)
         delta[down] = np.maximum(delta[down] * self.eta_minus, self.delta_min)
         g[down] = 0.0
-        self._prev = g
+        self._pending = (g, delta)
         return -np.sign(g) * delta
+
+    def _commit(self, taken, factor, fallback):
+        g, delta = self._pending
+        if fallback:  # the sign rule's step raised the objective: start afresh, smaller
+            self._delta = np.maximum(self._delta * self.eta_minus, self.delta_min)
+            self._prev = np.zeros_like(g)
+        else:
+            self._delta = np.maximum(delta * factor, self.delta_min)
+            self._prev = g

@@ -21,7 +21,11 @@ def _child_monitor(parent, max_iter, stage, offset):
     child = copy.copy(parent)
     child.max_iter = max_iter
     child.history = []
+    child.best_value = np.inf
+    child._best_history = []
+    child._rule = None
     child.converged = False
+    child.stop_reason = None
     child.message = ""
     child.stage = stage
     child.offset = parent.offset + offset
@@ -222,6 +226,8 @@ class Schedule(BaseSolver):
                 x = solver.solve(objective, loss, prior, C, x, child)
             monitor.history.extend(child.history)
             monitor.converged, monitor.message = child.converged, child.message
+            monitor.stop_reason = child.stop_reason
+            monitor.best_value = min(monitor.best_value, child.best_value)
             # Early stopping runs across the stages: the best held-out score
             # so far (validation_scores is one list, shared by the copies).
             if child.best_theta is not monitor.best_theta:

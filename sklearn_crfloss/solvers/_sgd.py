@@ -38,6 +38,8 @@ Two paths, the same update:
 
 from numbers import Integral, Real
 
+import warnings
+
 import numpy as np
 
 from .._compat import Interval, StrOptions, validate_parameter_constraints
@@ -251,7 +253,11 @@ class SGD(BaseSolver):
     ----------
     eta0 : 'auto' or float, default='auto'
         First step size. ``'auto'``: calibrated on 1,000 sequences
-        (``n_calibration``) drawn with ``random_state`` (crfsgd's procedure).
+        (``n_calibration``) drawn with ``random_state`` (crfsgd's procedure):
+        candidate steps from 0.1 up and down by factors of 2, each kept only
+        if one pass over the sample lowers its objective by more than
+        ``min_decrease`` (1e-6, relative) and leaves it finite; if none does,
+        the smallest candidate is used and a ``UserWarning`` names it.
     average : bool or int, default=True
         Return the average of the iterates (ASGD) instead of the last one.
         True: averaging starts after one epoch (crfasgd's default ``-a 1``);
@@ -281,7 +287,13 @@ class SGD(BaseSolver):
     weighted losses of the sequences seen in the epoch, each at the
     parameters before its own step, plus the penalty of the current
     iterate at the end of the epoch: an estimate, not the objective of the
-    returned (averaged) parameters. With ``prior='none'`` there is no
+    returned (averaged) parameters. The solver therefore returns its last
+    (averaged) iterate, not the one of the lowest reported value: finding
+    the best epoch would cost a full objective evaluation per epoch.
+    :class:`~sklearn_crfloss.CRFTagger` evaluates the objective at the
+    start and at the returned parameters of every stage and keeps the start
+    if training raised it. A non-finite epoch objective (a step size far too
+    large) stops training with a ``ValueError``. With ``prior='none'`` there is no
     shrinkage and the schedule uses ``lam = 1 / n`` (as with ``C = 1``).
 
     References
@@ -302,6 +314,8 @@ class SGD(BaseSolver):
     generic_batch_size = 4
     #: Sample size of the ``eta0='auto'`` calibration (crfsgd's).
     n_calibration = 1000
+    #: Relative decrease of the sample objective a calibration step must reach.
+    min_decrease = 1e-6
 
     _parameter_constraints: dict = {
         "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
@@ -400,7 +414,11 @@ class SGD(BaseSolver):
             model.run(sample, (eta, lam, lam_s, 0.0), batch_size=batch)
             obj = sample_objective()
             model.restore(rows, saved)
-            okay = obj < start_obj
+            # A step must lower the sample's objective by more than rounding:
+            # one that leaves it unchanged (a step far too small for badly
+            # scaled features) or non-finite is refused.
+            okay = bool(np.isfinite(obj)) and start_obj - obj > self.min_decrease * max(
+                abs(start_obj), 1.0)
             if monitor.verbose > 1:
                 print(f"  calibration: eta {eta:.3e}  sample objective {obj:.6e}"
                       f"{'' if okay else ' (too large)'}", flush=True)
@@ -417,6 +435,13 @@ class SGD(BaseSolver):
                 eta /= factor
         model.average_start = average_start
         if best_eta is None:
+            warnings.warn(
+                f"eta0='auto': no step from {smallest:.3g} to 0.1 lowered the objective of "
+                f"a sample of {n_s} sequences by more than {self.min_decrease:g} (relative) "
+                f"from {start_obj:.6g}; using eta0={smallest:.3g}, which may leave the "
+                "parameters almost unchanged. Numeric feature values far from the 0/1 of "
+                "indicators are the usual cause (scale them); or set eta0 yourself.",
+                UserWarning, stacklevel=2)
             return smallest
         # crfsgd halves the best candidate "on the safe side"; averaging
         # removes the noise of the larger step (measured on CoNLL-2000: the

@@ -1,0 +1,286 @@
+"""Model files: a pickle-free native format, and CRFsuite model files.
+
+- :func:`save_model` / :func:`load_model`: a fitted
+  :class:`~sklearn_crfloss.CRFTagger` or :class:`~sklearn_crfloss.LOPTagger`
+  in one file that holds only data: a zip archive of ``.npy`` arrays
+  (numbers, no object arrays) and one JSON document (``model.json``: the
+  parameters, labels, attribute names, loss, prior and solver by registered
+  name with their parameters, the package and format versions, a SHA-256
+  checksum of the content). Loading runs no code from the file, unlike
+  pickle and joblib, and validates everything before it builds the
+  estimator.
+- :func:`export_crfsuite` / :func:`import_crfsuite`: CRFsuite 0.12 model
+  files, read by CRFsuite's tagger and its bindings (python-crfsuite,
+  sklearn-crfsuite, ...), with attribute names in python-crfsuite's
+  convention.
+
+See :doc:`/user_guide/persistence`.
+"""
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from ._crfsuite_file import read_model, write_model
+from ._modelfile import dict_features, read_estimator, write_estimator
+from ._naming import CRFSUITE_SEPARATOR, crfsuite_name, separator
+from ._params import ParameterLayout
+from ._tagger import CRFTagger
+from .losses import get_loss
+from .lop import LOPTagger
+from .priors import get_prior
+from .solvers._monitor import FitInfo
+
+__all__ = ["export_crfsuite", "import_crfsuite", "load_model", "save_model"]
+
+
+def save_model(estimator, path):
+    """Save a fitted CRFTagger or LOPTagger to a pickle-free model file.
+
+    The file is a zip archive (deflated) of one JSON document,
+    ``model.json`` (format name and version, package version, parameters,
+    labels, attribute names or hashing size, fit statistics, the stated
+    dtype and shape of every array, a SHA-256 checksum of the content), and
+    ``.npy`` arrays of numbers: the non-zero state weights (flat index
+    ``attribute * n_classes + label`` and value), transitions, start and
+    end potentials, per CRF. :func:`load_model` reads it back.
+
+    Parameters
+    ----------
+    estimator : CRFTagger or LOPTagger
+        Fitted. Parameters may hold numbers, strings, lists, tuples, dicts,
+        numeric arrays and the registered losses, priors, solvers and costs
+        (by name, with their parameters); not callables (``callback``,
+        LOPTagger's callable ``experts``, ``reduced``, ``positions``), a
+        ``RandomState`` or a user-defined loss or prior class.
+    path : str or path-like
+        The file to write (overwritten); ``.crfl`` or ``.zip`` are usual
+        suffixes, none is required.
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        If the estimator is not fitted.
+    TypeError
+        If it is not a CRFTagger or LOPTagger.
+    ValueError
+        If a parameter or a label cannot be stored (the message names it);
+        nothing is written then.
+
+    See Also
+    --------
+    load_model : Read the file back.
+    export_crfsuite : Write a CRFsuite model file instead.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from sklearn_crfloss import CRFTagger
+    >>> from sklearn_crfloss.io import load_model, save_model
+    >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}, {"w": "runs"}]]
+    >>> y = [["B-NP", "I-NP"], ["B-NP", "I-NP", "B-VP"]]
+    >>> crf = CRFTagger(C=10.0).fit(X, y)
+    >>> path = os.path.join(tempfile.mkdtemp(), "tagger.crfl")
+    >>> save_model(crf, path)
+    >>> load_model(path).predict(X) == crf.predict(X)
+    True
+    """
+    if type(estimator) not in (CRFTagger, LOPTagger):
+        raise TypeError(f"save_model saves a CRFTagger or LOPTagger, not "
+                        f"{type(estimator).__name__}.")
+    check_is_fitted(estimator)
+    write_estimator(estimator, path)
+
+
+def load_model(path):
+    """Load a CRFTagger or LOPTagger saved by :func:`save_model`.
+
+    Everything is checked before the estimator is built: the format and
+    its version, the checksum over the JSON document and the arrays, every
+    array's dtype and shape against ``model.json`` and against the numbers
+    of labels and attributes it states, finite weights, index ranges, and
+    the parameters (only registered losses, priors, solvers and costs are
+    instantiated, by name). Arrays are read with ``allow_pickle=False``; no
+    code from the file is run. The checksum detects damage, not a
+    deliberate forgery: a forged file can at worst hold a wrong model.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    CRFTagger or LOPTagger
+        Fitted; it predicts exactly as the saved estimator did.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist.
+    ValueError
+        If the file is not a model file, was written by another format
+        version, is truncated or damaged (zip CRC or checksum mismatch), or
+        is inconsistent (the message says what is wrong).
+
+    See Also
+    --------
+    save_model : Write the file.
+    """
+    return read_estimator(path)
+
+
+# --------------------------------------------------------------- CRFsuite
+
+def export_crfsuite(estimator, path):
+    """Write a fitted CRFTagger as a CRFsuite 0.12 model file.
+
+    The file holds the labels, the attributes with at least one non-zero
+    weight (named as python-crfsuite names them: ``'key:value'`` for a
+    string feature, ``'key'`` for a numeric one), the non-zero state
+    weights (attribute, label) and transitions, as CRFsuite writes its
+    own. ``pycrfsuite.Tagger().open(path)`` (or CRFsuite's ``crfsuite
+    tag -m``, or another binding) then tags the feature dicts exactly as
+    :meth:`~sklearn_crfloss.CRFTagger.predict` does.
+
+    Parameters
+    ----------
+    estimator : CRFTagger or LOPTagger
+        Fitted on feature dicts with string labels, trained with
+        ``boundary_potentials=False`` (a LOPTagger: its pool of such
+        experts), predicting with ``decoder='viterbi'`` and
+        ``constraints=None``.
+    path : str or path-like
+        The file to write (overwritten).
+
+    Raises
+    ------
+    ValueError
+        If the model cannot be represented exactly in CRFsuite's format,
+        saying why: non-zero start or end potentials (CRFsuite has none:
+        train with ``boundary_potentials=False``), array input (CRFsuite
+        attributes are named), hashed features (the names are unknown),
+        non-string labels, MEA decoding or decode-time constraints (the
+        CRFsuite tagger runs plain Viterbi), or two attributes with the
+        same python-crfsuite name. Nothing is written then.
+    sklearn.exceptions.NotFittedError
+        If the estimator is not fitted.
+
+    See Also
+    --------
+    import_crfsuite : The other direction.
+
+    Notes
+    -----
+    The layout follows CRFsuite's ``crf1d_model.c`` and ``cqdb.c``
+    (N. Okazaki, CRFsuite: a fast implementation of conditional random
+    fields, 2007). An attribute name is converted by
+    :func:`sklearn_crfloss._naming.crfsuite_name`: the key is the text
+    before the first ``'='``, so feature keys must not contain ``'='``.
+    """
+    if isinstance(estimator, LOPTagger):
+        check_is_fitted(estimator)
+        estimator = estimator.pool_
+    if not isinstance(estimator, CRFTagger):
+        raise TypeError(f"export_crfsuite exports a CRFTagger or LOPTagger, not "
+                        f"{type(estimator).__name__}.")
+    check_is_fitted(estimator)
+    why = None
+    if np.any(estimator.start_ != 0) or np.any(estimator.end_ != 0):
+        why = ("it has non-zero start/end potentials, which CRFsuite models do not have; "
+               "train it with boundary_potentials=False")
+    elif estimator.input_kind_ != "dict":
+        why = ("it was trained on numeric arrays; CRFsuite attributes are named feature-dict "
+               "entries (train on feature dicts)")
+    elif separator(estimator._features) is None:
+        why = ("it uses hashed features (feature_hashing), whose attribute names are "
+               "unknown; train without feature_hashing")
+    elif estimator.transition_.shape != 2 * estimator.classes_.shape:
+        why = "its transitions depend on the observations; CRFsuite's are one matrix"
+    elif not all(isinstance(c, str) and "\0" not in c for c in estimator.classes_.tolist()):
+        why = "CRFsuite labels are strings (without NUL characters); its labels are not"
+    elif estimator.decoder != "viterbi" or estimator.constraints is not None:
+        why = ("it decodes with decoder={!r}, constraints={!r}; CRFsuite's tagger runs plain "
+               "Viterbi (set_params(decoder='viterbi', constraints=None) to export it)".format(
+                   estimator.decoder, estimator.constraints))
+    if why is not None:
+        raise ValueError(f"Cannot export this model to CRFsuite: {why}.")
+    W = np.asarray(estimator.coef_.T)  # (n_features, n_classes)
+    attr, lab = np.nonzero(W)  # row-major: sorted by attribute
+    used, new_attr = np.unique(attr, return_inverse=True)
+    sep = separator(estimator._features)
+    names = [crfsuite_name(str(n), sep) for n in estimator.attributes_[used]]
+    if len(set(names)) < len(names) or any("\0" in n for n in names):
+        raise ValueError("Cannot export this model to CRFsuite: two attributes have the same "
+                         "python-crfsuite name (e.g. 'k=v' and a numeric 'k:v'), or a name "
+                         "holds a NUL character.")
+    write_model(path, estimator.classes_.tolist(), names,
+                (new_attr.ravel(), lab, W[attr, lab]), np.asarray(estimator.transition_))
+
+
+def import_crfsuite(path):
+    """A fitted CRFTagger from a CRFsuite model file (e.g. trained by sklearn-crfsuite).
+
+    The labels, attributes and weights are read from the file (CRFsuite
+    0.12, first-order, as CRFsuite, python-crfsuite and sklearn-crfsuite
+    write it) with the file's full float64 precision. The estimator has
+    ``boundary_potentials=False`` (start and end potentials 0, as in
+    CRFsuite), the default loss and prior, and reads feature dicts as
+    python-crfsuite does (``{'key': 'value'}`` is the attribute
+    ``'key:value'``, ``{'key': number}`` the attribute ``'key'`` with that
+    value; unknown attributes are ignored), so it predicts what
+    sklearn-crfsuite predicts. Set ``warm_start=True`` (and a loss) to
+    continue training it: the attributes of the new fit are matched with
+    the imported ones by their python-crfsuite names.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A CRFsuite model file (``CRF.model_filename`` of sklearn-crfsuite,
+        ``pycrfsuite.Trainer.train(path)``).
+
+    Returns
+    -------
+    CRFTagger
+        Fitted: ``classes_`` sorted, ``coef_``, ``transition_``,
+        ``start_ = end_ = 0``, ``attributes_`` the python-crfsuite names
+        (sorted); ``n_iter_`` is 0, ``loss_curve_`` empty and
+        ``objective_`` NaN (the training happened elsewhere).
+
+    Raises
+    ------
+    ValueError
+        If the file is not a CRFsuite first-order model of version 100, is
+        truncated, inconsistent, has non-finite weights, or repeats a label
+        or attribute name (the message says which).
+    FileNotFoundError
+        If the file does not exist.
+
+    See Also
+    --------
+    export_crfsuite : The other direction.
+    """
+    model = read_model(path)
+    labels, attributes = model.labels, model.attributes
+    if len(set(labels)) < len(labels) or len(set(attributes)) < len(attributes):
+        raise ValueError(f"{path}: the CRFsuite model repeats a label or attribute name.")
+    if len(labels) < 2:
+        raise ValueError(f"{path}: the CRFsuite model has {len(labels)} label(s); a CRF "
+                         "needs at least two.")
+    classes = np.array(sorted(labels))
+    label_rank = np.searchsorted(classes, np.array(labels))
+    attr_order = np.argsort(np.array(attributes, dtype=object), kind="stable")
+    attr_rank = np.empty_like(attr_order)
+    attr_rank[attr_order] = np.arange(attr_order.shape[0])
+    L, A = len(labels), len(attributes)
+    attr, lab, weight = model.state
+    W = np.zeros((A, L))
+    np.add.at(W, (attr_rank[attr], label_rank[lab]), weight)
+    T = np.zeros((L, L))
+    T[np.ix_(label_rank, label_rank)] = model.transition
+    features = dict_features([attributes[i] for i in attr_order.tolist()], CRFSUITE_SEPARATOR)
+    est = CRFTagger(boundary_potentials=False)
+    index = np.unique(attr_rank[attr] * L + label_rank[lab]).astype(np.intp)
+    layout = ParameterLayout(A, L, index, boundary=False)
+    est._set_fitted(features, classes, layout, layout.pack(W, T, np.zeros(L), np.zeros(L)),
+                    FitInfo(), get_loss(est.loss), get_prior(est.prior))
+    return est
+
