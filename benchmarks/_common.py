@@ -19,6 +19,7 @@ from importlib import metadata
 __all__ = [
     "print_run_header",
     "PeakMemory",
+    "add_bootstrap_arguments",
     "Timer",
     "command_line",
     "conll2000_run",
@@ -222,6 +223,14 @@ def command_line(env_vars=()):
     """The command line that started this process, with the given env vars."""
     prefix = [f"{k}={shlex.quote(os.environ[k])}" for k in env_vars if k in os.environ]
     return " ".join(prefix + [shlex.quote(sys.executable)] + [shlex.join(sys.argv)])
+
+
+def add_bootstrap_arguments(parser):
+    """The options of the CoNLL-2002 significance scripts: a training prefix and the bootstrap."""
+    parser.add_argument("--train-sentences", type=int, default=None,
+                        help="prefix, quick checks")
+    parser.add_argument("--n-resamples", type=int, default=9999)
+    parser.add_argument("--random-state", type=int, default=0)
 
 
 def format_table(header, rows):

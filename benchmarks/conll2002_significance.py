@@ -43,6 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, os.pardir, "examples"))
 
+from _common import add_bootstrap_arguments  # noqa: E402
 from conll2002_cost_losses import featurize  # noqa: E402
 from conll2002_marginal_losses import s3_features  # noqa: E402
 
@@ -128,9 +129,7 @@ def main(argv=None):
                    help="pickle of the predictions (written after each table, read by "
                         "--tests-only)")
     p.add_argument("--tests-only", action="store_true", help="do not refit; read --predictions")
-    p.add_argument("--train-sentences", type=int, default=None, help="prefix, quick checks")
-    p.add_argument("--n-resamples", type=int, default=9999)
-    p.add_argument("--random-state", type=int, default=0)
+    add_bootstrap_arguments(p)
     args = p.parse_args(argv)
     warnings.simplefilter("ignore", ConvergenceWarning)
     print("command:", " ".join(["python"] + sys.argv), flush=True)

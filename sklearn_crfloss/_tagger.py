@@ -14,7 +14,6 @@ attributes; ``predict`` runs the vectoriser and a decoder of
 
 import copy
 from numbers import Integral, Real
-
 import time
 
 import numpy as np
@@ -34,6 +33,7 @@ from ._streaming import is_stream, vectorize_stream
 from ._persistence import VersionedStateMixin
 from ._registry import RegisteredParamsMixin
 from ._state import publish, snapshot_methods
+from ._tag_scheme import TAG_SCHEME_DOC, to_model_labels, to_training_labels, to_user_labels
 from ._validation import (check_sample_weight, check_sequences, check_token_weight,
                           encode_known_labels, encode_labels)
 from ._vectorize import SequenceVectorizer
@@ -49,6 +49,7 @@ from ._training import early_stopping_scoring, train_stages, warn_if_unscaled
 __all__ = ["CRFTagger"]
 
 
+@fill_doc(**TAG_SCHEME_DOC)
 @snapshot_methods("decode", "predict_nbest", "sequence_log_proba", "predict_marginals",
                   "top_state_features", "explain")  # consistent with a concurrent refit
 class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
@@ -177,7 +178,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         probability at each position (Gross et al. 2006, Eq. (2)), which
         maximises the expected number of correct labels; the decoder that
         ``loss='labelwise'`` trains for.
-    constraints : {None, 'iob2'}, default=None
+    constraints : {None, 'iob2', 'iobes', 'bilou'}, default=None
         Decode-time constraints for both decoders. ``'iob2'``: a label
         ``I-X`` may only follow ``B-X`` or ``I-X`` (so ``O -> I-X``,
         ``B-X -> I-Y``, ``I-X -> I-Y`` and a sequence starting with ``I-X``
@@ -185,7 +186,8 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         ``'I-<type>'``. Viterbi uses ``-inf`` for the forbidden transitions;
         MEA becomes a Viterbi search over the log-marginals restricted to the
         allowed transitions (the allowed path of maximum
-        ``sum_t log p(y_t | x)``).
+        ``sum_t log p(y_t | x)``). ``'iobes'``, ``'bilou'``: see ``tag_scheme``.
+    {tag_scheme_parameter}
     n_jobs : int or None, default=None
         Threads for the inference kernels (OpenMP over sequences). None
         means 1 unless in a :func:`joblib.parallel_backend` context; -1 means
@@ -202,9 +204,6 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         ``2`` (or more): also the time taken to vectorise the feature dicts
         and one summary line per training stage (``init='cll'``, each stage
         of an annealing schedule). Training only; prediction prints nothing.
-        If > 0, print one line per iteration (epoch for online solvers):
-        the training stage, objective, the solver's step size or gradient
-        norm, the validation score with ``early_stopping``, seconds.
     random_state : int, RandomState instance or None, default=None
         Shuffling of the online solvers (same value, same model); L-BFGS
         from zero is deterministic and ignores it.
@@ -303,6 +302,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         The non-zero transition weights, ``{(from_label, to_label):
         transition_[from, to]}``, as sklearn-crfsuite's
         ``transition_features_`` (``start_`` and ``end_`` are not included).
+    {tag_schemes_attribute}
 
     See Also
     --------
@@ -352,6 +352,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "decoder": [StrOptions(set(DECODERS))],
         "constraints": [None, StrOptions(set(CONSTRAINTS))],
+        "tag_scheme": [None, StrOptions({"iob2", "iobes", "bilou"})],
         "n_jobs": [None, Integral],
         "warm_start": ["boolean"],
         "verbose": ["verbose"],
@@ -382,6 +383,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         eta0="auto",
         decoder="viterbi",
         constraints=None,
+        tag_scheme=None,
         n_jobs=None,
         warm_start=False,
         verbose=0,
@@ -408,6 +410,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         self.eta0 = eta0
         self.decoder = decoder
         self.constraints = constraints
+        self.tag_scheme = tag_scheme
         self.n_jobs = n_jobs
         self.warm_start = warm_start
         self.verbose = verbose
@@ -460,7 +463,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         loss, prior, solver = self._components()
         kind, tokens, offsets = check_sequences(X)
         lengths = np.diff(offsets)
-        classes, y_enc = encode_labels(y, lengths)
+        classes, y_enc = encode_labels(to_training_labels(self, y), lengths)
         sample_weight = check_sample_weight(sample_weight, lengths.shape[0])
         token_weight = check_token_weight(token_weight, lengths)
         if token_weight is not None:
@@ -608,6 +611,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         self.best_validation_score_ = info.best_validation_score
         self._loss = loss
         self._prior = prior
+        self.tag_schemes_ = self.__dict__.pop("_tag_schemes", None)
 
     # -------------------------------------------------------------- predict
 
@@ -636,7 +640,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
     def _split_labels(self, path, offsets):
         """Label indices of all tokens -> one list of labels (Python objects) per sequence."""
         labels = self.classes_[path].tolist()
-        return [labels[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+        return to_user_labels(self, [labels[a:b] for a, b in zip(offsets[:-1], offsets[1:])])
 
     def _decode_paths(self, unary, offsets):
         """Label indices of the decoded sequences (``decoder``, ``constraints``) and scores."""
@@ -794,7 +798,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         if y is None:
             path, _ = self._decode_paths(unary, offsets)
         else:
-            path = encode_known_labels(y, np.diff(offsets), self.classes_)
+            path = encode_known_labels(to_model_labels(self, y), np.diff(offsets), self.classes_)
         scores = sequence_scores(unary, self.transition_, self.start_, self.end_, path, offsets)
         return scores - self._log_z(unary, offsets)
 

@@ -12,6 +12,10 @@ constraints=name)`` looks the name up in :data:`DECODERS` and
   constraints, the allowed path of maximum ``sum_t log p(y_t | x)``.
 - ``'iob2'``: ``I-X`` may only follow ``B-X`` or ``I-X`` and may not start a
   sequence.
+- ``'iobes'``, ``'bilou'``: ``I-X`` and ``E-X`` (``L-X``) only after ``B-X``
+  or ``I-X``, which only ``I-X`` or ``E-X`` (``L-X``) may follow; a sequence
+  starts with ``O``, ``B`` or ``S`` (``U``) and ends with ``O``, ``E``
+  (``L``) or ``S`` (``U``).
 
 :func:`nbest_decode` lists the ``n_best`` highest-scoring sequences (the
 first is Viterbi's), under the same constraints.
@@ -22,6 +26,8 @@ returning the allowed transitions and first labels, registered in
 :data:`CONSTRAINTS`.
 """
 
+from functools import partial
+
 import numpy as np
 
 from ._compat import validate_parameter_constraints
@@ -31,7 +37,7 @@ from .inference import forward_backward, viterbi, viterbi_nbest
 from .segments import split_label
 
 __all__ = ["CONSTRAINTS", "DECODERS", "apply_allowed", "check_decoding", "decode", "get_allowed",
-           "iob2_allowed", "mea_decode", "nbest_decode", "viterbi_decode"]
+           "iob2_allowed", "iobes_allowed", "mea_decode", "nbest_decode", "viterbi_decode"]
 
 
 # The potentials' parameters of the decoders, documented once.
@@ -54,9 +60,11 @@ def apply_allowed(transition, start, allowed):
         Transition potentials.
     start : ndarray of shape (n_labels,)
         Potentials of the first label.
-    allowed : tuple (allowed_transitions, allowed_start) or None
-        Boolean arrays of shapes (n_labels, n_labels) and (n_labels,), as
-        returned by a constraint of :data:`CONSTRAINTS`; None allows all.
+    allowed : tuple (allowed_transitions, allowed_start[, allowed_end]) or None
+        Boolean arrays of shapes (n_labels, n_labels) and (n_labels,) (and
+        (n_labels,), the allowed last labels, which the decoders apply to
+        the end potentials), as returned by a constraint of
+        :data:`CONSTRAINTS`; None allows all.
 
     Returns
     -------
@@ -73,14 +81,21 @@ def apply_allowed(transition, start, allowed):
         return transition, start
     transition = np.asarray(transition, dtype=np.float64)
     start = np.asarray(start, dtype=np.float64)
-    if (len(allowed) != 2 or np.shape(allowed[0]) != transition.shape
-            or np.shape(allowed[1]) != start.shape):
+    if (len(allowed) not in (2, 3) or np.shape(allowed[0]) != transition.shape
+            or any(np.shape(a) != start.shape for a in allowed[1:])):
         raise ValueError(
             f"allowed must be two boolean arrays of shapes {transition.shape} and "
-            f"{start.shape} (one row and column per label), got shapes "
-            f"{tuple(np.shape(a) for a in allowed)}")
+            f"{start.shape} (one row and column per label; a third of shape {start.shape} "
+            f"for the allowed last labels), got shapes {tuple(np.shape(a) for a in allowed)}")
     return (transition + np.where(allowed[0], 0.0, -np.inf),
             start + np.where(allowed[1], 0.0, -np.inf))
+
+
+def _allowed_end(end, allowed):
+    """``end`` with ``-inf`` where a constraint's third array (allowed last labels) forbids."""
+    if allowed is None or len(allowed) < 3:
+        return end
+    return end + np.where(allowed[2], 0.0, -np.inf)
 
 
 @fill_doc(potentials=_POTENTIALS)
@@ -90,9 +105,10 @@ def viterbi_decode(unary, transition, start, end, offsets, allowed=None, n_threa
     Parameters
     ----------
     {potentials}
-    allowed : tuple (allowed_transitions, allowed_start) or None, default=None
-        Boolean arrays of shapes (n_labels, n_labels) and (n_labels,); a
-        forbidden transition or first label gets a ``-inf`` potential.
+    allowed : tuple (allowed_transitions, allowed_start[, allowed_end]) or None, default=None
+        Boolean arrays of shapes (n_labels, n_labels), (n_labels,) and
+        optionally (n_labels,); a forbidden transition, first or last label
+        gets a ``-inf`` potential.
     n_threads : int, default=1
         OpenMP threads over sequences.
 
@@ -103,6 +119,7 @@ def viterbi_decode(unary, transition, start, end, offsets, allowed=None, n_threa
     score : ndarray of shape (n_sequences,)
         The unnormalised log-probability ``score(y)`` of each path.
     """
+    end = _allowed_end(end, allowed)
     transition, start = apply_allowed(transition, start, allowed)
     return viterbi(unary, transition, start, end, offsets, n_threads=n_threads)
 
@@ -136,6 +153,7 @@ def nbest_decode(unary, transition, start, end, offsets, n_best, allowed=None, n
     ValueError
         If ``n_best < 1`` (see :func:`sklearn_crfloss.inference.viterbi_nbest`).
     """
+    end = _allowed_end(end, allowed)
     transition, start = apply_allowed(transition, start, allowed)
     return viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=n_threads)
 
@@ -222,11 +240,47 @@ def iob2_allowed(classes):
     return allowed, start
 
 
+def iobes_allowed(classes, scheme="iobes"):
+    """Allowed transitions, first and last labels under IOBES (or BILOU).
+
+    ``I-X`` and ``E-X`` may follow only ``B-X`` or ``I-X``, which may be
+    followed only by ``I-X`` or ``E-X``; a sequence may not start with
+    ``I`` or ``E`` nor end with ``B`` or ``I``. With ``scheme="bilou"``
+    the prefixes ``L`` and ``U`` stand for ``E`` and ``S``.
+
+    Parameters
+    ----------
+    classes : array-like of str of shape (n_labels,)
+    scheme : {"iobes", "bilou"}, default="iobes"
+
+    Returns
+    -------
+    allowed_transitions : ndarray of bool of shape (n_labels, n_labels)
+    allowed_start : ndarray of bool of shape (n_labels,)
+    allowed_end : ndarray of bool of shape (n_labels,)
+
+    Raises
+    ------
+    ValueError
+        If a label is not ``'O'`` or ``<prefix>-<type>`` with a prefix of
+        the scheme.
+    """
+    parsed = [split_label(label, scheme) for label in classes]
+    inside = "I" + ("L" if scheme == "bilou" else "E")  # the labels that continue a chunk
+    open_ = np.array([p in ("B", "I") for p, _ in parsed], dtype=bool)
+    cont = np.array([p in inside for p, _ in parsed], dtype=bool)
+    types = np.array([t for _, t in parsed], dtype=object)
+    same = types[:, None] == types[None, :]
+    allowed = np.where(cont[None, :], open_[:, None] & same, ~open_[:, None])
+    return allowed, ~cont, ~open_
+
+
 #: Registry of decoder names accepted by ``CRFTagger(decoder=...)``.
 DECODERS = {"viterbi": viterbi_decode, "mea": mea_decode}
 
 #: Registry of constraint names accepted by ``CRFTagger(constraints=...)``.
-CONSTRAINTS = {"iob2": iob2_allowed}
+CONSTRAINTS = {"iob2": iob2_allowed, "iobes": iobes_allowed,
+               "bilou": partial(iobes_allowed, scheme="bilou")}
 
 
 def decode(decoder, constraints, classes, unary, transition, start, end, offsets, n_threads=1):
@@ -273,9 +327,10 @@ def get_allowed(constraints, classes):
 
     Returns
     -------
-    tuple (allowed_transitions, allowed_start) or None
-        Boolean arrays of shapes (n_labels, n_labels) and (n_labels,); None
-        when ``constraints`` is None.
+    tuple (allowed_transitions, allowed_start[, allowed_end]) or None
+        Boolean arrays of shapes (n_labels, n_labels) and (n_labels,) (and
+        (n_labels,) for the allowed last labels of ``'iobes'`` and
+        ``'bilou'``); None when ``constraints`` is None.
 
     Raises
     ------
@@ -306,7 +361,9 @@ def check_decoding(estimator):
     decoder : str
         ``estimator.decoder``, a key of :data:`DECODERS`.
     constraints : str or None
-        ``estimator.constraints``, a key of :data:`CONSTRAINTS` or None.
+        ``estimator.constraints``, a key of :data:`CONSTRAINTS` or None; for
+        an estimator fitted in another tag scheme (its ``tag_schemes_`` is
+        not None), the constraints of that training scheme instead.
 
     Raises
     ------
@@ -319,4 +376,5 @@ def check_decoding(estimator):
         {name: estimator._parameter_constraints[name] for name in names},
         {name: getattr(estimator, name) for name in names},
         caller_name=type(estimator).__name__)
-    return estimator.decoder, estimator.constraints
+    schemes = getattr(estimator, "tag_schemes_", None)
+    return estimator.decoder, estimator.constraints if schemes is None else schemes[1]

@@ -98,6 +98,9 @@ __all__ = [
     "get_segments",
     "get_segments_batch",
     "segments_from_codes",
+    "TAG_SCHEMES",
+    "detect_scheme",
+    "convert_scheme",
 ]
 
 #: Tagging schemes understood by the decoder (see the module docstring).
@@ -720,3 +723,176 @@ def get_segments_batch(y, *, scheme="conlleval", mode="lenient"):
     except _LabelError as exc:
         i = next(i for i, seq in enumerate(y) if any(lab == exc.label for lab in seq))
         raise ValueError(f"Sequence {i}: {exc}") from None
+
+
+# ---------------------------------------------------------------------------
+# Converting between tagging schemes
+# ---------------------------------------------------------------------------
+
+#: Schemes that :func:`convert_scheme` reads and writes.
+TAG_SCHEMES = ("iob1", "iob2", "iobes", "bilou")
+# The prefixes written for (outside, first, inside, last, single-token) tokens.
+_WRITE = {"iob1": ("O", "B", "I", "I", "I"), "iob2": ("O", "B", "I", "I", "B"),
+          "iobes": ("O", "B", "I", "E", "S"), "bilou": ("O", "B", "I", "L", "U")}
+
+
+def _chunk_labels(y, scheme):
+    """Codes, offsets, classes of checked sequences, and the chunks under ``scheme``.
+
+    Raises a ValueError naming the sequence of a label invalid in ``scheme``.
+    """
+    codes, offsets, classes = _encode(y, [])
+    try:
+        return (codes, offsets, classes) + _segments_of_codes(
+            codes, offsets, classes, scheme, "lenient")
+    except _LabelError as exc:
+        raise ValueError(f"Sequence {_sequence_of(exc.label, codes, offsets, classes)}: "
+                         f"{exc}") from None
+
+
+def _sequence_of(label, codes, offsets, classes):
+    """The index of the first sequence holding ``label``."""
+    first = np.flatnonzero(codes == classes.index(label))[0]
+    return int(np.searchsorted(offsets, first, side="right") - 1)
+
+
+def _write(offsets, seq, begin, stop, types, type_names, scheme):
+    """Label sequences holding the chunks ``(seq, begin, stop, types)`` in ``scheme``."""
+    n = int(offsets[-1])
+    role = np.zeros(n, dtype=np.intp)  # index into _WRITE[scheme]
+    first = offsets[seq] + begin
+    length = stop - begin
+    inside = np.repeat(first, length) + np.arange(int(length.sum())) - np.repeat(
+        np.cumsum(length) - length, length)
+    role[inside] = 2
+    role[first + length - 1] = 3
+    role[first] = np.where(length == 1, 4, 1)
+    type_of = np.zeros(n, dtype=np.intp)
+    type_of[inside] = np.repeat(types, length)
+    if scheme == "iob1":  # B-X only right after a chunk of type X
+        after_same = np.zeros(seq.shape[0], dtype=bool)
+        after_same[1:] = ((seq[1:] == seq[:-1]) & (begin[1:] == stop[:-1])
+                          & (types[1:] == types[:-1]))
+        role[first] = np.where(after_same, 1, 2)
+    prefixes = _WRITE[scheme]
+    table = [[p if p == "O" else f"{p}-{t}" for t in type_names] for p in prefixes]
+    flat = [table[r][t] for r, t in zip(role.tolist(), type_of.tolist())]
+    return [flat[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+
+
+@validate_call({"y": ["array-like"]}, prefer_skip_nested_validation=True)
+def detect_scheme(y):
+    """The tagging scheme that label sequences are written in.
+
+    Parameters
+    ----------
+    y : list of (list or ndarray of shape (n_tokens_i,))
+        Label sequences: ``"O"`` or ``<prefix>-<type>`` with a prefix of
+        IOB1, IOB2, IOBES or BILOU (see :mod:`sklearn_crfloss.segments`).
+
+    Returns
+    -------
+    scheme : {"iob1", "iob2", "iobes", "bilou"}
+        ``"iobes"`` if an ``E`` or ``S`` prefix occurs, ``"bilou"`` if an
+        ``L`` or ``U`` prefix does; otherwise (prefixes ``B`` and ``I``)
+        ``"iob1"`` if more chunks start with ``I`` than with a ``B`` that
+        does not follow a chunk of the same type (IOB1 writes ``B`` only
+        there, IOB2 always), else ``"iob2"`` (also when there is no chunk
+        at all, every label ``"O"``). Counting keeps the few ill-formed
+        chunks of real corpora from deciding.
+
+    Raises
+    ------
+    ValueError
+        If a label is not ``"O"`` or ``<prefix>-<non-empty type>`` with one
+        of the prefixes B, I, E, S, L, U, or if the labels mix IOBES and
+        BILOU prefixes; the message names the sequence and the label.
+
+    Examples
+    --------
+    >>> from sklearn_crfloss.segments import detect_scheme
+    >>> detect_scheme([["B-PER", "I-PER", "O"]]), detect_scheme([["I-PER", "O"]])
+    ('iob2', 'iob1')
+    >>> detect_scheme([["S-PER", "O"]]), detect_scheme([["U-PER"]])
+    ('iobes', 'bilou')
+    """
+    y = _check_y(y, "y")
+    codes, offsets, classes = _encode(y, [])
+    found = {}
+    for label in classes:
+        prefix, sep, typ = label.partition("-") if isinstance(label, str) else ("", "", "")
+        if not _is_outside(label):
+            if not (sep and typ and prefix in "BIESLU" and len(prefix) == 1):
+                raise ValueError(
+                    f"Sequence {_sequence_of(label, codes, offsets, classes)}: label {label!r} is not in a chunk tagging scheme: "
+                    "expected 'O' or '<prefix>-<type>' with a prefix B, I, E, S, L or U "
+                    "(IOB1, IOB2, IOBES, BILOU). Use tag_scheme=None for other labels.")
+            found.setdefault(prefix, label)
+    iobes = [found[p] for p in "ES" if p in found]
+    bilou = [found[p] for p in "LU" if p in found]
+    if iobes and bilou:
+        raise ValueError(f"The labels mix IOBES ({iobes[0]!r}) and BILOU ({bilou[0]!r}) "
+                         "prefixes: they are in no single tagging scheme.")
+    if iobes or bilou:
+        return "iobes" if iobes else "bilou"
+    seq, begin, stop, types, _ = _segments_of_codes(codes, offsets, classes, "iob2", "lenient")
+    starts_with_i = np.array([_split(c, "iob2")[0] == "I" for c in classes], dtype=bool)
+    with_i = starts_with_i[codes[offsets[seq] + begin]]
+    after_same = np.zeros(seq.shape[0], dtype=bool)
+    after_same[1:] = (seq[1:] == seq[:-1]) & (begin[1:] == stop[:-1]) & (types[1:] == types[:-1])
+    # IOB1 evidence: a chunk starting with I; IOB2 evidence: one starting with B after
+    # anything but a chunk of its type. Corpora have a few ill-formed chunks: the majority wins.
+    return "iob1" if with_i.sum() > (~with_i & ~after_same).sum() else "iob2"
+
+
+@validate_call(
+    {"y": ["array-like"], "to": [StrOptions(set(TAG_SCHEMES))],
+     "source": [StrOptions(set(TAG_SCHEMES)), None]},
+    prefer_skip_nested_validation=True,
+)
+def convert_scheme(y, to, *, source=None):
+    """Write the chunks of label sequences in another tagging scheme.
+
+    The chunks are decoded with :func:`get_segments` (``mode="lenient"``) in
+    the ``source`` scheme and written in ``to``: IOB1 (``B`` only for a
+    chunk right after one of the same type, ``I`` otherwise), IOB2 (``B``
+    first, ``I`` inside), IOBES (``B``, ``I``, ``E`` last, ``S`` for a
+    one-token chunk) or BILOU (``L`` for ``E``, ``U`` for ``S``). For
+    label sequences that are well formed in ``source`` (every chunk as the
+    scheme writes it, as in an annotated corpus) the conversion is exactly
+    invertible: ``convert_scheme(convert_scheme(y, to), source)`` is ``y``.
+    An ill-formed sequence (e.g. IOB2 ``O I-PER``) is read as conlleval
+    reads it and comes out well formed.
+
+    Parameters
+    ----------
+    y : list of (list or ndarray of shape (n_tokens_i,))
+        Label sequences of ``"O"`` and ``<prefix>-<type>`` labels.
+    to : {"iob1", "iob2", "iobes", "bilou"}
+        The scheme to write.
+    source : {"iob1", "iob2", "iobes", "bilou"} or None, default=None
+        The scheme of ``y``; None: :func:`detect_scheme`.
+
+    Returns
+    -------
+    y_converted : list of list of str
+        The label sequences in ``to``, of the lengths of ``y``'s.
+
+    Raises
+    ------
+    ValueError
+        If a label is invalid in ``source`` (or in every scheme, when it is
+        detected); the message names the sequence and the label.
+
+    Examples
+    --------
+    >>> from sklearn_crfloss.segments import convert_scheme
+    >>> convert_scheme([["B-PER", "I-PER", "O", "B-LOC"]], "iobes")
+    [['B-PER', 'E-PER', 'O', 'S-LOC']]
+    >>> convert_scheme([["B-PER", "B-PER", "O", "B-LOC"]], "iob1")
+    [['I-PER', 'B-PER', 'O', 'I-LOC']]
+    """
+    y = _check_y(y, "y")
+    source = detect_scheme(y) if source is None else source
+    codes, offsets, classes, seq, begin, stop, types, names = _chunk_labels(y, source)
+    return _write(offsets, seq, begin, stop, types, names, to)

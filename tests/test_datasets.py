@@ -329,6 +329,22 @@ def test_conll2000_labels():
     assert all(label == "O" or label[:2] in ("B-", "I-") for label in labels)
 
 
+def test_conll2000_pos_task():
+    """task='pos': the words as (word,) tokens, the POS column as labels."""
+    X, y = load_conll2000("test", task="pos", data_home=_data_home(),
+                          download_if_missing=False)
+    Xc, _ = load_conll2000("test", data_home=_data_home(), download_if_missing=False)
+    assert X[0][:3] == [("Rockwell",), ("International",), ("Corp.",)]
+    assert y[0][:3] == ["NNP", "NNP", "NNP"]
+    assert [[(w,) for w, _ in s] for s in Xc] == X
+    assert [[p for _, p in s] for s in Xc] == y
+    _, y_train = load_conll2000("train", task="pos", data_home=_data_home(),
+                                download_if_missing=False)
+    assert len(y_train) == 8936 and len({t for s in y_train for t in s}) == 44
+    with pytest.raises(ValueError, match="task"):
+        load_conll2000("test", task="ner", data_home=_data_home())
+
+
 def test_conll2002_labels():
     X, y = load_conll2002(
         "esp", "train", data_home=_data_home(), download_if_missing=False

@@ -600,16 +600,21 @@ _LOADER_CONSTRAINTS = {
 
 
 @validate_call(
-    {"subset": [StrOptions({"train", "test"})], **_LOADER_CONSTRAINTS},
+    {"subset": [StrOptions({"train", "test"})], "task": [StrOptions({"chunking", "pos"})],
+     **_LOADER_CONSTRAINTS},
     prefer_skip_nested_validation=True,
 )
 @fill_doc(**_LOADER_DOC)
-def load_conll2000(subset="train", *, data_home=None, download_if_missing=True):
-    """Load the CoNLL-2000 text chunking data set.
+def load_conll2000(subset="train", *, task="chunking", data_home=None,
+                   download_if_missing=True):
+    """Load the CoNLL-2000 text chunking data set, or its part-of-speech tags.
 
     Wall Street Journal sentences (sections 15-18 for training, 20 for
     testing) with tokens ``(word, POS)`` and IOB2 chunk labels over 11 chunk
-    types (e.g. ``B-NP``, ``I-VP``, ``O``) [1]_.
+    types (e.g. ``B-NP``, ``I-VP``, ``O``) [1]_. With ``task="pos"`` the
+    same sentences as a part-of-speech tagging data set: tokens ``(word,)``
+    and the Penn Treebank POS tags as labels (44 distinct tags in the
+    training part, e.g. ``NN``, ``VBZ``, ``,``; the chunk column is dropped).
 
     ==================  ===========  ==========
     subset              sentences    tokens
@@ -631,13 +636,16 @@ def load_conll2000(subset="train", *, data_home=None, download_if_missing=True):
     ----------
     subset : {"train", "test"}, default="train"
         The part of the data set to load.
+    task : {"chunking", "pos"}, default="chunking"
+        ``"chunking"``: tokens ``(word, POS)``, chunk labels. ``"pos"``:
+        tokens ``(word,)``, the POS tags as labels.
     {download_parameters_and_returns}
 
     Raises
     ------
     ValueError
-        If ``subset`` is not "train" or "test" (or another parameter has the
-        wrong type).
+        If ``subset`` is not "train" or "test" or ``task`` is not
+        "chunking" or "pos" (or another parameter has the wrong type).
     {download_errors}
 
     References
@@ -652,9 +660,15 @@ def load_conll2000(subset="train", *, data_home=None, download_if_missing=True):
     >>> X, y = load_conll2000("test")  # doctest: +SKIP
     >>> X[0][:2], y[0][:2]  # doctest: +SKIP
     ([('Rockwell', 'NNP'), ('International', 'NNP')], ['B-NP', 'I-NP'])
+    >>> X, y = load_conll2000("test", task="pos")  # doctest: +SKIP
+    >>> X[0][:2], y[0][:2]  # doctest: +SKIP
+    ([('Rockwell',), ('International',)], ['NNP', 'NNP'])
     """
     relpath = f"conll2000/{subset}.txt"
     path = _ensure_files(relpath, data_home, download_if_missing, "CoNLL-2000")
+    if task == "pos":
+        X, _ = read_conll(path)
+        return [[(tok[0],) for tok in sent] for sent in X], [[tok[1] for tok in sent] for sent in X]
     return read_conll(path)
 
 
