@@ -44,7 +44,8 @@ from .losses import LOSSES, get_loss
 from .priors import PRIORS, get_prior
 from .solvers import SOLVERS, default_solver, make_solver
 from .solvers._monitor import FitInfo, hold_out, stage_summary
-from ._training import early_stopping_scoring, train_stages, warn_if_unscaled
+from ._training import (early_stopping_scoring, train_stages, warn_if_iob1_segments,
+                        warn_if_unscaled)
 
 __all__ = ["CRFTagger"]
 
@@ -464,6 +465,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         kind, tokens, offsets = check_sequences(X)
         lengths = np.diff(offsets)
         classes, y_enc = encode_labels(to_training_labels(self, y), lengths)
+        warn_if_iob1_segments(loss, y, self.tag_scheme)
         sample_weight = check_sample_weight(sample_weight, lengths.shape[0])
         token_weight = check_token_weight(token_weight, lengths)
         if token_weight is not None:

@@ -18,7 +18,8 @@ from .losses import ConditionalLogLikelihood
 from .solvers import ConvergenceMonitor, default_solver, make_solver
 from .solvers._monitor import FitInfo, takes_model
 
-__all__ = ["early_stopping_scoring", "run_stage", "train_stages", "warn_if_unscaled"]
+__all__ = ["early_stopping_scoring", "run_stage", "train_stages", "warn_if_iob1_segments",
+           "warn_if_unscaled"]
 
 #: Solvers that follow their own update rule rather than minimise the objective.
 _OWN_RULE = ("perceptron", "mira")
@@ -68,6 +69,46 @@ def warn_if_unscaled(X, attributes, limit=UNSCALED_LIMIT):
         "calibrated to nothing, saturated MCE losses). Scale them to about [-1, 1] (divide "
         "by their largest value; for array input sklearn.preprocessing.MaxAbsScaler).",
         UserWarning, stacklevel=3)
+
+
+def warn_if_iob1_segments(loss, y, tag_scheme):
+    """Warn when a segment loss trains on IOB1 labels as given.
+
+    The segment F-score loss (``loss='mce_f'``) measures a segment by the
+    labels on its span, but in IOB1 (and under conlleval's reading) one
+    chunk has two encodings (``O I-PER`` and ``O B-PER``): a competitor that
+    differs from the gold labels only there is counted as a segment error.
+    In IOB2, IOBES or BILOU every chunk has one encoding.
+
+    Parameters
+    ----------
+    loss : loss object
+    y : list of label sequences
+        The labels given to ``fit``.
+    tag_scheme : str or None
+        The estimator's ``tag_scheme``.
+
+    Warns
+    -----
+    UserWarning
+        For ``loss='mce_f'``, ``tag_scheme=None`` and labels detected as
+        IOB1, naming ``tag_scheme='iob2'``.
+    """
+    if getattr(loss, "name", None) != "mce_f" or tag_scheme is not None:
+        return
+    from .segments import detect_scheme
+
+    try:
+        scheme = detect_scheme(y)
+    except ValueError:  # labels of no chunk scheme: nothing to say here
+        return
+    if scheme == "iob1":
+        warnings.warn(
+            "loss='mce_f' on IOB1 labels: a chunk that starts with I- can also be written "
+            "with B-, and the loss counts a competitor that differs from the gold labels only "
+            "there as a segment error. Train in a scheme where every chunk has one encoding: "
+            "tag_scheme='iob2' (predictions are converted back to IOB1).",
+            UserWarning, stacklevel=4)
 
 
 def early_stopping_scoring(scoring, y, offsets, classes, *, warn=True):

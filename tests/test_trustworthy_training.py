@@ -228,3 +228,23 @@ def test_objective_is_finite_when_the_solver_stops_at_once(kwargs, sample_weight
         crf = CRFTagger(**kwargs).fit(X, y, sample_weight=sample_weight)
     assert np.isfinite(crf.objective_)
     assert crf.stop_reason_ in ("converged", "max_iter", "stalled")
+
+
+def test_mce_f_sees_chunks_not_their_encoding(toy):
+    from sklearn_crfloss.segments import convert_scheme
+
+    X, y = toy
+    iob1 = convert_scheme(y, "iob1", source="iob2")
+    iobes = convert_scheme(y, "iobes", source="iob2")
+    assert iob1 != y and iobes != y  # three encodings of the same chunks
+    fits = [_fit(CRFTagger(loss="mce_f", init="cll", tag_scheme="iob2", max_iter=15), X, labels)
+            for labels in (y, iob1, iobes)]
+    values = [crf.objective_ for crf, _ in fits]
+    assert values[1] == pytest.approx(values[0], rel=1e-12)
+    assert values[2] == pytest.approx(values[0], rel=1e-12)
+    assert fits[1][0].tag_schemes_ == ("iob1", "iob2")
+    # As given, IOB1 labels give MCE-F two encodings of one chunk: fit says so.
+    _, caught = _fit(CRFTagger(loss="mce_f", init="cll", max_iter=2), X, iob1)
+    assert any("tag_scheme='iob2'" in m for _, m in caught)
+    _, caught = _fit(CRFTagger(loss="mce_f", init="cll", max_iter=2), X, y)
+    assert not any("tag_scheme='iob2'" in m for _, m in caught)

@@ -435,6 +435,14 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
       For correctly labelled sentences it has no false positive term; the
       correct segments' terms still widen their margins.
 
+    Label encodings: a segment is measured by the labels on its span, so the
+    labels should give every chunk one encoding (IOB2, IOBES, BILOU). In
+    IOB1, and under conlleval's reading of IOB2, ``O I-PER`` and ``O B-PER``
+    are the same chunk, yet a competitor differing from the gold labels only
+    there counts as an error: train IOB1 labels with
+    ``CRFTagger(tag_scheme='iob2')`` (``fit`` warns otherwise); then the
+    IOB1, IOB2 and IOBES encodings of the same chunks give the same model.
+
     A batch without gold segments (or whose gold segments all have weight
     0), which online and minibatch solvers meet on all-``O`` sentences, has
     no F-score; its value is then that of its false positives at a perfect
