@@ -18,6 +18,8 @@ import sys
 import numpy as np
 from sklearn import metrics as _skm
 
+from ._label_pairs import encode_pair
+
 __all__ = [
     "check_scorer_call",
     "flat_accuracy_score",
@@ -73,9 +75,8 @@ _FLAT_DOC = """{summary}
 
 def _flatten(y_true, y_pred, kwargs):
     """The concatenated labels of both (checked) and the kwargs with per-token weights."""
-    from .metrics import _encode_pair  # metrics imports this module
 
-    _, _, offsets, _ = _encode_pair(y_true, y_pred)
+    _, _, offsets, _ = encode_pair(y_true, y_pred)
     flat_true = [label for seq in y_true for label in seq]
     flat_pred = [label for seq in y_pred for label in seq]
     weight = kwargs.get("sample_weight")

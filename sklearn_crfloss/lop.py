@@ -34,7 +34,7 @@ from sklearn.utils.validation import check_is_fitted
 from scipy.special import softmax
 
 from ._attributes import attribute_key, join_nested_keys
-from ._compat import HasMethods, Interval, StrOptions, validate_params
+from ._compat import Interval, StrOptions, validate_params
 from ._fit_args import check_validation_set, keyword_only_after_y
 from ._params import ParameterLayout
 from ._persistence import VersionedStateMixin

@@ -58,7 +58,8 @@ from sklearn.metrics import accuracy_score, make_scorer
 from sklearn.metrics import hamming_loss as _sklearn_hamming_loss
 
 from ._compat import Interval, StrOptions, validate_call
-from .segments import MODES, SCHEMES, encode_labels, segments_from_codes, split_label
+from ._label_pairs import encode_pair as _encode_pair
+from .segments import MODES, SCHEMES, segments_from_codes, split_label
 
 __all__ = [
     "segment_counts",
@@ -129,25 +130,6 @@ def _fill_doc(func):
 # ---------------------------------------------------------------------------
 # Coding and counting
 # ---------------------------------------------------------------------------
-
-
-def _encode_pair(y_true, y_pred):
-    """Codes of y_true and y_pred in one label table ("O" is code 0), and offsets."""
-    codes_true, offsets, classes = encode_labels(y_true, classes=["O"], input_name="y_true")
-    codes_pred, offsets_pred, classes = encode_labels(
-        y_pred, classes=classes, input_name="y_pred")
-    if offsets.shape != offsets_pred.shape:
-        raise ValueError(
-            f"y_true has {offsets.shape[0] - 1} sequences but y_pred has "
-            f"{offsets_pred.shape[0] - 1}."
-        )
-    if not np.array_equal(offsets, offsets_pred):
-        len_true, len_pred = np.diff(offsets), np.diff(offsets_pred)
-        i = int(np.flatnonzero(len_true != len_pred)[0])
-        raise ValueError(
-            f"Sequence {i}: y_true has {len_true[i]} labels but y_pred has {len_pred[i]}."
-        )
-    return codes_true, codes_pred, offsets, classes
 
 
 def _chunk_types(classes, scheme, codes_true, codes_pred, offsets):
