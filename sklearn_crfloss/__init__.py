@@ -26,7 +26,6 @@ if _find_spec(__name__ + "._potentials") is None:
 
 from ._tagger import CRFTagger
 from .lop import LOPTagger
-
-__version__ = "0.1.0.dev0"
+from ._version import __version__
 
 __all__ = ["CRFTagger", "LOPTagger", "__version__"]

@@ -195,7 +195,7 @@ def _checksum(document, arrays):
 
 def write_estimator(estimator, path):
     """Write a fitted CRFTagger or LOPTagger (checked by the caller) to ``path``."""
-    from . import __version__
+    from ._version import __version__
 
     w = _Writer()
     if isinstance(estimator, LOPTagger):

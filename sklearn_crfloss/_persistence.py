@@ -9,6 +9,7 @@ when an estimator is unpickled under another version.
 
 import warnings
 
+from ._version import __version__
 from .exceptions import InconsistentVersionWarning
 
 __all__ = ["VersionedStateMixin"]
@@ -20,14 +21,10 @@ class VersionedStateMixin:
     """Mixin (before ``BaseEstimator``) that records and checks the package version."""
 
     def __getstate__(self):
-        from . import __version__
-
         # A copy: object.__getstate__ may return the instance's own __dict__.
         return dict(super().__getstate__(), **{_KEY: __version__})
 
     def __setstate__(self, state):
-        from . import __version__
-
         state = dict(state)
         original = state.pop(_KEY, "unknown")
         if original != __version__:
