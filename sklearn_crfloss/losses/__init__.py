@@ -12,8 +12,6 @@ differences. A loss of one's own, not registered, is checked the same way
 with ``check_loss(MyLoss())``.
 """
 
-from .._docstring import fill_doc
-from .._registry import RESOLVER_DOC, resolve
 from ._base import BaseLoss
 from ._check import (
     LossCheckError,
@@ -35,22 +33,7 @@ from ._likelihood import ConditionalLogLikelihood
 from ._margin import MIRA, MaxMargin, StructuredPerceptron
 from ._marginal import LabelwiseAccuracyLoss, MixedLoss, PointwiseLoss
 from ._mce import MinimumClassificationError, SegmentFScoreMCE
-
-#: Registry of loss names accepted by ``CRFTagger(loss=...)``.
-LOSSES = {
-    "cll": ConditionalLogLikelihood,
-    "softmax_margin": SoftmaxMargin,
-    "jrb": JensenRiskBound,
-    "risk": Risk,
-    "max_margin": MaxMargin,
-    "perceptron": StructuredPerceptron,
-    "mira": MIRA,
-    "labelwise": LabelwiseAccuracyLoss,
-    "mixed": MixedLoss,
-    "pointwise": PointwiseLoss,
-    "mce": MinimumClassificationError,
-    "mce_f": SegmentFScoreMCE,
-}
+from ._registry import LOSSES, get_loss
 
 __all__ = ["LOSSES", "BaseLoss", "ConditionalLogLikelihood", "CostSensitiveLoss", "HammingCost",
            "JensenRiskBound", "LabelCost", "LabelwiseAccuracyLoss", "MIRA", "MaxMargin",
@@ -59,21 +42,3 @@ __all__ = ["LOSSES", "BaseLoss", "ConditionalLogLikelihood", "CostSensitiveLoss"
            # checking a loss (the loss author's tools)
            "LossCheckError", "LossCheckReport", "LossCheckResult", "check_loss",
            "enumerate_paths", "loss_by_enumeration"]
-
-
-@fill_doc(resolver=RESOLVER_DOC.format(what="loss", registry="LOSSES", base="BaseLoss"))
-def get_loss(loss):
-    """Resolve a loss name or object into a validated loss object.
-
-    {resolver}
-
-    Examples
-    --------
-    >>> from sklearn_crfloss.losses import MixedLoss, get_loss
-    >>> try:
-    ...     get_loss(MixedLoss(lam=1.5))
-    ... except ValueError as exc:
-    ...     print(exc)  # doctest: +ELLIPSIS
-    The 'lam' parameter of MixedLoss must be a float in the range [0...]. Got 1.5 instead.
-    """
-    return resolve(loss, LOSSES, "loss")

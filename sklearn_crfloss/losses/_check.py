@@ -473,7 +473,7 @@ def check_loss(loss, *, classes=DEFAULT_CLASSES, lengths=(1, 2, 5, 3), n_problem
     ['gradient']
     worst entry d_transition[...]: value_and_grad gives ..., finite differences ...
     """
-    from . import get_loss
+    from ._registry import get_loss
 
     validate_parameter_constraints(_CHECK_LOSS_CONSTRAINTS, dict(
         classes=classes, lengths=lengths, n_problems=n_problems, random_state=random_state,

@@ -19,7 +19,6 @@ from ..inference import (
     sequence_scores,
     viterbi_excluding,
 )
-from ..solvers import Schedule
 from ._base import BaseLoss, enumerated_gold_score, gold_counts
 
 __all__ = ["MinimumClassificationError", "SegmentFScoreMCE"]
@@ -121,8 +120,8 @@ class _SmoothedErrorLoss(BaseLoss):
     smooth = False
     needs_init = True
     #: Suzuki et al. (2006), footnote 2: online GPD for ten iterations (from
-    #: zero only), then QuickProp; see :class:`sklearn_crfloss.solvers.Schedule`.
-    default_solver = Schedule([("sgd", 10), "quickprop"], warm_up=1)
+    #: zero only), then QuickProp; see :class:`sklearn_crfloss.solvers.Suzuki2006`.
+    default_solver = "suzuki2006"
 
     _parameter_constraints: dict = {
         "alpha": [Interval(Real, 0, None, closed="neither")],

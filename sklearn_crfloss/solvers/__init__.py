@@ -21,7 +21,7 @@ from ._online import MIRA, StructuredPerceptron
 from ._owlqn import OWLQN, minimize_liblbfgs
 from ._quickprop import QuickProp
 from ._rprop import Rprop
-from ._schedule import Schedule
+from ._schedule import Schedule, Suzuki2006
 from ._sgd import SGD
 
 #: Registry of solver names accepted by ``CRFTagger(solver=...)``.
@@ -33,10 +33,11 @@ SOLVERS = {
     "sgd": SGD,
     "perceptron": StructuredPerceptron,
     "mira": MIRA,
+    "suzuki2006": Suzuki2006,
 }
 
 __all__ = ["BaseSolver", "ConvergenceMonitor", "HeldOutScore", "LBFGS", "MIRA", "OWLQN",
-           "QuickProp", "Rprop", "SGD", "SOLVERS", "Schedule", "StructuredPerceptron",
+           "QuickProp", "Rprop", "SGD", "SOLVERS", "Schedule", "StructuredPerceptron", "Suzuki2006",
            "default_solver", "make_solver", "minimize_lbfgs", "minimize_liblbfgs"]
 
 

@@ -9,7 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._base import BaseSolver
 
-__all__ = ["Schedule"]
+__all__ = ["Schedule", "Suzuki2006"]
 
 
 def _child_monitor(parent, max_iter, stage, offset):
@@ -61,7 +61,8 @@ class Schedule(BaseSolver):
     score and the nonsmooth MCE losses give no useful batch direction; from
     a fit (``init='cll'``, ``warm_start=True``) they are skipped. The
     default schedule of ``'mce'`` and ``'mce_f'`` is
-    ``Schedule([('sgd', 10), 'quickprop'], warm_up=1)``; a list passed as
+    ``Schedule([('sgd', 10), 'quickprop'], warm_up=1)``, registered as
+    ``'suzuki2006'`` (:class:`Suzuki2006`); a list passed as
     ``solver`` has no warm-up (every stage runs).
 
     Parameters
@@ -238,3 +239,33 @@ class Schedule(BaseSolver):
                 monitor.early_stopped = True
                 break
         return x
+
+
+class Suzuki2006(Schedule):
+    """Suzuki et al.'s schedule (``solver='suzuki2006'``): ten SGD epochs, then QuickProp.
+
+    ``Schedule([('sgd', 10), 'quickprop'], warm_up=1)`` under a name, so
+    that a loss can name it as its default solver (the default of
+    ``loss='mce'`` and ``loss='mce_f'``): "online GPD optimization for the
+    first ten iterations", then QuickProp (Suzuki et al. 2006, section 5.1
+    and footnote 2). The SGD epochs run only from zero parameters; from a
+    fit (``init='cll'``, ``warm_start=True``) QuickProp runs alone.
+
+    Parameters
+    ----------
+    stages : list, default=[('sgd', 10), 'quickprop']
+        As :class:`Schedule`'s.
+    warm_up : int, default=1
+        As :class:`Schedule`'s.
+
+    References
+    ----------
+    J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
+    fields with multivariate evaluation measures. ACL. Section 5.1,
+    footnote 2.
+    """
+
+    name = "suzuki2006"
+
+    def __init__(self, stages=(("sgd", 10), "quickprop"), warm_up=1):
+        super().__init__(stages, warm_up=warm_up)
