@@ -13,7 +13,8 @@ reprints the tables without fitting.
     20}; MIRA's clip in {0.01, 0.1, 1}; benchmarks/README.md lists every
     grid point), refitted on the full esp.train with that script's features
     and settings; risk and JRB start from the CLL fit of their C and run at
-    most 300 iterations, as in the grid. Paired bootstrap (segment F1,
+    most 300 iterations, as in the grid; the cheap grids of MIRA and
+    max-margin are rerun here and chosen on esp.testa again. Paired bootstrap (segment F1,
     sentences resampled) and McNemar (sentences, tokens) on esp.testb
     against softmax-margin, the paper's reference row.
 ``so-pos``
@@ -23,7 +24,7 @@ reprints the tables without fitting.
     sentences as the development split (7,300 / 1,636 / 2,012 sentences, the
     paper's sizes). The unregularised CRF; Gaussian, Laplacian and hyperbolic
     priors (C on a small grid, chosen on the development split), the same
-    with feature-dependent hyperparameters, the Gaussian with a non-zero
+    with feature-dependent hyperparameters (at the C chosen without), the Gaussian with a non-zero
     mean at the Gaussian's chosen C; the four LOP expert sets with the
     package's default (uniform) weights and unregularised experts. McNemar's
     test on token errors (the paper's "point-wise labelling errors") against
@@ -47,7 +48,7 @@ Run from the checkout root, one experiment at a time on a shared machine::
     SKLEARN_CRFLOSS_DATA=/abs/path/to/data nice -n 15 python benchmarks/seed_tables.py so-pos \\
         --cache /tmp/seed_so.pkl
     SKLEARN_CRFLOSS_DATA=/abs/path/to/data nice -n 15 python benchmarks/seed_tables.py pools \\
-        --cache /tmp/seed_pools.pkl --train-sentences 2000
+        --cache /tmp/seed_pools.pkl --train-sentences 1000 --with-l2 --simple
 
 ``--rst FILE`` also writes the tables as reStructuredText (the files
 included in doc/user_guide/which_loss.rst).
