@@ -35,7 +35,7 @@ from ._forward_backward import (Accumulators, accumulator_blocks, cll_features_b
                                 exp_potentials, row_width, scratch_width)
 from ._potentials import pair_counts, pair_gradient, pair_potentials
 from ._vectorize import column_counts
-from .losses._base import gold_counts
+from .losses._base import get_loss_tags, gold_counts
 from .losses._likelihood import ConditionalLogLikelihood
 
 __all__ = ["CRFObjective"]
@@ -297,7 +297,7 @@ class CRFObjective:
             return self._cll_value_and_grad(theta)
         unary, T, start, end = self.potentials(theta)
         extra = {}
-        if self.token_weight is not None and getattr(loss, "supports_token_weight", False):
+        if self.token_weight is not None and get_loss_tags(loss).supports_token_weight:
             extra["token_weight"] = self.token_weight
         value, d_unary, d_T, d_start, d_end = loss.value_and_grad(
             unary, T, start, end, self.y, self.offsets,

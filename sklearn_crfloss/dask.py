@@ -37,6 +37,7 @@ from ._validation import (check_sample_weight, check_sequences, encode_known_lab
                           encode_labels)
 from ._streaming import hashed_counts, renumber_sequences
 from ._vectorize import SequenceVectorizer, attribute_counts, column_counts
+from .losses._base import get_loss_tags
 
 __all__ = ["DaskCRFTagger", "DistributedObjective"]
 
@@ -358,7 +359,8 @@ class DaskCRFTagger(CRFTagger):
         Raises
         ------
         ValueError
-            On invalid parameters, an online solver, ``warm_start`` or
+            On invalid parameters, an online solver, a loss that is not a
+            sum over sequences (``'mce_f'``), ``warm_start`` or
             ``early_stopping``, partitions that do not match, no client,
             or inconsistent data (the message names the sequence's index in
             X); the estimator is then left as it was.
@@ -372,6 +374,10 @@ class DaskCRFTagger(CRFTagger):
         if self.warm_start or self.early_stopping:
             raise ValueError("DaskCRFTagger supports neither warm_start nor early_stopping.")
         loss, prior, solver = self._components()
+        tags = get_loss_tags(loss)
+        if not tags.additive:
+            raise ValueError(f"DaskCRFTagger sums the loss over the partitions: loss="
+                             f"{tags.name or loss!r} is not a sum over sequences.")
         if solver.dense_states or getattr(solver, "unit", "iter") != "iter":
             raise ValueError(f"DaskCRFTagger trains with batch solvers (e.g. 'lbfgs', "
                              f"'owlqn'), not {getattr(solver, 'name', solver)!r}.")
@@ -442,7 +448,7 @@ class DaskCRFTagger(CRFTagger):
             pairs = client.gather([submit(_pairs, s, L) for s in shards])
             state_index = np.unique(np.concatenate(pairs)) if pairs else np.zeros(0, np.intp)
         layout = ParameterLayout(features.n_features, L, state_index)
-        if hasattr(loss, "set_classes"):
+        if tags.needs_classes:
             loss.set_classes(classes)
         layout_f = submit(_hold, layout)
         parts = [submit(_bind, s, layout_f, self.n_jobs) for s in shards]

@@ -80,6 +80,9 @@ def test_bad_input_names_the_sequence_and_leaves_it_unfitted(client):
         est.fit(db.from_sequence(X, npartitions=4), db.from_sequence(y, npartitions=2))
     with pytest.raises(ValueError, match="batch solvers"):
         DaskCRFTagger(client=client, solver="sgd").fit(*_bags(X, y))
+    with pytest.raises(ValueError, match="'mce_f' is not a sum over sequences"):
+        DaskCRFTagger(client=client, loss="mce_f", init="cll", solver="quickprop").fit(
+            *_bags(X, y))
     with pytest.raises(AttributeError):
         check_is_fitted(est)
         est.coef_

@@ -14,6 +14,7 @@ To add a solver: subclass :class:`BaseSolver`, implement ``solve`` (and
 """
 
 from .._registry import resolve
+from ..losses._base import get_loss_tags
 from ._base import BaseSolver
 from ._lbfgs import LBFGS, minimize_lbfgs
 from ._monitor import ConvergenceMonitor, HeldOutScore
@@ -111,7 +112,7 @@ def default_solver(loss, prior):
     """
     from ..priors import LaplacianPrior
 
-    default = getattr(loss, "default_solver", "lbfgs")
+    default = get_loss_tags(loss).default_solver
     if isinstance(default, str) and default == "lbfgs" and isinstance(prior, LaplacianPrior):
         return "owlqn"
     return default

@@ -46,6 +46,7 @@ import numpy as np
 from .._compat import Interval, StrOptions, validate_parameter_constraints
 from .._sgd import batch_potentials, sgd_pass, sgd_step
 from ..losses import ConditionalLogLikelihood, MaxMargin, SoftmaxMargin
+from ..losses._base import get_loss_tags
 from ..priors import GaussianPrior, NoPrior
 from .._vectorize import column_counts
 from ._base import BaseSolver
@@ -111,7 +112,7 @@ class _ScaledModel:
         self.weights = (np.ones(n_seq) if objective.sample_weight is None
                         else np.ascontiguousarray(objective.sample_weight, dtype=np.float64))
         self.token_weight = (objective.token_weight
-                             if getattr(loss, "supports_token_weight", False) else None)
+                             if get_loss_tags(loss).supports_token_weight else None)
         if resume is not None:
             self.W, self.tail, self.mask, self.BW, self.Btail, self.state = (
                 resume.W, resume.tail, resume.mask, resume.BW, resume.Btail, resume.state)
