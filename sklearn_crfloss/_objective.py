@@ -38,10 +38,10 @@ from ._vectorize import column_counts
 from .losses._base import get_loss_tags, gold_counts
 from .losses._likelihood import ConditionalLogLikelihood
 
-__all__ = ["CRFObjective"]
+__all__ = ["CRFObjective", "kernel_csr"]
 
 
-def _kernel_csr(M):
+def kernel_csr(M):
     """(indptr as intp, indices as int32, data, binary) for the feature kernels.
 
     ``binary``: every stored value is 1, and ``data`` is a one-element
@@ -183,7 +183,7 @@ class CRFObjective:
         self.n_tokens, self.n_features = X.shape
         L = layout.n_labels
         self.layout = layout
-        self._csr = _kernel_csr(X)
+        self._csr = kernel_csr(X)
         self._weights = _StateWeights(layout.state_index, self.n_features, L, column_counts(X))
         self.y = y
         self.offsets = offsets

@@ -44,6 +44,7 @@ import warnings
 import numpy as np
 
 from .._compat import Interval, StrOptions, validate_parameter_constraints
+from .._objective import kernel_csr
 from .._sgd import batch_potentials, sgd_pass, sgd_step
 from ..losses import ConditionalLogLikelihood, MaxMargin, SoftmaxMargin
 from ..losses._base import get_loss_tags
@@ -85,7 +86,6 @@ class _ScaledModel:
 
     def __init__(self, objective, x0, loss, kind, cost, average_start, resume=None):
         layout = objective.layout
-        from .._objective import _kernel_csr  # _objective imports the solvers
 
         X = objective._X  # as stored (int8 indicators stay int8: no float64 copy)
         L = layout.n_labels
@@ -102,7 +102,7 @@ class _ScaledModel:
                  else np.arange(X.shape[1]))
         self.rank = np.empty_like(order)
         self.rank[order] = np.arange(order.shape[0])
-        indptr, indices, data, binary = _kernel_csr(X)
+        indptr, indices, data, binary = kernel_csr(X)
         self.csr = (indptr, np.ascontiguousarray(self.rank[indices], dtype=np.int32), data,
                     binary)
         self.y = np.ascontiguousarray(objective.y, dtype=np.intp)
