@@ -198,6 +198,15 @@ class CRFObjective:
         self._observed = None
 
     @property
+    def n_blocks(self):
+        """Blocks of sequences the fused CLL kernel sums apart (:meth:`cll_blocks`); 0 if mixed."""
+        L = self.n_labels
+        Lp = row_width(L)
+        state = accumulator_blocks(self.n_threads, self.layout.n_state + self._weights.W_hot.size)
+        pair = accumulator_blocks(self.n_threads, L * (Lp + L) + 2 * Lp)
+        return state if state == pair else 0
+
+    @property
     def X(self):
         """The feature matrix as float64 CSR (a copy, made once, if it is stored otherwise)."""
         if self._X.dtype != np.float64:
@@ -247,22 +256,21 @@ class CRFObjective:
             self._observed = observed
         return self._observed
 
-    def _cll_value_and_grad(self, theta):
-        """The conditional log-likelihood and its gradient by the fused kernel.
+    def _cll_kernel(self, theta, state_out):
+        """Run the fused CLL kernel at ``theta``: log Z and the per-block sums, unreduced.
 
-        ``sum_i w_i log Z_i - theta . observed`` and ``expected - observed``.
+        ``state_out`` (the state block of a gradient) is the accumulator
+        itself when there is a single block.
         """
-        layout = self.layout
         L = self.n_labels
-        transition, start, end = layout.unpack_tail(theta)
+        transition, start, end = self.layout.unpack_tail(theta)
         transition = np.ascontiguousarray(transition, dtype=np.float64)
         start = np.ascontiguousarray(start, dtype=np.float64)
         end = np.ascontiguousarray(end, dtype=np.float64)
         exp_trans, exp_start, exp_end, shifts = exp_potentials(transition, start, end)
         weights = self._sequence_weights()
         log_z = np.empty(weights.shape[0])
-        grad = np.empty(self.n_params)
-        grad_acc, hot_acc = self._weights.accumulators(self.n_threads, grad[:layout.n_state])
+        grad_acc, hot_acc = self._weights.accumulators(self.n_threads, state_out)
         acc = Accumulators(self.n_threads, L)
         max_length = int(np.diff(self.offsets).max())
         scratch = np.empty((self.n_threads, scratch_width(L, max_length)))
@@ -272,12 +280,59 @@ class CRFObjective:
             acc.pair, acc.direct, acc.boundary, scratch, max_length, shifts[1], shifts[2], shifts[0],
             self.n_threads,
         )
+        return weights, log_z, grad_acc, hot_acc, acc, exp_trans, n_fallback
+
+    def _cll_value_and_grad(self, theta):
+        """The conditional log-likelihood and its gradient by the fused kernel.
+
+        ``sum_i w_i log Z_i - theta . observed`` and ``expected - observed``.
+        """
+        layout = self.layout
+        grad = np.empty(self.n_params)
+        weights, log_z, grad_acc, hot_acc, acc, exp_trans, n_fallback = self._cll_kernel(
+            theta, grad[:layout.n_state])
         observed = self.observed_counts()
         value = float(np.dot(weights, log_z)) - float(np.dot(theta, observed))
         self._weights.gradient(grad_acc, hot_acc, grad[:layout.n_state])
         grad[layout.n_state:] = layout.pack_tail(*acc.counts(exp_trans, n_fallback))
         grad -= observed
         return value, grad
+
+    def cll_blocks(self, theta):
+        """The fused CLL kernel's sums at ``theta`` per block of sequences, unreduced.
+
+        The kernel adds sequence ``k`` into block ``(k // 8) % n_blocks``
+        (``n_blocks`` from ``accumulator_blocks``), and
+        :meth:`loss_value_and_grad` adds the blocks in block order. Whoever
+        holds the blocks of a larger batch (the sequences of this one, at
+        the same positions modulo ``8 * n_blocks``) can add them in the same
+        order and obtain the same sums, rounding included: this is how
+        :class:`~sklearn_crfloss.dask.DaskCRFTagger` reproduces the
+        objective of one process.
+
+        Parameters
+        ----------
+        theta : ndarray of float64 of shape (n_params,)
+
+        Returns
+        -------
+        log_z : ndarray of shape (n_sequences,)
+            ``log Z`` of every sequence.
+        state : ndarray of shape (n_blocks, layout.n_state)
+            Each block's expected counts of the state parameters, in
+            ``theta``'s order.
+        pair, direct, boundary : ndarray of shape (n_blocks, ...)
+            The blocks of the transition and boundary sums
+            (``_forward_backward.Accumulators``).
+        n_fallback : int
+            Sequences computed in log space.
+        """
+        state = np.empty(self.layout.n_state)
+        _, log_z, grad_acc, hot_acc, acc, _, n_fallback = self._cll_kernel(theta, state)
+        blocks = np.array(grad_acc)  # a copy, also of the one-block view of ``state``
+        w = self._weights
+        blocks[:, w.hot_index] = hot_acc.reshape(hot_acc.shape[0], -1)[:, w.hot_position]
+        return log_z, blocks, acc.pair, acc.direct, acc.boundary, n_fallback
 
     def loss_value_and_grad(self, theta, loss):
         """Value and gradient of ``loss`` alone (no prior) at ``theta``.
