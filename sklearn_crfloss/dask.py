@@ -39,8 +39,9 @@ from ._validation import (check_sample_weight, check_sequences, encode_known_lab
                           encode_labels)
 from ._streaming import hashed_counts, renumber_sequences
 from ._vectorize import SequenceVectorizer, attribute_counts, column_counts
-from ._distributed import (RETRIES, DistributedObjective, WorkerData, assign_groups,
-                           select_sequences)
+from ._distributed import (RETRIES, DistributedObjective, ParameterMixing, WorkerData,
+                           assign_groups, select_sequences)
+from .solvers import SGD
 from .losses._base import get_loss_tags
 
 __all__ = ["DaskCRFTagger", "DistributedObjective"]
@@ -154,9 +155,14 @@ class DaskCRFTagger(CRFTagger):
     **params
         The parameters of :class:`~sklearn_crfloss.CRFTagger`. ``n_jobs`` is
         the number of kernel threads per task on a worker. Batch solvers
-        only (``'lbfgs'``, ``'owlqn'``, ``'quickprop'``, ``'rprop'``, a loss
-        whose default is one of them, and ``init='cll'``); ``warm_start``
-        and ``early_stopping`` are not available.
+        (``'lbfgs'``, ``'owlqn'``, ``'quickprop'``, ``'rprop'``, a loss
+        whose default is one of them, and ``init='cll'``) and ``'sgd'``, by
+        iterative parameter mixing (every epoch, each worker runs one epoch
+        over its sequences from the mixed parameters; the client averages
+        them, weighted by the workers' shares of the sequences; see
+        :class:`~sklearn_crfloss._distributed.ParameterMixing`). The
+        perceptron, MIRA and schedules are not available, nor
+        ``warm_start`` and ``early_stopping``.
 
     Attributes
     ----------
@@ -263,7 +269,8 @@ class DaskCRFTagger(CRFTagger):
         Raises
         ------
         ValueError
-            On invalid parameters, an online solver, a loss that is not a
+            On invalid parameters, a solver other than a batch solver or
+            ``'sgd'``, a loss that is not a
             sum over sequences (``'mce_f'``), ``warm_start`` or
             ``early_stopping``, partitions that do not match, no client,
             or inconsistent data (the message names the sequence's index in
@@ -282,9 +289,10 @@ class DaskCRFTagger(CRFTagger):
         if not tags.additive:
             raise ValueError(f"DaskCRFTagger sums the loss over the partitions: loss="
                              f"{tags.name or loss!r} is not a sum over sequences.")
-        if solver.dense_states or getattr(solver, "unit", "iter") != "iter":
+        mixing = isinstance(solver, SGD)  # iterative parameter mixing
+        if not mixing and (solver.dense_states or getattr(solver, "unit", "iter") != "iter"):
             raise ValueError(f"DaskCRFTagger trains with batch solvers (e.g. 'lbfgs', "
-                             f"'owlqn'), not {getattr(solver, 'name', solver)!r}.")
+                             f"'owlqn') or 'sgd', not {getattr(solver, 'name', solver)!r}.")
         client = self._client()
         X_parts, y_parts, w_parts = self._bags(client, X, y, sample_weight)
 
@@ -359,6 +367,7 @@ class DaskCRFTagger(CRFTagger):
         layout_f = submit(_hold, layout)
         workers = sorted(client.scheduler_info()["workers"])
         n_groups, groups, pad = assign_groups(len(workers))
+        pad = pad and not mixing  # SGD steps on every sequence held: no fillers
         parts = []
         for worker, held in zip(workers, groups):
             pieces = [submit(select_sequences, shard, start, n_groups, held, where=shard)
@@ -373,6 +382,8 @@ class DaskCRFTagger(CRFTagger):
                   f"{len(parts)} workers into {features.n_features} attributes in "
                   f"{time.perf_counter() - t0:.2f} s", flush=True)
         # 3. Train here, each evaluation summed from the workers.
+        if mixing:
+            solver = ParameterMixing(solver)
         theta, info = self._train(
             objective, loss, prior, solver, layout.zeros(), from_zero=True,
             snapshot=lambda t: self._snapshot(features, classes, layout, t, loss, prior))

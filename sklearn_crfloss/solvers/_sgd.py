@@ -484,6 +484,62 @@ class SGD(BaseSolver):
                        "early stopping", solver="SGD")
         return model.theta()
 
+    def shard_epoch(self, objective, loss, prior, C, theta, n_total, seen, eta0, rng):
+        """One epoch over a shard of the data from ``theta`` (iterative parameter mixing).
+
+        The step of :class:`~sklearn_crfloss.dask.DaskCRFTagger`'s SGD
+        (McDonald et al. 2010, Figure 2, with SGD for the perceptron): every
+        worker runs one epoch over its sequences from the mixed parameters,
+        and the client averages the results. The schedule is that of a
+        single run over all ``n_total`` sequences: ``lam = 1 / (C
+        n_total)``, ``seen`` sequences before the epoch; no averaging of
+        the iterates within the epoch (the mixing averages them).
+
+        Parameters
+        ----------
+        objective : CRFObjective
+            The shard.
+        loss, prior, C
+            As for :meth:`solve`.
+        theta : ndarray of float64 of shape (n_params,)
+            The mixed parameters to start from.
+        n_total : int
+            Sequences of all shards.
+        seen : int
+            Sequences the whole run has seen before this epoch.
+        eta0 : float or None
+            The first step size; None: calibrated here on the shard
+            (``eta0='auto'``, see the class) and nothing else is done.
+        rng : numpy.random.Generator
+            The order of the sequences (and the calibration sample).
+
+        Returns
+        -------
+        theta : ndarray of float64 of shape (n_params,)
+            The parameters after the epoch (``theta`` itself after a
+            calibration).
+        value : float
+            The summed weighted losses of the shard's sequences, each before
+            its step (0 after a calibration).
+        eta0 : float
+        """
+        self.check(loss, prior)
+        n_seq = objective.offsets.shape[0] - 1
+        kind, cost = _compiled_kind(loss, objective.layout.n_labels)
+        batch = self.batch_size
+        if batch == "auto":
+            batch = 1 if kind is not None else self.generic_batch_size
+        model = _ScaledModel(objective, theta, loss, kind, cost, None)
+        lam = 0.0 if isinstance(prior, NoPrior) else 1.0 / (C * n_total)
+        lam_s = lam if lam > 0 else 1.0 / n_total
+        if eta0 is None:
+            return theta, 0.0, self._calibrate(model, rng, lam, lam_s, batch,
+                                               SimpleNamespace(verbose=0))
+        model.state[1] = seen
+        power = 1.0 if self.power_t is None else self.power_t
+        value = model.run(rng.permutation(n_seq), (eta0, lam, lam_s, power), batch_size=batch)
+        return model.theta(averaged=False), value, eta0
+
     def partial_solve(self, X, y, offsets, sample_weight, loss, prior, C, state, verbose=0):
         """One epoch over a batch, continuing the run held in ``state`` (``partial_fit``).
 
