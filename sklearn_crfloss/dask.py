@@ -140,12 +140,14 @@ class DaskCRFTagger(CRFTagger):
     :meth:`fit` takes :class:`dask.bag.Bag`\\ s of sequences and of label
     sequences with the same partitions (or lists, split into one partition
     per worker): the vocabulary is counted on the workers, each partition is
-    vectorised and kept on the worker that holds it, and the batch solver
-    runs here, each evaluation summed from the workers (see
-    :mod:`sklearn_crfloss.dask`). The fitted model is the one
-    :class:`~sklearn_crfloss.CRFTagger` trains on the concatenated data
-    (the same objective, rounding apart); :meth:`to_local` returns it as a
-    plain :class:`~sklearn_crfloss.CRFTagger`, which pickles.
+    vectorised on the worker that holds it, the sequences are shared out
+    among the workers once, and the batch solver runs here, each
+    evaluation summed from the workers (see :mod:`sklearn_crfloss.dask`).
+    The fitted model is the one :class:`~sklearn_crfloss.CRFTagger` trains
+    on the concatenated data: for the conditional log-likelihood on up to
+    four workers bitwise that of ``CRFTagger(n_jobs=1)``, otherwise the same
+    objective up to the order of the additions; :meth:`to_local` returns it
+    as a plain :class:`~sklearn_crfloss.CRFTagger`, which pickles.
 
     Parameters
     ----------
@@ -169,8 +171,8 @@ class DaskCRFTagger(CRFTagger):
     n_partitions_ : int
         Partitions of the training bags.
     n_evaluations_ : int
-        Objective evaluations (one broadcast of the parameters, and one
-        gradient per partition sent back, each).
+        Objective evaluations (the parameters sent to every worker and one
+        reply from each, each).
     **attributes
         Those of :class:`~sklearn_crfloss.CRFTagger`.
 
@@ -183,7 +185,8 @@ class DaskCRFTagger(CRFTagger):
     XGBoost's ``xgboost.dask`` and LightGBM's ``lightgbm.dask`` estimators
     (the interface); R. McDonald, K. Hall, G. Mann (2010), Distributed
     training strategies for the structured perceptron, NAACL (the sum of
-    per-shard gradients for batch training, Section 2).
+    per-shard gradients for batch training, Section 2; iterative parameter
+    mixing for ``solver='sgd'``, Section 3, Figure 2).
 
     Examples
     --------

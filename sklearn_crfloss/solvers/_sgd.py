@@ -451,15 +451,19 @@ class SGD(BaseSolver):
             return n_seq if self.average else None
         return int(self.average)
 
-    def solve(self, objective, loss, prior, C, x0, monitor):
-        # Docstring inherited.
-        self.check(loss, prior)
-        n_seq = objective.offsets.shape[0] - 1
+    def _start(self, objective, x0, loss, average_start):
+        """The scaled model of a run from ``x0`` and its minibatch size."""
         kind, cost = _compiled_kind(loss, objective.layout.n_labels)
         batch = self.batch_size
         if batch == "auto":
             batch = 1 if kind is not None else self.generic_batch_size
-        model = _ScaledModel(objective, x0, loss, kind, cost, self._average_start(n_seq))
+        return _ScaledModel(objective, x0, loss, kind, cost, average_start), batch
+
+    def solve(self, objective, loss, prior, C, x0, monitor):
+        # Docstring inherited.
+        self.check(loss, prior)
+        n_seq = objective.offsets.shape[0] - 1
+        model, batch = self._start(objective, x0, loss, self._average_start(n_seq))
         rng = random_generator(self.random_state)
         lam = 0.0 if isinstance(prior, NoPrior) else 1.0 / (C * n_seq)
         lam_s = lam if lam > 0 else 1.0 / n_seq
@@ -525,11 +529,7 @@ class SGD(BaseSolver):
         """
         self.check(loss, prior)
         n_seq = objective.offsets.shape[0] - 1
-        kind, cost = _compiled_kind(loss, objective.layout.n_labels)
-        batch = self.batch_size
-        if batch == "auto":
-            batch = 1 if kind is not None else self.generic_batch_size
-        model = _ScaledModel(objective, theta, loss, kind, cost, None)
+        model, batch = self._start(objective, theta, loss, None)
         lam = 0.0 if isinstance(prior, NoPrior) else 1.0 / (C * n_total)
         lam_s = lam if lam > 0 else 1.0 / n_total
         if eta0 is None:
