@@ -193,15 +193,15 @@ class WorkerData:
                         "pair": np.zeros((nb, L, Lp)), "direct": np.zeros((nb, L, L)),
                         "boundary": np.zeros((nb, 2, Lp)), "n_fallback": 0}
             log_z, state, pair, direct, boundary, n_fallback = self.objective.cll_blocks(theta)
-            mine = state[self.groups]
-            if self.first:  # blocks 0, 1, ...: their sum in block order
-                total = mine[0].copy()
+            held = slice(self.groups[0], self.groups[-1] + 1)  # consecutive blocks: views
+            mine = state[held]
+            if self.first:  # blocks 0, 1, ...: their sum in block order, in place
                 for block in mine[1:]:
-                    total += block
-                mine = total[np.newaxis]
+                    mine[0] += block
+                mine = mine[:1]
             return {"blocks": self.groups, "log_z": log_z[self.real], "state": mine,
-                    "pair": pair[self.groups], "direct": direct[self.groups],
-                    "boundary": boundary[self.groups], "n_fallback": n_fallback}
+                    "pair": pair[held], "direct": direct[held], "boundary": boundary[held],
+                    "n_fallback": n_fallback}
         if self.objective is None:
             return {"value": 0.0, "grad": np.zeros(theta.shape[0])}
         value, grad = self.objective.loss_value_and_grad(theta, loss)

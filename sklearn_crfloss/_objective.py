@@ -328,9 +328,8 @@ class CRFObjective:
             Sequences computed in log space.
         """
         state = np.empty(self.layout.n_state)
-        _, log_z, grad_acc, hot_acc, acc, _, n_fallback = self._cll_kernel(theta, state)
-        blocks = np.array(grad_acc)  # a copy, also of the one-block view of ``state``
-        w = self._weights
+        _, log_z, blocks, hot_acc, acc, _, n_fallback = self._cll_kernel(theta, state)
+        w = self._weights  # the blocks are this evaluation's own: completed in place
         blocks[:, w.hot_index] = hot_acc.reshape(hot_acc.shape[0], -1)[:, w.hot_position]
         return log_z, blocks, acc.pair, acc.direct, acc.boundary, n_fallback
 
