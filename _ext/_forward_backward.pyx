@@ -505,3 +505,127 @@ def exp_nonpositive(const double[::1] x, double[::1] out):
     with nogil:
         for i in range(x.shape[0]):
             out[i] = exp_nonpos(x[i])
+
+
+# ------------------------------------------- position-dependent transitions
+#
+# Observation-dependent label bigrams (CRF++ 'B' lines with macros) make the
+# transition potentials depend on the position: the edge into token t has
+# the matrix table[index[t]] (table: (K, L, L), index: (n_tokens,); the
+# entry of a sequence's first token is not read). The pass below runs in
+# log space with the vectorised exp_nonpos (every exponent is shifted to
+# be <= 0), so it needs no exponentials of the table and no fallback: each
+# entry of the pair marginals is one exponential. It is the general path
+# that every loss with position-dependent transitions goes through; the
+# dense (L, L) kernels above stay the fast path for plain transitions.
+
+cdef void _position_sequence(
+    const double[:, ::1] unary, const double[:, :, ::1] table, const Py_ssize_t[::1] index,
+    const double[::1] start, const double[::1] end, Py_ssize_t s, Py_ssize_t e,
+    double weight, double[:, ::1] alpha, double[:, ::1] beta, double* col, double* acc,
+    double[:, ::1] marginals, double[:, :, ::1] d_table, double* d_start, double* d_end,
+    double* log_z_out,
+) noexcept nogil:
+    cdef Py_ssize_t L = unary.shape[1]
+    cdef Py_ssize_t t, i, j, k
+    cdef double a, v, m, z
+    cdef const double* T
+    for j in range(L):
+        alpha[s, j] = start[j] + unary[s, j]
+    for t in range(s + 1, e):
+        T = &table[index[t], 0, 0]
+        for j in range(L):
+            col[j] = -INFINITY
+        for i in range(L):
+            a = alpha[t - 1, i]
+            for j in range(L):
+                v = a + T[i * L + j]
+                col[j] = v if v > col[j] else col[j]
+        for j in range(L):
+            acc[j] = 0.0
+            col[j] = col[j] if isfinite(col[j]) else 0.0  # an all -inf column sums to 0
+        for i in range(L):
+            a = alpha[t - 1, i]
+            for j in range(L):
+                acc[j] += exp_nonpos(a + T[i * L + j] - col[j])
+        for j in range(L):
+            alpha[t, j] = (col[j] + log(acc[j]) if acc[j] > 0.0 else -INFINITY) + unary[t, j]
+    for j in range(L):
+        acc[j] = alpha[e - 1, j] + end[j]
+    z = logsumexp_row(acc, L)
+    log_z_out[0] = z
+    for j in range(L):
+        beta[e - 1, j] = end[j]
+    for t in range(e - 1, s, -1):
+        T = &table[index[t], 0, 0]
+        for j in range(L):
+            acc[j] = unary[t, j] + beta[t, j]
+        for i in range(L):
+            m = -INFINITY
+            for j in range(L):
+                v = T[i * L + j] + acc[j]
+                m = v if v > m else m
+            if m == -INFINITY:
+                beta[t - 1, i] = m
+                continue
+            v = 0.0
+            for j in range(L):
+                v += exp_nonpos(T[i * L + j] + acc[j] - m)
+            beta[t - 1, i] = m + log(v)
+    if not isfinite(z):  # no allowed path: no marginals
+        for t in range(s, e):
+            for j in range(L):
+                marginals[t, j] = 0.0
+        return
+    for t in range(s, e):
+        for j in range(L):
+            v = alpha[t, j] + beta[t, j] - z
+            marginals[t, j] = exp_nonpos(v if v < 0.0 else 0.0)
+    for j in range(L):
+        d_start[j] += weight * marginals[s, j]
+        d_end[j] += weight * marginals[e - 1, j]
+    for t in range(s + 1, e):
+        k = index[t]
+        T = &table[k, 0, 0]
+        for j in range(L):
+            acc[j] = unary[t, j] + beta[t, j]
+        for i in range(L):
+            a = alpha[t - 1, i] - z
+            for j in range(L):
+                v = a + T[i * L + j] + acc[j]
+                d_table[k, i, j] += weight * exp_nonpos(v if v < 0.0 else 0.0)
+
+
+def position_forward_backward_batch(
+    const double[:, ::1] unary, const double[:, :, ::1] table, const Py_ssize_t[::1] index,
+    const double[::1] start, const double[::1] end, const Py_ssize_t[::1] offsets,
+    const double[::1] weights, double[:, ::1] marginals, double[::1] log_z,
+    double[:, :, ::1] d_table, double[:, ::1] d_boundary,
+):
+    """Forward-backward with position-dependent transitions (low level).
+
+    Use :func:`sklearn_crfloss.inference.forward_backward` with a
+    :class:`~sklearn_crfloss.inference.PositionTransitions`. Shapes: unary,
+    marginals (n_tokens, L); table, d_table (K, L, L); index (n_tokens,)
+    intp in [0, K); start, end (L,); offsets (n_sequences + 1,) intp;
+    weights, log_z (n_sequences,); d_boundary (2, L). Outputs: log Z and the
+    node marginals of every sequence, and the weighted expected counts of
+    every table entry (d_table, summed over the positions that use it) and
+    of the first and last labels (d_boundary), added to the given arrays.
+    Empty sequences get log Z = 0.
+    """
+    cdef Py_ssize_t L = unary.shape[1]
+    cdef Py_ssize_t k, s, e
+    cdef double[:, ::1] alpha = np.empty((unary.shape[0], L))
+    cdef double[:, ::1] beta = np.empty((unary.shape[0], L))
+    cdef double[::1] rows = np.empty(2 * L + 2)
+    with nogil:
+        for k in range(offsets.shape[0] - 1):
+            s = offsets[k]
+            e = offsets[k + 1]
+            if e == s:
+                log_z[k] = 0.0
+                continue
+            _position_sequence(unary, table, index, start, end, s, e, weights[k], alpha, beta,
+                               &rows[0], &rows[L], marginals, d_table, &d_boundary[0, 0],
+                               &d_boundary[1, 0], &log_z[k])

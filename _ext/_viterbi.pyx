@@ -16,6 +16,8 @@
 # * Sequences run in parallel (prange, static schedule); each thread owns
 #   its scratch rows; backpointers are per token, so no sharing.
 
+import numpy as np
+
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
 
@@ -225,3 +227,48 @@ def n_best_batch(
                 _n_best_sequence(unary, transition, start, end, offsets[k], offsets[k + 1],
                                  n_best, bp, paths, &scores[k, 0], &scratch[tid, 0],
                                  &codes[tid, 0])
+
+
+def position_viterbi_batch(
+    const double[:, ::1] unary, const double[:, :, ::1] table, const Py_ssize_t[::1] index,
+    const double[::1] start, const double[::1] end, const Py_ssize_t[::1] offsets,
+    Py_ssize_t[::1] path, double[::1] score,
+):
+    """Viterbi paths with position-dependent transitions (low level).
+
+    The edge into token t has the transition matrix table[index[t]]
+    (observation-dependent label bigrams); otherwise as
+    :func:`viterbi_batch`. Use :func:`sklearn_crfloss.inference.viterbi`
+    with a :class:`~sklearn_crfloss.inference.PositionTransitions`. Shapes:
+    unary (n_tokens, L); table (K, L, L); index, path (n_tokens,) intp;
+    start, end (L,); offsets (n_sequences + 1,); score (n_sequences,).
+    Empty sequences get score 0.
+    """
+    cdef Py_ssize_t L = unary.shape[1]
+    cdef Py_ssize_t k, s, e, t, j, best_j
+    cdef int[:, ::1] bp = np.zeros((max(unary.shape[0], 1), L), dtype=np.intc)
+    cdef double[::1] rows = np.empty(2 * L)
+    cdef double* prev
+    cdef double* cur
+    cdef double* tmp
+    with nogil:
+        for k in range(offsets.shape[0] - 1):
+            s = offsets[k]
+            e = offsets[k + 1]
+            if e == s:
+                score[k] = 0.0
+                continue
+            prev = &rows[0]
+            cur = &rows[L]
+            for j in range(L):
+                prev[j] = start[j] + unary[s, j]
+            for t in range(s + 1, e):
+                max_plus_step(prev, &table[index[t], 0, 0], cur, &bp[t, 0], L, 0)
+                for j in range(L):
+                    cur[j] += unary[t, j]
+                tmp = prev
+                prev = cur
+                cur = tmp
+            best_j = argmax_sum(prev, &end[0], L, &score[k])
+            path[e - 1] = best_j if best_j >= 0 else 0
+            backtrace(&bp[s, 0], &path[s], e - s, L)

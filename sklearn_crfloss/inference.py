@@ -25,6 +25,8 @@ import numpy as np
 
 from scipy.special import logsumexp
 
+from ._bigram import (PositionTransitions, position_forward_backward, position_gold_counts,
+                      position_scores, position_viterbi)
 from ._forward_backward import (Accumulators, accumulator_blocks, exp_potentials,
                                 forward_backward_batch, scratch_width)
 from ._marginal_vjp import marginals_vjp_batch
@@ -34,6 +36,7 @@ from ._viterbi import max_incorrect_batch, n_best_batch, viterbi_batch
 __all__ = [
     "ForwardBackwardResult",
     "MaxMarginalsResult",
+    "PositionTransitions",
     "check_potentials",
     "forward_backward",
     "inner_positions",
@@ -76,12 +79,15 @@ def _chain_doc(func):
 
 
 @_chain_doc
-def check_potentials(unary, transition, start, end, offsets):
+def check_potentials(unary, transition, start, end, offsets, positions=False):
     """Validate and convert CRF potentials to the kernels' layout.
 
     Parameters
     ----------
     {chain_parameters}
+    positions : bool, default=False
+        Whether the caller takes position-dependent transitions
+        (:class:`~sklearn_crfloss.inference.PositionTransitions`).
 
     Returns
     -------
@@ -94,10 +100,17 @@ def check_potentials(unary, transition, start, end, offsets):
     ------
     ValueError
         If shapes disagree, there are no labels (``n_labels == 0``), or
-        offsets are not integers forming a valid partition of the tokens.
+        offsets are not integers forming a valid partition of the tokens;
+        if ``transition`` is position-dependent and ``positions`` is False.
     """
     unary = np.ascontiguousarray(unary, dtype=np.float64)
-    transition = np.ascontiguousarray(transition, dtype=np.float64)
+    by_position = isinstance(transition, PositionTransitions)
+    if by_position and not positions:
+        raise ValueError(
+            "position-dependent transitions (observation-dependent label bigrams) are taken "
+            "by forward_backward, viterbi and sequence_scores only, not by this function")
+    if not by_position:
+        transition = np.ascontiguousarray(transition, dtype=np.float64)
     start = np.ascontiguousarray(start, dtype=np.float64)
     end = np.ascontiguousarray(end, dtype=np.float64)
     raw_offsets = np.asarray(offsets)
@@ -112,7 +125,9 @@ def check_potentials(unary, transition, start, end, offsets):
     if n_labels == 0:
         raise ValueError("unary potentials have no labels (shape "
                          f"{unary.shape}); a chain needs at least one label")
-    if transition.shape != (n_labels, n_labels):
+    if by_position:
+        transition = transition.checked(n_tokens, n_labels)
+    elif transition.shape != (n_labels, n_labels):
         raise ValueError(
             f"transition must have shape {(n_labels, n_labels)}, got {transition.shape}"
         )
@@ -145,9 +160,9 @@ class _Chain(NamedTuple):
     n_threads: int
 
     @classmethod
-    def checked(cls, unary, transition, start, end, offsets, n_threads):
+    def checked(cls, unary, transition, start, end, offsets, n_threads, positions=False):
         """:func:`check_potentials` and a valid thread count (at least 1)."""
-        return cls(*check_potentials(unary, transition, start, end, offsets),
+        return cls(*check_potentials(unary, transition, start, end, offsets, positions),
                    max(1, int(n_threads)))
 
     @property
@@ -222,7 +237,10 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
     Scaled forward-backward (each alpha row normalised, the log of its sum
     kept; exponentials of the transitions once per call and of each unary
     row once). A sequence whose scaled pass underflows (potentials of
-    magnitude ~700 or more) is recomputed in log space.
+    magnitude ~700 or more) is recomputed in log space. ``transition`` may
+    be a :class:`~sklearn_crfloss.inference.PositionTransitions`
+    (observation-dependent label bigrams): the pass then runs in log space
+    and ``transition_counts`` has the shape of its table.
 
     Parameters
     ----------
@@ -243,7 +261,9 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
     ValueError
         On inconsistent shapes (see :func:`check_potentials`).
     """
-    c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
+    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
+    if isinstance(c.transition, PositionTransitions):
+        return ForwardBackwardResult(*position_forward_backward(*c[:5], sample_weight))
     L = c.n_labels
     weights = (np.ones(c.n_seq) if sample_weight is None
                else np.ascontiguousarray(sample_weight, dtype=np.float64))
@@ -426,6 +446,8 @@ def viterbi(unary, transition, start, end, offsets, n_threads=1):
 
     Max-product in the score domain (no exponentials): ``-inf`` transitions
     (forbidden pairs, e.g. decode-time constraints) are allowed.
+    ``transition`` may be a
+    :class:`~sklearn_crfloss.inference.PositionTransitions`.
 
     Parameters
     ----------
@@ -446,7 +468,9 @@ def viterbi(unary, transition, start, end, offsets, n_threads=1):
     ValueError
         On inconsistent shapes (see :func:`check_potentials`).
     """
-    c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
+    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
+    if isinstance(c.transition, PositionTransitions):
+        return position_viterbi(*c[:5])
     path = np.zeros(c.n_tokens, dtype=np.intp)
     score = np.zeros(c.n_seq)
     viterbi_batch(c.unary, c.transition, c.start, c.end, c.offsets, path, score,
@@ -797,8 +821,9 @@ def sequence_scores(unary, transition, start, end, y, offsets):
     ----------
     unary : ndarray of shape (n_tokens, n_labels)
         Unary potentials (checked with :func:`check_potentials`).
-    transition : ndarray of shape (n_labels, n_labels)
-        Transition potentials, ``[i, j]`` for label ``i`` then ``j``.
+    transition : ndarray of shape (n_labels, n_labels) or PositionTransitions
+        Transition potentials, ``[i, j]`` for label ``i`` then ``j``
+        (position-dependent: :class:`~sklearn_crfloss.inference.PositionTransitions`).
     start, end : ndarray of shape (n_labels,)
         Potentials of the first and of the last label of a sequence.
     y : ndarray of int of shape (n_tokens,)
@@ -817,9 +842,11 @@ def sequence_scores(unary, transition, start, end, y, offsets):
         On inconsistent shapes (see :func:`check_potentials`) or labels out
         of range.
     """
-    c = _Chain.checked(unary, transition, start, end, offsets, 1)
+    c = _Chain.checked(unary, transition, start, end, offsets, 1, positions=True)
     unary, transition, start, end, offsets = c.unary, c.transition, c.start, c.end, c.offsets
     y = c.labels(y, "y")
+    if isinstance(transition, PositionTransitions):
+        return position_scores(unary, transition, start, end, y, offsets)
     n_seq = offsets.shape[0] - 1
     lengths = np.diff(offsets)
     seq_id = np.repeat(np.arange(n_seq), lengths)

@@ -16,7 +16,7 @@ from scipy.special import logsumexp
 from sklearn_crfloss.losses import enumerate_paths, loss_by_enumeration
 
 __all__ = ["brute_force", "enumerate_paths", "loss_by_enumeration", "markov_loss_by_enumeration",
-           "max_incorrect_by_enumeration", "path_score", "random_problem",
+           "max_incorrect_by_enumeration", "path_score", "position_brute_force", "random_problem",
            "segment_margin_by_enumeration", "two_best_by_enumeration", "window_log_prob"]
 
 
@@ -127,3 +127,46 @@ def segment_margin_by_enumeration(unary, transition, start, end, begin, stop, la
     carry = np.all(paths[:, begin:stop] == np.asarray(labels)[None, :], axis=1)
     other = scores[~carry].max() if np.any(~carry) else -np.inf
     return scores[carry].max(), other
+
+
+def position_brute_force(unary, transitions, start, end, offsets, sample_weight=None):
+    """log Z, marginals, expected counts per position and Viterbi by enumeration.
+
+    ``transitions`` of shape (n_tokens, L, L): the edge into token t scores
+    ``transitions[t]`` (observation-dependent label bigrams). Returns
+    ``log_z, marginals, pair (n_tokens, L, L) weighted, start_counts,
+    end_counts, best_path, best_score``.
+    """
+    import itertools
+
+    n_tokens, L = unary.shape
+    n_seq = len(offsets) - 1
+    w = np.ones(n_seq) if sample_weight is None else np.asarray(sample_weight)
+    log_z = np.zeros(n_seq)
+    marg = np.zeros((n_tokens, L))
+    pair = np.zeros((n_tokens, L, L))
+    start_c = np.zeros(L)
+    end_c = np.zeros(L)
+    best_path = np.zeros(n_tokens, dtype=np.intp)
+    best_score = np.zeros(n_seq)
+    for k in range(n_seq):
+        a, b = offsets[k], offsets[k + 1]
+        if a == b:
+            continue
+        paths = np.array(list(itertools.product(range(L), repeat=b - a)))
+        scores = np.array([
+            start[p[0]] + end[p[-1]] + unary[np.arange(a, b), p].sum()
+            + sum(transitions[a + t, p[t - 1], p[t]] for t in range(1, b - a))
+            for p in paths])
+        log_z[k] = logsumexp(scores)
+        prob = np.exp(scores - log_z[k])
+        for p, q in zip(paths, prob):
+            marg[np.arange(a, b), p] += q
+            for t in range(1, b - a):
+                pair[a + t, p[t - 1], p[t]] += w[k] * q
+            start_c[p[0]] += w[k] * q
+            end_c[p[-1]] += w[k] * q
+        best = int(np.argmax(scores))
+        best_path[a:b] = paths[best]
+        best_score[k] = scores[best]
+    return log_z, marg, pair, start_c, end_c, best_path, best_score
