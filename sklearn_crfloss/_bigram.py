@@ -21,8 +21,18 @@ import numpy as np
 from ._forward_backward import position_forward_backward_batch
 from ._viterbi import position_viterbi_batch
 
-__all__ = ["PositionTransitions", "position_forward_backward", "position_gold_counts",
+__all__ = ["BIGRAM_PREFIX", "PositionTransitions", "position_forward_backward", "position_gold_counts",
            "position_scores", "position_viterbi"]
+
+BIGRAM_PREFIX = "~"
+"""The key prefix of a bigram attribute in a token's feature dict (str).
+
+A feature dict entry whose key starts with ``"~"`` (``{"~B01": "NN"}``, as
+:class:`~sklearn_crfloss.features.TemplateFeatures` writes a CRF++ line
+``B01:%x[0,1]``) is an observation on the label bigram: the attribute
+``"~B01:NN"`` gets an ``(n_labels, n_labels)`` block of transition weights
+instead of state weights, active on the edge into the token.
+"""
 
 
 class PositionTransitions(NamedTuple):
