@@ -92,7 +92,7 @@ def position_forward_backward(unary, transition, start, end, offsets, sample_wei
         positions that use it).
     start_counts, end_counts : ndarray of shape (n_labels,)
     n_fallback : int
-        0 (the pass runs in log space).
+        Sequences computed in log space (the scaled pass would underflow).
     """
     n_seq = offsets.shape[0] - 1
     weights = (np.ones(n_seq) if sample_weight is None
@@ -104,9 +104,10 @@ def position_forward_backward(unary, transition, start, end, offsets, sample_wei
     log_z = np.zeros(n_seq)
     counts = np.zeros_like(transition.table)
     boundary = np.zeros((2, unary.shape[1]))
-    position_forward_backward_batch(unary, transition.table, transition.index, start, end,
-                                    offsets, weights, marginals, log_z, counts, boundary)
-    return log_z, marginals, counts, boundary[0], boundary[1], 0
+    n_fallback = position_forward_backward_batch(unary, transition.table, transition.index,
+                                                 start, end, offsets, weights, marginals, log_z,
+                                                 counts, boundary)
+    return log_z, marginals, counts, boundary[0], boundary[1], int(n_fallback)
 
 
 def position_viterbi(unary, transition, start, end, offsets):

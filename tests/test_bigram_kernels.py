@@ -31,6 +31,7 @@ def test_forward_backward_matches_enumeration(seed, n_matrices):
     log_z, marg, pair, s_c, e_c, _, _ = position_brute_force(unary, trans.dense(), start, end,
                                                              offsets, w)
     fb = forward_backward(unary, trans, start, end, offsets, sample_weight=w)
+    assert fb.n_fallback == 0  # the scaled passes
     np.testing.assert_allclose(fb.log_z, log_z, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(fb.marginals, marg, atol=1e-12)
     # expected counts per matrix of the table: the positions' pair marginals summed
@@ -68,11 +69,18 @@ def test_equal_matrices_match_the_dense_kernels():
                                   viterbi(unary, T, start, end, offsets)[0])
 
 
-def test_large_potentials_stay_finite():
-    """Log-space pass: potentials of magnitude 1e3 (the scaled passes' fallback range)."""
-    unary, trans, start, end, y, offsets = _problem(1, scale=1e3)
+@pytest.mark.parametrize("n_matrices", [None, 2])
+def test_large_potentials_fall_back_to_log_space(n_matrices):
+    """Potentials of magnitude 1e3: past the scaled passes' range, in log space."""
+    unary, trans, start, end, y, offsets = _problem(1, scale=1e3, n_matrices=n_matrices)
+    w = np.array([0.5, 1.0, 2.0, 1.5])
+    _, _, pair, s_c, e_c, _, _ = position_brute_force(unary, trans.dense(), start, end, offsets, w)
+    fb_w = forward_backward(unary, trans, start, end, offsets, sample_weight=w)
+    np.testing.assert_allclose(fb_w.start_counts, s_c, atol=1e-9)
+    np.testing.assert_allclose(fb_w.transition_counts.sum(axis=0), pair.sum(axis=0), atol=1e-9)
     log_z, marg, *_ = position_brute_force(unary, trans.dense(), start, end, offsets)
     fb = forward_backward(unary, trans, start, end, offsets)
+    assert fb.n_fallback == 4  # every sequence in log space
     np.testing.assert_allclose(fb.log_z, log_z, rtol=1e-12)
     np.testing.assert_allclose(fb.marginals, marg, atol=1e-9)
 
