@@ -27,12 +27,33 @@ from ._bigram import BIGRAM_PREFIX, PositionTransitions
 from ._params import ParameterLayout
 from .losses._likelihood import ConditionalLogLikelihood
 
-__all__ = ["BigramGroups", "BigramLayout", "bigram_columns", "check_no_bigrams",
-           "make_layout", "model_transitions", "set_bigram_state"]
+__all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "bigram_columns", "check_no_bigrams",
+           "make_layout", "model_transitions", "saved_layout", "set_bigram_state"]
 
 #: Losses whose ``value_and_grad`` takes
 #: :class:`~sklearn_crfloss.inference.PositionTransitions`.
 BIGRAM_LOSSES = (ConditionalLogLikelihood,)
+#: The fitted attributes of CRFTagger's docstring that concern transitions.
+BIGRAM_DOC = dict(transition_attributes="""\
+transition_features_ : dict of {(label, label): float} or {(str, label, label): float}
+    The non-zero transition weights, ``{(from_label, to_label):
+    transition_[from, to]}``, as sklearn-crfsuite's
+    ``transition_features_`` (``start_`` and ``end_`` are not included);
+    with bigram attributes also ``{(attribute, from_label, to_label):
+    bigram_coef_[b, from, to]}``.
+bigram_coef_ : ndarray of shape (n_bigram, n_classes, n_classes) or None
+    The transition weights of the observation-dependent label bigrams:
+    ``bigram_coef_[b, i, j]`` is added to ``transition_[i, j]`` on the edge
+    into every token where the attribute ``bigram_attributes_[b]`` is
+    active. None without bigram attributes.
+bigram_attributes_ : ndarray of object of shape (n_bigram,) or None
+    The bigram attributes: those whose feature key starts with ``'~'``
+    (:class:`~sklearn_crfloss.features.TemplateFeatures` writes CRF++'s
+    ``B01:%x[0,1]`` as the key ``'~B01'``). None without them.""")
+
+#: Solvers that train through ``CRFObjective.value_and_grad`` (the online
+#: solvers and SGD run compiled loops over the shared transition matrix).
+BIGRAM_SOLVERS = ("lbfgs", "owlqn", "rprop", "quickprop")
 
 
 def bigram_columns(attributes):
@@ -138,7 +159,7 @@ def make_layout(features, n_features, n_labels, state_index, *, labels, boundary
     problem = None
     if type(loss) not in BIGRAM_LOSSES:
         problem = f"the loss {getattr(loss, 'name', type(loss).__name__)!r}"
-    elif solver.dense_states:
+    elif solver.name not in BIGRAM_SOLVERS:
         problem = f"the solver {solver.name!r}"
     elif labels is not None:
         problem = "the label experts of LOPTagger"
@@ -219,13 +240,12 @@ class BigramGroups:
 
 
 def set_bigram_state(estimator, layout, theta):
-    """Set (or clear) the fitted ``bigram_attributes_`` and ``bigram_coef_``."""
+    """Set the fitted ``bigram_attributes_`` and ``bigram_coef_`` (None without bigrams)."""
     if layout.n_bigram:
         estimator.bigram_attributes_ = estimator.attributes_[layout.bigram_columns]
         estimator.bigram_coef_ = np.array(layout.bigram_weights(theta))
     else:
-        estimator.__dict__.pop("bigram_attributes_", None)
-        estimator.__dict__.pop("bigram_coef_", None)
+        estimator.bigram_attributes_ = estimator.bigram_coef_ = None
 
 
 def model_transitions(estimator, X, offsets):
@@ -243,8 +263,41 @@ def model_transitions(estimator, X, offsets):
     -------
     ndarray of shape (n_labels, n_labels) or PositionTransitions
     """
-    if "bigram_coef_" not in estimator.__dict__:
+    if getattr(estimator, "bigram_coef_", None) is None:  # (None in models of older versions)
         return estimator.transition_
     columns = bigram_columns(estimator.attributes_)
     return BigramGroups(X, offsets, columns).transitions(estimator.transition_,
                                                          estimator.bigram_coef_)
+
+
+def saved_layout(blocks, attributes, n_labels, state_index, where):
+    """The layout of a tagger read from a model file (with bigram blocks if it has them).
+
+    Parameters
+    ----------
+    blocks : ndarray or None
+        The file's ``bigram_coef`` array (None: the model has none).
+    attributes : ndarray of str of shape (n_features,)
+    n_labels : int
+    state_index : ndarray of intp
+        The stored state weights' flat indices.
+    where : str
+        Names the record in the messages.
+
+    Raises
+    ------
+    ValueError
+        If the blocks do not match the bigram attributes and labels, or are
+        not finite.
+    """
+    n_features = len(attributes)
+    if blocks is None:
+        return ParameterLayout(n_features, n_labels, state_index)
+    columns = bigram_columns(attributes)
+    shape = (columns.shape[0], n_labels, n_labels)
+    if blocks.shape != shape or blocks.dtype != np.float64 or not np.isfinite(blocks).all():
+        raise ValueError(f"{where}: bigram_coef must be finite float64 of shape {shape} "
+                         f"({columns.shape[0]} bigram attributes, {n_labels} labels)")
+    if np.any(np.isin(state_index // n_labels, columns)):
+        raise ValueError(f"{where}: state weights of bigram attributes")
+    return BigramLayout(n_features, n_labels, state_index, columns)

@@ -27,7 +27,7 @@ from ._naming import names_like
 from ._fit_args import FIT_DOC, check_validation_set, keyword_only_after_y, validation_score
 from ._flat import check_scorer_call
 from ._objective import CRFObjective
-from ._label_bigrams import make_layout, model_transitions, set_bigram_state
+from ._label_bigrams import BIGRAM_DOC, make_layout, model_transitions, set_bigram_state
 from ._params import observed_pairs
 from ._partial import PartialFitMixin
 from ._streaming import is_stream, vectorize_stream
@@ -52,7 +52,7 @@ from ._training import (early_stopping_scoring, train_stages, warn_if_iob1_segme
 __all__ = ["CRFTagger"]
 
 
-@fill_doc(**TAG_SCHEME_DOC)
+@fill_doc(**TAG_SCHEME_DOC, **BIGRAM_DOC)
 @snapshot_methods("decode", "predict_nbest", "sequence_log_proba", "predict_marginals",
                   "top_state_features", "explain")  # consistent with a concurrent refit
 class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
@@ -301,10 +301,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         attribute]}``, as sklearn-crfsuite's ``state_features_`` (computed
         from ``coef_`` on access; see
         :func:`sklearn_crfloss.inspection.state_features`).
-    transition_features_ : dict of {(label, label): float}
-        The non-zero transition weights, ``{(from_label, to_label):
-        transition_[from, to]}``, as sklearn-crfsuite's
-        ``transition_features_`` (``start_`` and ``end_`` are not included).
+    {transition_attributes}
     {tag_schemes_attribute}
 
     See Also

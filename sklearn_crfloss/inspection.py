@@ -148,7 +148,7 @@ def transition_features(crf):
     check_is_fitted(crf)
     labels = _label_list(crf)
     items = _nonzero_items(crf.transition_, labels, labels)
-    blocks = crf.__dict__.get("bigram_coef_")
+    blocks = getattr(crf, "bigram_coef_", None)
     if blocks is not None:  # observation-dependent label bigrams
         for name, block in zip(crf.bigram_attributes_.tolist(), blocks):
             items.update({(name, *pair): w for pair, w in
@@ -281,7 +281,7 @@ def explain_token(crf, x, token, *, against=None):
     {explain_returns}
     """
     check_is_fitted(crf)
-    if "bigram_coef_" in crf.__dict__:
+    if getattr(crf, "bigram_coef_", None) is not None:
         raise ValueError("explain does not support taggers with observation-dependent label "
                          "bigrams (bigram_coef_)")
     Xc, offsets = crf._vectorize([x])
