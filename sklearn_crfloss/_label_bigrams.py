@@ -25,6 +25,7 @@ import scipy.sparse as sp
 
 from ._bigram import BIGRAM_PREFIX, PositionTransitions
 from ._params import ParameterLayout
+from .losses._cost import SoftmaxMargin
 from .losses._likelihood import ConditionalLogLikelihood
 
 __all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "bigram_columns", "check_no_bigrams",
@@ -32,7 +33,7 @@ __all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "bigram_columns", "chec
 
 #: Losses whose ``value_and_grad`` takes
 #: :class:`~sklearn_crfloss.inference.PositionTransitions`.
-BIGRAM_LOSSES = (ConditionalLogLikelihood,)
+BIGRAM_LOSSES = (ConditionalLogLikelihood, SoftmaxMargin)
 #: The fitted attributes of CRFTagger's docstring that concern transitions.
 BIGRAM_DOC = dict(transition_attributes="""\
 transition_features_ : dict of {(label, label): float} or {(str, label, label): float}
@@ -171,7 +172,8 @@ def make_layout(features, n_features, n_labels, state_index, *, labels, boundary
         f"Observation-dependent label bigrams (the {columns.shape[0]} feature keys starting "
         f"with {BIGRAM_PREFIX!r}, e.g. {features.attributes[columns[0]]!r}, from a template's "
         f"'B' lines with macros) are not supported by {problem}: train them with "
-        "loss='cll' and a batch solver ('lbfgs', 'owlqn', ...), or drop the bigram lines.")
+        "loss='cll' or 'softmax_margin' and a batch solver ('lbfgs', 'owlqn', ...), or drop "
+        "the bigram lines.")
 
 
 class BigramGroups:

@@ -1,11 +1,11 @@
 """CRFTagger with observation-dependent label bigrams (CRF++ 'B' lines with macros)."""
 
+import itertools
 import pickle
 import warnings
 
 import numpy as np
 import pytest
-from _oracle import position_brute_force
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
@@ -15,7 +15,7 @@ from sklearn_crfloss._objective import CRFObjective
 from sklearn_crfloss._vectorize import SequenceVectorizer
 from sklearn_crfloss.features import TemplateFeatures
 from sklearn_crfloss.io import export_crfsuite, load_model, save_model
-from sklearn_crfloss.losses import ConditionalLogLikelihood
+from sklearn_crfloss.losses import ConditionalLogLikelihood, SoftmaxMargin
 from sklearn_crfloss.priors import get_prior
 
 TEMPLATE = "U00:%x[0,0]\nU01:%x[0,1]\nB\nB01:%x[0,1]\n"
@@ -71,6 +71,15 @@ def test_bigram_template_learns_what_one_matrix_cannot():
     assert crf.bigram_attributes_.tolist() == ["~B01:flip", "~B01:keep"]
 
 
+@pytest.mark.parametrize("params", [{"loss": "softmax_margin"}, {"solver": "owlqn"},
+                                    {"early_stopping": True, "validation_fraction": 0.2}])
+def test_other_supported_settings_learn_the_bigrams(params):
+    X, y = _switch_data()
+    Xt, yt = _switch_data(seed=1)
+    f, crf = _fit(TEMPLATE, X, y, **params)
+    assert crf.score(f.transform(Xt), yt) == 1.0
+
+
 def test_transition_features_keys():
     X, y = _switch_data()
     _, crf = _fit(TEMPLATE, X, y)
@@ -101,23 +110,26 @@ def _objective(X, y, seed=0):
     return objective, layout, theta, y_enc, offsets, w
 
 
-def test_objective_value_by_enumeration_and_gradient_by_finite_differences():
+@pytest.mark.parametrize("loss", [ConditionalLogLikelihood(), SoftmaxMargin(cost_scale=2.0)],
+                         ids=["cll", "softmax_margin"])
+def test_objective_value_by_enumeration_and_gradient_by_finite_differences(loss):
     X = [[("a", "p"), ("b", "q"), ("a", "q")], [("b", "p")], [("a", "q"), ("a", "p")]]
     y = [["X", "Y", "Z"], ["Y"], ["Z", "X"]]
     objective, layout, theta, y_enc, offsets, w = _objective(X, y)
     assert layout.n_bigram > 0
-    loss = ConditionalLogLikelihood()
+    if hasattr(loss, "set_classes"):
+        loss.set_classes(np.array(["X", "Y", "Z"]))
     value, grad = objective.loss_value_and_grad(theta, loss)
     unary, T, start, end = objective.potentials(theta)
-    unary = unary.copy()
-    log_z, *_ = position_brute_force(unary, T.dense(), start, end, offsets)
-    gold = 0.0
+    unary, dense = unary.copy(), T.dense()
+    expected = 0.0
     for k, (a, b) in enumerate(zip(offsets[:-1], offsets[1:])):
-        p = y_enc[a:b]
-        s = start[p[0]] + end[p[-1]] + unary[np.arange(a, b), p].sum()
-        s += sum(T.dense()[a + t, p[t - 1], p[t]] for t in range(1, b - a))
-        gold += w[k] * s
-    assert value == pytest.approx(float(np.dot(w, log_z)) - gold, rel=1e-10)
+        paths = np.array(list(itertools.product(range(3), repeat=b - a)))
+        scores = np.array([start[p[0]] + end[p[-1]] + unary[np.arange(a, b), p].sum()
+                           + sum(dense[a + t, p[t - 1], p[t]] for t in range(1, b - a))
+                           for p in paths])
+        expected += w[k] * loss.enumerated_loss(paths, scores, y_enc[a:b])
+    assert value == pytest.approx(expected, rel=1e-10)
     eps = 1e-6
     numeric = np.array([
         (objective.loss_value_and_grad(theta + eps * e, loss)[0]
@@ -177,7 +189,7 @@ def test_crfsuite_export_refuses(tmp_path):
 
 
 @pytest.mark.parametrize("params, match", [
-    ({"loss": "softmax_margin"}, "not supported by the loss 'softmax_margin'"),
+    ({"loss": "risk"}, "not supported by the loss 'risk'"),
     ({"solver": "sgd"}, "not supported by the solver 'sgd'"),
     ({"loss": "perceptron"}, "not supported by the loss 'perceptron'"),
     ({"feature_hashing": 64}, "cannot be hashed"),
