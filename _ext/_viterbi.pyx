@@ -25,12 +25,14 @@ from _chain cimport argmax_sum, backtrace, deviated_backtrace, deviated_viterbi,
 
 
 cdef void _viterbi_sequence(
-    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[:, ::1] unary, const double* transition, const Py_ssize_t* index,
     const double[::1] start, const double[::1] end,
     Py_ssize_t s, Py_ssize_t e,
     int[:, ::1] backpointers, Py_ssize_t[::1] path, double* scratch,
     double* score_out,
 ) noexcept nogil:
+    # transition: one (L, L) matrix (index NULL), or a table of them whose
+    # matrix index[t] scores the edge into token t (position-dependent).
     cdef Py_ssize_t L = unary.shape[1]
     cdef Py_ssize_t t, j, best_j
     cdef double* prev = scratch
@@ -39,7 +41,8 @@ cdef void _viterbi_sequence(
     for j in range(L):
         prev[j] = start[j] + unary[s, j]
     for t in range(s + 1, e):
-        max_plus_step(prev, &transition[0, 0], cur, &backpointers[t, 0], L, 0)
+        max_plus_step(prev, transition if index == NULL else transition + index[t] * L * L,
+                      cur, &backpointers[t, 0], L, 0)
         for j in range(L):
             cur[j] += unary[t, j]
         tmp = prev
@@ -69,8 +72,9 @@ def viterbi_batch(
         for k in prange(offsets.shape[0] - 1, num_threads=n_threads, schedule='static',
                         chunksize=8):
             if offsets[k + 1] > offsets[k]:
-                _viterbi_sequence(unary, transition, start, end, offsets[k], offsets[k + 1],
-                                  backpointers, path, &scratch[threadid(), 0], &score[k])
+                _viterbi_sequence(unary, &transition[0, 0], NULL, start, end, offsets[k],
+                                  offsets[k + 1], backpointers, path, &scratch[threadid(), 0],
+                                  &score[k])
 
 
 cdef void _code_backtrace(const int[:, ::1] bp, Py_ssize_t code, Py_ssize_t s,
@@ -244,31 +248,12 @@ def position_viterbi_batch(
     start, end (L,); offsets (n_sequences + 1,); score (n_sequences,).
     Empty sequences get score 0.
     """
-    cdef Py_ssize_t L = unary.shape[1]
-    cdef Py_ssize_t k, s, e, t, j, best_j
-    cdef int[:, ::1] bp = np.zeros((max(unary.shape[0], 1), L), dtype=np.intc)
-    cdef double[::1] rows = np.empty(2 * L)
-    cdef double* prev
-    cdef double* cur
-    cdef double* tmp
+    cdef Py_ssize_t k
+    cdef int[:, ::1] bp = np.zeros((max(unary.shape[0], 1), unary.shape[1]), dtype=np.intc)
+    cdef double[::1] rows = np.empty(2 * unary.shape[1])
     with nogil:
         for k in range(offsets.shape[0] - 1):
-            s = offsets[k]
-            e = offsets[k + 1]
-            if e == s:
-                score[k] = 0.0
-                continue
-            prev = &rows[0]
-            cur = &rows[L]
-            for j in range(L):
-                prev[j] = start[j] + unary[s, j]
-            for t in range(s + 1, e):
-                max_plus_step(prev, &table[index[t], 0, 0], cur, &bp[t, 0], L, 0)
-                for j in range(L):
-                    cur[j] += unary[t, j]
-                tmp = prev
-                prev = cur
-                cur = tmp
-            best_j = argmax_sum(prev, &end[0], L, &score[k])
-            path[e - 1] = best_j if best_j >= 0 else 0
-            backtrace(&bp[s, 0], &path[s], e - s, L)
+            score[k] = 0.0
+            if offsets[k + 1] > offsets[k]:
+                _viterbi_sequence(unary, &table[0, 0, 0], &index[0], start, end, offsets[k],
+                                  offsets[k + 1], bp, path, &rows[0], &score[k])

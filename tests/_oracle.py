@@ -137,36 +137,26 @@ def position_brute_force(unary, transitions, start, end, offsets, sample_weight=
     ``log_z, marginals, pair (n_tokens, L, L) weighted, start_counts,
     end_counts, best_path, best_score``.
     """
-    import itertools
-
     n_tokens, L = unary.shape
-    n_seq = len(offsets) - 1
-    w = np.ones(n_seq) if sample_weight is None else np.asarray(sample_weight)
-    log_z = np.zeros(n_seq)
-    marg = np.zeros((n_tokens, L))
-    pair = np.zeros((n_tokens, L, L))
-    start_c = np.zeros(L)
-    end_c = np.zeros(L)
-    best_path = np.zeros(n_tokens, dtype=np.intp)
-    best_score = np.zeros(n_seq)
-    for k in range(n_seq):
-        a, b = offsets[k], offsets[k + 1]
+    w = np.ones(len(offsets) - 1) if sample_weight is None else np.asarray(sample_weight)
+    out = {"marg": np.zeros((n_tokens, L)), "pair": np.zeros((n_tokens, L, L)),
+           "bounds": np.zeros((2, L)), "path": np.zeros(n_tokens, dtype=np.intp)}
+    log_z, best = np.zeros(len(w)), np.zeros(len(w))
+    for k, (a, b) in enumerate(zip(offsets[:-1], offsets[1:])):
         if a == b:
             continue
-        paths = np.array(list(itertools.product(range(L), repeat=b - a)))
-        scores = np.array([
-            start[p[0]] + end[p[-1]] + unary[np.arange(a, b), p].sum()
-            + sum(transitions[a + t, p[t - 1], p[t]] for t in range(1, b - a))
-            for p in paths])
+        paths, scores = enumerate_paths(unary[a:b], np.zeros((L, L)), start, end)
+        for t in range(1, b - a):  # the position's own transitions
+            scores = scores + transitions[a + t][paths[:, t - 1], paths[:, t]]
         log_z[k] = logsumexp(scores)
         prob = np.exp(scores - log_z[k])
-        for p, q in zip(paths, prob):
-            marg[np.arange(a, b), p] += q
-            for t in range(1, b - a):
-                pair[a + t, p[t - 1], p[t]] += w[k] * q
-            start_c[p[0]] += w[k] * q
-            end_c[p[-1]] += w[k] * q
-        best = int(np.argmax(scores))
-        best_path[a:b] = paths[best]
-        best_score[k] = scores[best]
-    return log_z, marg, pair, start_c, end_c, best_path, best_score
+        for t in range(b - a):
+            out["marg"][a + t] = np.bincount(paths[:, t], weights=prob, minlength=L)
+            if t:
+                np.add.at(out["pair"][a + t], (paths[:, t - 1], paths[:, t]), w[k] * prob)
+        np.add.at(out["bounds"], (0, paths[:, 0]), w[k] * prob)
+        np.add.at(out["bounds"], (1, paths[:, -1]), w[k] * prob)
+        out["path"][a:b] = paths[np.argmax(scores)]
+        best[k] = scores.max()
+    return (log_z, out["marg"], out["pair"], out["bounds"][0], out["bounds"][1], out["path"],
+            best)

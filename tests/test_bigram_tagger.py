@@ -72,12 +72,12 @@ def test_bigram_template_learns_what_one_matrix_cannot():
 
 
 @pytest.mark.parametrize("params", [{"loss": "softmax_margin"}, {"solver": "owlqn"},
-                                    {"early_stopping": True, "validation_fraction": 0.2}])
+                                    {"early_stopping": True, "random_state": 0}])
 def test_other_supported_settings_learn_the_bigrams(params):
     X, y = _switch_data()
     Xt, yt = _switch_data(seed=1)
     f, crf = _fit(TEMPLATE, X, y, **params)
-    assert crf.score(f.transform(Xt), yt) == 1.0
+    assert crf.score(f.transform(Xt), yt) > 0.95  # one transition matrix: below 0.8
 
 
 def test_transition_features_keys():
