@@ -163,7 +163,7 @@ cdef inline void _push_list(const double* scores, double shift, int code0,
 
 
 cdef void _n_best_sequence(
-    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[:, ::1] unary, const double* transition, const Py_ssize_t* index,
     const double[::1] start, const double[::1] end,
     Py_ssize_t s, Py_ssize_t e, Py_ssize_t n,
     int[:, ::1] bp, Py_ssize_t[:, ::1] paths, double* score_out,
@@ -176,8 +176,11 @@ cdef void _n_best_sequence(
     # give distinct prefixes, so every list holds distinct paths and the
     # final list is the exact n-best. score_out[m] is -inf (and paths[m]
     # left untouched) where the sequence has fewer than m + 1 finite paths.
+    # transition: one (L, L) matrix (index NULL) or a table (index[t]: the
+    # matrix of the edge into token t), as in _viterbi_sequence.
     cdef Py_ssize_t L = unary.shape[1]
     cdef Py_ssize_t t, i, j, r, m
+    cdef const double* T
     cdef double* prev = scratch
     cdef double* cur = scratch + n * L
     cdef double* tmp
@@ -186,12 +189,13 @@ cdef void _n_best_sequence(
         for r in range(1, n):
             prev[n * j + r] = -INFINITY
     for t in range(s + 1, e):
+        T = transition if index == NULL else transition + index[t] * L * L
         for j in range(L):
             for r in range(n):
                 cur[n * j + r] = -INFINITY
                 bp[t, n * j + r] = 0
             for i in range(L):
-                _push_list(&prev[n * i], transition[i, j], <int>(n * i), &cur[n * j],
+                _push_list(&prev[n * i], T[i * L + j], <int>(n * i), &cur[n * j],
                            &bp[t, n * j], n)
             for r in range(n):
                 cur[n * j + r] += unary[t, j]
@@ -209,26 +213,31 @@ cdef void _n_best_sequence(
 
 
 def n_best_batch(
-    const double[:, ::1] unary, const double[:, ::1] transition,
-    const double[::1] start, const double[::1] end, const Py_ssize_t[::1] offsets,
+    const double[:, ::1] unary, const double[:, :, ::1] transition,
+    const Py_ssize_t[::1] index, const double[::1] start, const double[::1] end,
+    const Py_ssize_t[::1] offsets,
     Py_ssize_t n_best, Py_ssize_t[:, ::1] paths, double[:, ::1] scores,
     int[:, ::1] bp, double[:, ::1] scratch, int[:, ::1] codes, int n_threads,
 ):
     """The n best label sequences of each sequence of a batch (low level).
 
     Use :func:`sklearn_crfloss.inference.viterbi_nbest`. Shapes: unary
-    (n_tokens, L); offsets (n_sequences + 1,) intp; paths (n_best,
+    (n_tokens, L); transition (K, L, L): one matrix (K = 1, index empty) or
+    a table whose matrix index[t] scores the edge into token t (index of
+    shape (n_tokens,) intp: position-dependent transitions); offsets (n_sequences + 1,) intp; paths (n_best,
     n_tokens) intp; scores (n_sequences, n_best); bp (n_tokens, n_best * L)
     int32; scratch (n_threads, 2 * n_best * L); codes (n_threads, n_best)
     int32. Empty sequences are skipped (their row of scores left untouched).
     """
     cdef Py_ssize_t k, tid
+    cdef const Py_ssize_t* by_position = &index[0] if index.shape[0] else NULL
     with nogil:
         for k in prange(offsets.shape[0] - 1, num_threads=n_threads, schedule='static',
                         chunksize=8):
             tid = threadid()  # the thread's rows of scratch and codes
             if offsets[k + 1] > offsets[k]:
-                _n_best_sequence(unary, transition, start, end, offsets[k], offsets[k + 1],
+                _n_best_sequence(unary, &transition[0, 0, 0], by_position, start, end,
+                                 offsets[k], offsets[k + 1],
                                  n_best, bp, paths, &scores[k, 0], &scratch[tid, 0],
                                  &codes[tid, 0])
 

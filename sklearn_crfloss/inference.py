@@ -108,7 +108,8 @@ def check_potentials(unary, transition, start, end, offsets, positions=False):
     if by_position and not positions:
         raise ValueError(
             "position-dependent transitions (observation-dependent label bigrams) are taken "
-            "by forward_backward, viterbi and sequence_scores only, not by this function")
+            "by forward_backward, viterbi, viterbi_nbest and sequence_scores only, not by "
+            "this function")
     if not by_position:
         transition = np.ascontiguousarray(transition, dtype=np.float64)
     start = np.ascontiguousarray(start, dtype=np.float64)
@@ -539,7 +540,8 @@ def viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=1):
     ``n_best`` Viterbi passes in time, a backpointer table of
     ``n_tokens * n_best * n_labels`` int32 in memory. ``-inf`` potentials
     (decode-time constraints) are allowed: a sequence of score ``-inf`` is
-    never listed.
+    never listed. ``transition`` may be a
+    :class:`~sklearn_crfloss.inference.PositionTransitions`.
 
     Parameters
     ----------
@@ -579,12 +581,14 @@ def viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=1):
     """
     if isinstance(n_best, bool) or not isinstance(n_best, Integral) or n_best < 1:
         raise ValueError(f"n_best must be an integer >= 1, got {n_best!r}")
-    c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
+    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
+    table, index = (c.transition if isinstance(c.transition, PositionTransitions)
+                    else (c.transition[None], np.zeros(0, dtype=np.intp)))
     n_best = _n_labellings_cap(int(n_best), c.n_labels, np.diff(c.offsets))
     paths = np.zeros((n_best, c.n_tokens), dtype=np.intp)
     scores = np.full((c.n_seq, n_best), -np.inf)
     scores[np.diff(c.offsets) == 0, 0] = 0.0
-    n_best_batch(c.unary, c.transition, c.start, c.end, c.offsets, n_best, paths, scores,
+    n_best_batch(c.unary, table, index, c.start, c.end, c.offsets, n_best, paths, scores,
                  c.rows(n_best, dtype=np.int32), c.scratch(2 * n_best * c.n_labels),
                  np.empty((c.n_threads, n_best), dtype=np.int32), c.n_threads)
     return paths, scores

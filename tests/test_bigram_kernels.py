@@ -1,12 +1,14 @@
 """Position-dependent transitions (observation-dependent label bigrams) against enumeration."""
 
+import itertools
+
 import numpy as np
 import pytest
 from _oracle import position_brute_force, random_problem
 
 from sklearn_crfloss.decoding import apply_allowed, viterbi_decode
 from sklearn_crfloss.inference import (PositionTransitions, forward_backward, max_marginals,
-                                       sequence_scores, viterbi)
+                                       sequence_scores, viterbi, viterbi_nbest)
 from sklearn_crfloss.losses import ConditionalLogLikelihood
 
 
@@ -54,6 +56,25 @@ def test_viterbi_and_scores_match_enumeration(seed):
     np.testing.assert_allclose(score, best_score, rtol=1e-12)
     np.testing.assert_allclose(sequence_scores(unary, trans, start, end, path, offsets),
                                best_score, rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_nbest_matches_enumeration(seed):
+    unary, trans, start, end, y, offsets = _problem(seed, n_labels=3, lengths=(3, 1, 4),
+                                                    n_matrices=3)
+    paths, scores = viterbi_nbest(unary, trans, start, end, offsets, 5)
+    dense = trans.dense()
+    for k, (a, b) in enumerate(zip(offsets[:-1], offsets[1:])):
+        every = np.array(list(itertools.product(range(3), repeat=b - a)))
+        s = np.array([start[p[0]] + end[p[-1]] + unary[np.arange(a, b), p].sum()
+                      + sum(dense[a + t, p[t - 1], p[t]] for t in range(1, b - a))
+                      for p in every])
+        top = np.sort(s)[::-1][:5]
+        np.testing.assert_allclose(scores[k, :len(top)], top, rtol=1e-12)
+        for m in range(len(top)):  # each listed path has its listed score
+            np.testing.assert_allclose(
+                sequence_scores(unary[a:b], trans._replace(index=trans.index[a:b]), start, end,
+                                paths[m, a:b], [0, b - a]), scores[k, m], rtol=1e-12)
 
 
 def test_equal_matrices_match_the_dense_kernels():

@@ -168,8 +168,9 @@ def test_predict_paths_and_persistence(tmp_path):
         assert model.predict(Ft) == pred
         np.testing.assert_allclose(model.sequence_log_proba(Ft), log_p, rtol=1e-12)
         assert model.transition_features_ == crf.transition_features_
-    with pytest.raises(ValueError, match="position-dependent transitions"):
-        crf.predict_nbest(Ft, n_best=2)
+    nbest = crf.predict_nbest(Ft, n_best=3)
+    assert [lists[0][0] for lists in nbest] == pred
+    np.testing.assert_allclose([lists[0][1] for lists in nbest], log_p, rtol=1e-10)
     with pytest.raises(ValueError, match="observation-dependent label bigrams"):
         crf.explain(Ft[0], 1)
 
