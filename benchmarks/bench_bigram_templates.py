@@ -41,11 +41,32 @@ def main():
     parser.add_argument("--train-sentences", type=int, default=None)
     parser.add_argument("--evals", type=int, default=5,
                         help="objective evaluations timed at the fitted parameters")
+    parser.add_argument("--plain-only", action="store_true",
+                        help="only time the plain template's objective evaluation and predict "
+                             "(no fit): run with two builds to compare the dense fast path")
     args = parser.parse_args()
     _common.print_run_header(["sklearn_crfloss", "numpy", "scipy"])
     X_train, y_train, X_test, y_test = _common.conll2000_run()
     if args.train_sentences:
         X_train, y_train = X_train[:args.train_sentences], y_train[:args.train_sentences]
+    if args.plain_only:
+        features = TemplateFeatures(CONLL2000_TEMPLATE).fit([])
+        F_train, F_test = features.transform(X_train), features.transform(X_test)
+        crf = CRFTagger(C=1.0, n_jobs=1, max_iter=20)
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            crf.fit(F_train, y_train)
+        eval_s = _eval_seconds(crf, F_train, y_train, args.evals)
+        predict_s = []
+        for _ in range(args.evals):
+            c0 = time.process_time()
+            crf.predict(F_test)
+            predict_s.append(time.process_time() - c0)
+        print(f"plain template: CPU s/eval {eval_s:.4f} (median of {args.evals}), "
+              f"CPU s/predict(test) {np.median(predict_s):.4f}; "
+              f"load {open('/proc/loadavg').read().split()[:3]}", flush=True)
+        return
     rows = []
     for name, template in [("CONLL2000_TEMPLATE", CONLL2000_TEMPLATE),
                            ("+ B01, B02", CONLL2000_TEMPLATE + BIGRAM_LINES)]:
@@ -56,7 +77,8 @@ def main():
         crf.fit(F_train, y_train)
         seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
         f1 = segment_f1_score(y_test, crf.predict(F_test))
-        n_blocks = len(getattr(crf, "bigram_attributes_", []))
+        blocks = getattr(crf, "bigram_attributes_", None)
+        n_blocks = 0 if blocks is None else len(blocks)
         eval_s = _eval_seconds(crf, F_train, y_train, args.evals)
         rows.append([name, f"{100 * f1:.2f}", crf.n_iter_, f"{seconds:.1f}", f"{cpu:.1f}",
                      f"{cpu / max(crf.n_iter_, 1):.3f}", f"{eval_s:.3f}",

@@ -1,6 +1,6 @@
 """Observation-dependent label bigrams in the estimator: parameters, chain rule, fitted state.
 
-A feature-dict key that starts with :data:`~sklearn_crfloss._bigram.BIGRAM_PREFIX`
+A feature-dict key that starts with ``BIGRAM_PREFIX``
 (``"~"``; :class:`~sklearn_crfloss.features.TemplateFeatures` writes the CRF++
 line ``B01:%x[0,1]`` as the key ``"~B01"``) makes a *bigram attribute*: it
 is vectorised like any attribute (a column of the one CSR matrix, named

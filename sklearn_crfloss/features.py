@@ -28,8 +28,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._attributes import crfsuite_attributes
 from ._bigram import BIGRAM_PREFIX
 
-__all__ = ["BIGRAM_PREFIX", "CONLL2000_TEMPLATE", "SUZUKI2006_TEMPLATE", "TemplateFeatures",
-           "crfsuite_attributes"]
+__all__ = ["CONLL2000_TEMPLATE", "SUZUKI2006_TEMPLATE", "TemplateFeatures", "crfsuite_attributes"]
 
 CONLL2000_TEMPLATE = """\
 # Unigram
@@ -182,7 +181,7 @@ def _compile_body(lineno, raw, body):
 def _template_entries(lineno, raw, line):
     """``[(key, body), ...]`` of one non-comment template line (none for a plain ``B``).
 
-    Bigram entries get the key prefix :data:`BIGRAM_PREFIX`.
+    Bigram entries get the key prefix ``BIGRAM_PREFIX``.
     """
     kind = line[0]
     if kind in "ub*" and line[1:2] in ("", ":"):  # Wapiti: the text before the first macro names the observation
@@ -216,7 +215,7 @@ def _parse_template(template):
 
     ``macros`` is a tuple of ``(offset, column)`` pairs and ``literals`` a
     tuple of ``len(macros) + 1`` literal strings surrounding them; the keys
-    of bigram templates start with :data:`BIGRAM_PREFIX`.
+    of bigram templates start with ``BIGRAM_PREFIX``.
     """
     compiled = []
     seen = {}
@@ -262,10 +261,22 @@ class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
     - Positions before the start of the sentence expand to CRF++'s boundary
       symbols ``_B-1``, ``_B-2``, ... and positions after the end to ``_B+1``,
       ``_B+2``, ... (CRF++ limits ``|row|`` to 8; here any row is allowed).
-    - ``B`` or ``Bid`` without macros -- a label-bigram template.  It is
+    - ``B`` or ``Bid`` without macros -- the plain label bigram.  It is
       accepted and ignored: the CRF always has a dense label transition
-      matrix.  Bigram lines with macros (observation-dependent transition
-      features) raise a :class:`ValueError`.
+      matrix.
+    - ``Bid:text`` with macros, e.g. ``B01:%x[0,1]`` -- an
+      observation-dependent label bigram: the entry
+      ``{"~Bid": expanded text}`` (key prefix ``"~"``), written for
+      every token but the first of a sentence (it scores the edge from the
+      previous token). :class:`~sklearn_crfloss.CRFTagger` gives such an
+      attribute an ``(n_labels, n_labels)`` block of transition weights
+      (``bigram_coef_``) instead of state weights, as CRF++ does.
+    - Wapiti's pattern lines ``u:text``, ``b:text`` and ``*:text`` (``*``:
+      both a unigram and a bigram entry): the key is the line up to its
+      first macro (``"u:wrd="`` for ``u:wrd=%x[0,0]``; a bigram key gets the
+      ``"~"`` prefix), and a ``b`` line without macros is the plain label
+      bigram. Only the ``%x`` command is supported (not ``%X``, ``%t``,
+      ``%m``), and the boundary symbols are CRF++'s.
     - Blank lines and lines starting with ``#`` are ignored; leading and
       trailing whitespace of a line is ignored.
 
@@ -287,7 +298,9 @@ class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
         tuple of ``len(macros) + 1`` literal strings that surround the
         macros.
     keys_ : list of str
-        The template identifiers, i.e. the keys of every feature dictionary.
+        The template identifiers, i.e. the keys of the feature dictionaries
+        (bigram keys, starting with ``"~"``, are absent at the first token
+        of a sentence).
     n_columns_ : int
         The number of token columns the template needs (largest column index
         used plus one).
@@ -326,6 +339,9 @@ class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
     19
     >>> feats.get_feature_names_out()
     array(['U00', 'U01'], dtype=object)
+    >>> bigram = TemplateFeatures(["U00:%x[0,0]", "B01:%x[0,1]"]).fit([])
+    >>> bigram.transform(X)[0]  # the bigram key from the second token on
+    [{'U00': 'He'}, {'U00': 'reckons', '~B01': 'VBZ'}]
     """
 
     def __init__(self, template=CONLL2000_TEMPLATE):
@@ -351,8 +367,7 @@ class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
         ------
         ValueError
             If a template line is invalid (the message quotes the line), an
-            identifier is used twice, a bigram line has macros, or there is
-            no unigram line.
+            identifier is used twice, or there is no unigram line.
         TypeError
             If ``template`` has an unsupported type.
         """
