@@ -25,15 +25,18 @@ import scipy.sparse as sp
 
 from ._bigram import BIGRAM_PREFIX, PositionTransitions
 from ._params import ParameterLayout
-from .losses._cost import SoftmaxMargin
+from .losses._cost import JensenRiskBound, Risk, SoftmaxMargin
 from .losses._likelihood import ConditionalLogLikelihood
+from .losses._marginal import LabelwiseAccuracyLoss, PointwiseLoss
 
 __all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "bigram_columns", "check_no_bigrams",
            "make_layout", "model_transitions", "saved_layout", "set_bigram_state"]
 
 #: Losses whose ``value_and_grad`` takes
-#: :class:`~sklearn_crfloss.inference.PositionTransitions`.
-BIGRAM_LOSSES = (ConditionalLogLikelihood, SoftmaxMargin)
+#: :class:`~sklearn_crfloss.inference.PositionTransitions` (through
+#: forward_backward, marginals_vjp and their own gold counts per matrix).
+BIGRAM_LOSSES = (ConditionalLogLikelihood, SoftmaxMargin, Risk, JensenRiskBound, PointwiseLoss,
+                 LabelwiseAccuracyLoss)
 #: The fitted attributes of CRFTagger's docstring that concern transitions.
 BIGRAM_DOC = dict(transition_attributes="""\
 transition_features_ : dict of {(label, label): float} or {(str, label, label): float}
@@ -172,8 +175,8 @@ def make_layout(features, n_features, n_labels, state_index, *, labels, boundary
         f"Observation-dependent label bigrams (the {columns.shape[0]} feature keys starting "
         f"with {BIGRAM_PREFIX!r}, e.g. {features.attributes[columns[0]]!r}, from a template's "
         f"'B' lines with macros) are not supported by {problem}: train them with "
-        "loss='cll' or 'softmax_margin' and a batch solver ('lbfgs', 'owlqn', ...), or drop "
-        "the bigram lines.")
+        "loss 'cll', 'softmax_margin', 'risk', 'jrb', 'pointwise' or 'labelwise' and a batch "
+        "solver ('lbfgs', 'owlqn', 'rprop', 'quickprop'), or drop the bigram lines.")
 
 
 class BigramGroups:

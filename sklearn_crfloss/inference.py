@@ -23,12 +23,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from scipy.special import logsumexp
-
 from ._bigram import (PositionTransitions, position_forward_backward, position_gold_counts,
                       position_scores, position_viterbi)
 from ._forward_backward import (Accumulators, accumulator_blocks, exp_potentials,
                                 forward_backward_batch, scratch_width)
+from ._log_space import marginals_vjp_log_space
 from ._marginal_vjp import marginals_vjp_batch
 from ._max_marginals import max_marginals_batch, segment_margins_batch
 from ._viterbi import max_incorrect_batch, n_best_batch, viterbi_batch
@@ -108,8 +107,8 @@ def check_potentials(unary, transition, start, end, offsets, positions=False):
     if by_position and not positions:
         raise ValueError(
             "position-dependent transitions (observation-dependent label bigrams) are taken "
-            "by forward_backward, viterbi, viterbi_nbest and sequence_scores only, not by "
-            "this function")
+            "by forward_backward, marginals_vjp, viterbi, viterbi_nbest and sequence_scores "
+            "only, not by this function")
     if not by_position:
         transition = np.ascontiguousarray(transition, dtype=np.float64)
     start = np.ascontiguousarray(start, dtype=np.float64)
@@ -341,6 +340,10 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
 
     Notes
     -----
+    With position-dependent transitions
+    (:class:`~sklearn_crfloss.inference.PositionTransitions`) every sequence
+    runs in log space (NumPy, per token: the general path, slower than the
+    compiled kernel) and ``d_transition`` has the shape of their table.
     A sequence whose scaled pass underflows (potentials of magnitude ~700)
     is recomputed in log space, after shifting ``grad_marginals`` by a
     constant per row (which leaves the covariance unchanged) so that it is
@@ -353,7 +356,7 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     Z. Li, J. Eisner (2009). First- and second-order expectation semirings
     with applications to minimum-risk training on translation forests. EMNLP.
     """
-    c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
+    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     L = c.n_labels
     grad = np.ascontiguousarray(grad_marginals, dtype=np.float64)
     if grad.shape != c.unary.shape:
@@ -363,6 +366,8 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     if not np.all(np.isfinite(grad)):
         raise ValueError("grad_marginals contains NaN or infinite values")
     d_unary = np.zeros((c.n_tokens, L))
+    if isinstance(c.transition, PositionTransitions):  # the general path, in log space
+        return _position_vjp(c, grad, d_unary)
     nonempty, sub_offsets = _nonempty(c.offsets)
     if nonempty.shape[0] == 0:
         return d_unary, np.zeros((L, L)), np.zeros(L), np.zeros(L)
@@ -381,7 +386,7 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     d_start, d_end = boundary_acc.sum(axis=0)
     for k in np.flatnonzero(failed):
         s, e = sub_offsets[k], sub_offsets[k + 1]
-        dU, dT, ds, de = _marginals_vjp_log_space(
+        dU, dT, ds, de = marginals_vjp_log_space(
             c.unary[s:e], c.transition, c.start, c.end, grad[s:e]
         )
         d_unary[s:e] = dU
@@ -391,54 +396,18 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     return d_unary, d_trans, d_start, d_end
 
 
-def _marginals_vjp_log_space(unary, transition, start, end, grad):
-    """:func:`marginals_vjp` of one non-empty sequence, in log space (the fallback).
-
-    ``grad`` is shifted per row to be >= 1 (adding a constant to a row adds
-    a constant to ``g(y)``, which leaves every covariance unchanged), so the
-    expectation-semiring quantities are positive and have logarithms. The
-    rows are normalised as the scaled kernel's (alpha_hat, beta_hat), in log
-    space: every value keeps the magnitude of the potentials rather than of
-    log Z, so that rounding errors do not grow with the position.
-    """
-    n, L = unary.shape
-    G = grad - grad.min(axis=1, keepdims=True) + 1.0
-    log_G = np.log(G)
-    la = np.empty((n, L))   # log alpha_hat
-    lA = np.empty((n, L))   # log A (prefix-weighted by g), scaled as alpha_hat
-    lc = np.empty(n)        # log of the normalisers
-    x = start + unary[0]
-    X = x + log_G[0]
-    for t in range(n):
-        if t:
-            x = logsumexp(la[t - 1][:, None] + transition, axis=0) + unary[t]
-            X = np.logaddexp(logsumexp(lA[t - 1][:, None] + transition, axis=0) + unary[t],
-                             x + log_G[t])
-        lc[t] = logsumexp(x)
-        la[t] = x - lc[t]
-        lA[t] = X - lc[t]
-    lc_end = logsumexp(la[n - 1] + end)
-    lb = np.empty((n, L))   # log beta_hat
-    lB = np.full((n, L), -np.inf)  # log B (suffix-weighted by g), scaled as beta_hat
-    lb[n - 1] = end - lc_end
-    for t in range(n - 2, -1, -1):
-        nxt = unary[t + 1] + lb[t + 1]
-        lb[t] = logsumexp(transition + nxt[None, :], axis=1) - lc[t + 1]
-        lB[t] = logsumexp(
-            transition + unary[t + 1][None, :]
-            + np.logaddexp(lB[t + 1], log_G[t + 1] + lb[t + 1])[None, :], axis=1) - lc[t + 1]
-    gbar = np.exp(logsumexp(lA[n - 1] + end) - lc_end)
-    mu = np.exp(la + lb)
-    d_unary = np.exp(lA + lb) + np.exp(la + lB) - gbar * mu
-    d_trans = np.zeros((L, L))
-    for t in range(1, n):
-        step = transition + unary[t][None, :] - lc[t]
-        base = la[t - 1][:, None] + step
-        pair = np.exp(base + lb[t][None, :])
-        d_trans += (np.exp(lA[t - 1][:, None] + step + lb[t][None, :])
-                    + np.exp(base + np.logaddexp(lB[t], log_G[t] + lb[t])[None, :])
-                    - gbar * pair)
-    return d_unary, d_trans, d_unary[0].copy(), d_unary[n - 1].copy()
+def _position_vjp(c, grad, d_unary):
+    """:func:`marginals_vjp` with position-dependent transitions: each sequence in log space."""
+    table, index = c.transition
+    d_table, d_start, d_end = np.zeros_like(table), np.zeros(c.n_labels), np.zeros(c.n_labels)
+    for s, e in zip(c.offsets[:-1].tolist(), c.offsets[1:].tolist()):
+        if e > s:
+            d_unary[s:e], dT, ds, de = marginals_vjp_log_space(
+                c.unary[s:e], table, c.start, c.end, grad[s:e], index[s:e])
+            d_table += dT
+            d_start += ds
+            d_end += de
+    return d_unary, d_table, d_start, d_end
 
 
 @_chain_doc

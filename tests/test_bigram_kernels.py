@@ -7,8 +7,8 @@ import pytest
 from _oracle import position_brute_force, random_problem
 
 from sklearn_crfloss.decoding import apply_allowed, viterbi_decode
-from sklearn_crfloss.inference import (PositionTransitions, forward_backward, max_marginals,
-                                       sequence_scores, viterbi, viterbi_nbest)
+from sklearn_crfloss.inference import (PositionTransitions, forward_backward, marginals_vjp,
+                                       max_marginals, sequence_scores, viterbi, viterbi_nbest)
 from sklearn_crfloss.losses import ConditionalLogLikelihood
 
 
@@ -142,6 +142,31 @@ def test_cll_gradient_by_finite_differences(seed):
         minus[k] -= eps
         numeric[k] = (f(plus)[0] - f(minus)[0]) / (2 * eps)
     np.testing.assert_allclose(d_table, numeric, atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_marginals_vjp_by_finite_differences(seed):
+    """The marginals' VJP with a table: the gradient of sum(G * marginals)."""
+    unary, trans, start, end, y, offsets = _problem(seed, n_matrices=2)
+    G = np.random.default_rng(seed).normal(size=unary.shape)
+
+    def f(u, table, s, e):
+        fb = forward_backward(u, trans._replace(table=table), s, e, offsets)
+        return float(np.sum(G * fb.marginals))
+
+    d_unary, d_table, d_start, d_end = marginals_vjp(unary, trans, start, end, offsets, G)
+    assert d_table.shape == trans.table.shape
+    eps = 1e-6
+    args = [unary, trans.table, start, end]
+    for which, got in enumerate([d_unary, d_table, d_start, d_end]):
+        numeric = np.zeros_like(got)
+        for k in np.ndindex(got.shape):
+            plus = [a.copy() for a in args]
+            minus = [a.copy() for a in args]
+            plus[which][k] += eps
+            minus[which][k] -= eps
+            numeric[k] = (f(*plus) - f(*minus)) / (2 * eps)
+        np.testing.assert_allclose(got, numeric, atol=1e-6)
 
 
 def test_unsupported_kernels_refuse_clearly():

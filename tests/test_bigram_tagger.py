@@ -15,7 +15,8 @@ from sklearn_crfloss._objective import CRFObjective
 from sklearn_crfloss._vectorize import SequenceVectorizer
 from sklearn_crfloss.features import TemplateFeatures
 from sklearn_crfloss.io import export_crfsuite, load_model, save_model
-from sklearn_crfloss.losses import ConditionalLogLikelihood, SoftmaxMargin
+from sklearn_crfloss.losses import (ConditionalLogLikelihood, JensenRiskBound,
+                                    LabelwiseAccuracyLoss, PointwiseLoss, Risk, SoftmaxMargin)
 from sklearn_crfloss.priors import get_prior
 
 TEMPLATE = "U00:%x[0,0]\nU01:%x[0,1]\nB\nB01:%x[0,1]\n"
@@ -71,6 +72,8 @@ def test_bigram_template_learns_what_one_matrix_cannot():
     assert crf.bigram_attributes_.tolist() == ["~B01:flip", "~B01:keep"]
 
 
+# (risk, jrb, pointwise and labelwise: their objective is checked above; their
+# marginals' VJP runs in NumPy per token with bigram attributes, too slow here)
 @pytest.mark.parametrize("params", [{"loss": "softmax_margin"}, {"solver": "owlqn"},
                                     {"early_stopping": True, "random_state": 0}])
 def test_other_supported_settings_learn_the_bigrams(params):
@@ -110,8 +113,10 @@ def _objective(X, y, seed=0):
     return objective, layout, theta, y_enc, offsets, w
 
 
-@pytest.mark.parametrize("loss", [ConditionalLogLikelihood(), SoftmaxMargin(cost_scale=2.0)],
-                         ids=["cll", "softmax_margin"])
+@pytest.mark.parametrize("loss", [ConditionalLogLikelihood(), SoftmaxMargin(cost_scale=2.0),
+                                  Risk(), JensenRiskBound(), PointwiseLoss(),
+                                  LabelwiseAccuracyLoss()],
+                         ids=["cll", "softmax_margin", "risk", "jrb", "pointwise", "labelwise"])
 def test_objective_value_by_enumeration_and_gradient_by_finite_differences(loss):
     X = [[("a", "p"), ("b", "q"), ("a", "q")], [("b", "p")], [("a", "q"), ("a", "p")]]
     y = [["X", "Y", "Z"], ["Y"], ["Z", "X"]]
@@ -190,7 +195,7 @@ def test_crfsuite_export_refuses(tmp_path):
 
 
 @pytest.mark.parametrize("params, match", [
-    ({"loss": "risk"}, "not supported by the loss 'risk'"),
+    ({"loss": "mixed"}, "not supported by the loss 'mixed'"),
     ({"solver": "sgd"}, "not supported by the solver 'sgd'"),
     ({"loss": "perceptron"}, "not supported by the loss 'perceptron'"),
     ({"feature_hashing": 64}, "cannot be hashed"),
