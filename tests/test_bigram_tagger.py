@@ -17,7 +17,6 @@ from sklearn_crfloss.features import TemplateFeatures
 from sklearn_crfloss.io import export_crfsuite, load_model, save_model
 from sklearn_crfloss.losses import (ConditionalLogLikelihood, JensenRiskBound,
                                     LabelwiseAccuracyLoss, PointwiseLoss, Risk, SoftmaxMargin)
-from sklearn_crfloss.priors import get_prior
 
 TEMPLATE = "U00:%x[0,0]\nU01:%x[0,1]\nB\nB01:%x[0,1]\n"
 
@@ -241,4 +240,3 @@ def test_prior_sees_the_blocks():
     strong = CRFTagger(C=0.01).fit(F, y).bigram_coef_
     weak = CRFTagger(C=10.0).fit(F, y).bigram_coef_
     assert np.abs(strong).max() < np.abs(weak).max()
-    assert get_prior("l2") is not None
