@@ -157,9 +157,9 @@ class WorkerData:
                                       n_threads=effective_n_jobs(n_jobs))
 
     def describe(self):
-        """``(global_index, sample_weight, observed counts, n_blocks)`` (None, 0 if empty)."""
+        """``(global_index, sample_weight, observed counts, n_blocks)`` (None, None if empty)."""
         if self.objective is None:
-            return self.global_index, self.sample_weight, None, 0
+            return self.global_index, self.sample_weight, None, None
         return (self.global_index, self.sample_weight, self.objective.observed_counts(),
                 self.objective.n_blocks)
 
@@ -269,7 +269,7 @@ class DistributedObjective:
                 self.observed += observed
         self.n_sequences = n_sequences
         #: Whether the CLL sums are those of one process (see the module's notes).
-        self.exact = pad and all(d[3] in (0, N_BLOCKS) for d in described)
+        self.exact = pad and all(d[3] in (None, N_BLOCKS) for d in described)
 
     def _submit(self, fn, part, *args):
         worker, future = part

@@ -33,6 +33,7 @@ import scipy.sparse as sp
 
 from ._forward_backward import (Accumulators, accumulator_blocks, cll_features_batch,
                                 exp_potentials, row_width, scratch_width)
+from ._label_bigrams import BigramGroups
 from ._potentials import pair_counts, pair_gradient, pair_potentials
 from ._vectorize import column_counts
 from .losses._base import get_loss_tags, gold_counts
@@ -196,10 +197,19 @@ class CRFObjective:
         # potentials (losses other than CLL), the observed counts (CLL).
         self._unary = None
         self._observed = None
+        # Observation-dependent label bigrams: the distinct rows of the bigram columns.
+        self.bigram = (BigramGroups(X, offsets, layout.bigram_columns) if layout.n_bigram
+                       else None)
 
     @property
     def n_blocks(self):
-        """Blocks of sequences the fused CLL kernel sums apart (:meth:`cll_blocks`); 0 if mixed."""
+        """Blocks of sequences the fused CLL kernel sums apart (:meth:`cll_blocks`).
+
+        0 if its state and transition sums have different block counts, or
+        the layout has label bigrams (the fused kernel does not apply).
+        """
+        if self.bigram is not None:
+            return 0
         L = self.n_labels
         Lp = row_width(L)
         state = accumulator_blocks(self.n_threads, self.layout.n_state + self._weights.W_hot.size)
@@ -226,13 +236,18 @@ class CRFObjective:
     def potentials(self, theta):
         """``(U, transition, start, end)`` at ``theta``; U of shape (n_tokens, n_labels).
 
-        U is a buffer that the next call overwrites.
+        U is a buffer that the next call overwrites. With bigram attributes
+        the transitions are a
+        :class:`~sklearn_crfloss.inference.PositionTransitions`.
         """
         if self._unary is None:
             self._unary = np.empty((self.n_tokens, self.n_labels))
         pair_potentials(*self._csr, *self._weights.weights(self._state(theta)), self._unary,
                         self.n_threads)
-        return (self._unary, *self.layout.unpack_tail(theta))
+        transition, start, end = self.layout.unpack_tail(theta)
+        if self.bigram is not None:  # observation-dependent label bigrams
+            transition = self.bigram.transitions(transition, self.layout.bigram_weights(theta))
+        return self._unary, transition, start, end
 
     def observed_counts(self):
         """The weighted gold counts of every free parameter (computed once).
@@ -347,7 +362,7 @@ class CRFObjective:
         value : float
         grad : ndarray of shape (n_params,)
         """
-        if type(loss) is ConditionalLogLikelihood:
+        if type(loss) is ConditionalLogLikelihood and self.bigram is None:
             return self._cll_value_and_grad(theta)
         unary, T, start, end = self.potentials(theta)
         extra = {}
@@ -364,7 +379,10 @@ class CRFObjective:
                       np.ascontiguousarray(d_unary, dtype=np.float64), grad_acc, hot_acc,
                       self.n_threads)
         self._weights.gradient(grad_acc, hot_acc, grad[:n_state])
-        grad[n_state:] = self.layout.pack_tail(d_T, d_start, d_end)
+        if self.bigram is not None:  # the chain rule to the shared matrix and the blocks
+            d_T, grad[self.layout.n_base:] = self.bigram.chain(d_T)
+        tail = self.layout.pack_tail(d_T, d_start, d_end)
+        grad[n_state:n_state + tail.shape[0]] = tail
         return value, grad
 
     def value_and_grad(self, theta, loss, prior, C):

@@ -20,6 +20,7 @@ import numpy as np
 from ._compat import validate_params
 from ._params import ParameterLayout
 from ._validation import check_sample_weight, check_sequences, encode_known_labels
+from ._label_bigrams import check_no_bigrams
 from ._vectorize import SequenceVectorizer
 from .losses import get_loss
 from .losses._base import get_loss_tags
@@ -176,6 +177,7 @@ class PartialFit:
             Xc = features.fit_transform(kind, tokens, offsets)
         else:
             Xc = features.extend_transform(tokens, offsets)
+        check_no_bigrams(features, "partial_fit")
         L = self.classes.shape[0]
         if first:
             if isinstance(self.solver, SGD):

@@ -34,6 +34,7 @@ import scipy.sparse as sp
 
 from ._tagger import CRFTagger
 from ._compat import HasMethods, validate_params
+from ._label_bigrams import check_no_bigrams
 from ._params import ParameterLayout, observed_pairs
 from ._validation import (check_sample_weight, check_sequences, encode_known_labels,
                           encode_labels)
@@ -362,6 +363,7 @@ class DaskCRFTagger(CRFTagger):
         if not dense:
             pairs = client.gather([submit(_pairs, s, L) for s in shards])
             state_index = np.unique(np.concatenate(pairs)) if pairs else np.zeros(0, np.intp)
+        check_no_bigrams(features, "DaskCRFTagger")
         layout = ParameterLayout(features.n_features, L, state_index)
         if tags.needs_classes:
             loss.set_classes(classes)
