@@ -21,6 +21,7 @@ from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from ._components import check_token_weight_use, resolve_components
 from ._compat import HasMethods, Interval, StrOptions, validate_params
 from ._docstring import fill_doc
 from ._naming import names_like
@@ -42,9 +43,10 @@ from ._verbose import print_header
 from . import inspection
 from .decoding import CONSTRAINTS, DECODERS, check_decoding, decode, get_allowed, nbest_decode
 from .inference import forward_backward, sequence_scores
-from .losses import LOSSES, get_loss
-from .priors import PRIORS, get_prior
-from .solvers import SOLVERS, default_solver, make_solver
+from .losses import LOSSES
+from .losses._base import get_loss_tags
+from .priors import PRIORS
+from .solvers import SOLVERS
 from .solvers._monitor import FitInfo, hold_out, stage_summary
 from ._training import (early_stopping_scoring, train_stages, warn_if_iob1_segments,
                         warn_if_unscaled)
@@ -468,13 +470,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         sample_weight = check_sample_weight(sample_weight, lengths.shape[0])
         token_weight = check_token_weight(token_weight, lengths)
         if token_weight is not None:
-            if not getattr(loss, "supports_token_weight", False):
-                raise ValueError(
-                    f"token_weight is not supported by loss {getattr(loss, 'name', loss)!r}; "
-                    "use 'pointwise', 'mixed' or 'labelwise'.")
-            if solver.dense_states:
-                raise ValueError(f"token_weight needs a batch solver such as 'lbfgs', "
-                                 f"not {solver.name!r}.")
+            check_token_weight_use(loss, solver)
         t0 = time.perf_counter()
         features = SequenceVectorizer(self.min_freq, self.feature_hashing)
         Xc = features.fit_transform(kind, tokens, offsets)
@@ -494,20 +490,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
 
     def _components(self):
         """The resolved loss, prior and solver (ValueError on a bad combination)."""
-        loss = get_loss(self.loss)
-        prior = get_prior(self.prior)
-        if hasattr(loss, "stages"):
-            loss.stages()  # a schedule's values are checked here, before any training
-        default = default_solver(loss, prior)
-        spec = default if self.solver is None else self.solver
-        solver = make_solver(spec, average=self.average, eta0=self.eta0,
-                             random_state=self.random_state)
-        if hasattr(solver, "for_start"):  # a schedule's warm-up runs from zero only
-            from_fit = ((self.init == "cll" and getattr(loss, "name", None) != "cll")
-                        or (self.warm_start and hasattr(self, "coef_")))
-            solver = solver.for_start(from_zero=not from_fit)
-        solver.check(loss, prior)
-        return loss, prior, solver
+        return resolve_components(self)
 
     def _fit_vectorized(self, features, Xc, offsets, classes, y_enc, sample_weight=None,
                         token_weight=None, *, components=None, labels=None,
@@ -523,7 +506,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
             components = self._components()
         loss, prior, solver = components
         get_allowed(self.constraints, classes)  # labels the constraints refuse: before training
-        if hasattr(loss, "set_classes"):  # label names for the loss (BaseLoss.set_classes)
+        if get_loss_tags(loss).needs_classes:  # label names for the loss (BaseLoss.set_classes)
             loss.set_classes(classes)
         held_out = validation_set if self.early_stopping else None  # fit(X_val=, y_val=)
         if self.early_stopping and validation_set is None:

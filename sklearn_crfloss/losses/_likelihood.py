@@ -30,8 +30,6 @@ class ConditionalLogLikelihood(BaseLoss):
     """
 
     name = "cll"
-    convex = True
-    smooth = True
 
     def value_and_grad(self, unary, transition, start, end, y, offsets,
                        sample_weight=None, n_threads=1):

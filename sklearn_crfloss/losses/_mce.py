@@ -116,12 +116,14 @@ class _SmoothedErrorLoss(BaseLoss):
     and start from a CLL fit.
     """
 
-    convex = False
-    smooth = False
-    needs_init = True
-    #: Suzuki et al. (2006), footnote 2: online GPD for ten iterations (from
-    #: zero only), then QuickProp; see :class:`sklearn_crfloss.solvers.Suzuki2006`.
-    default_solver = "suzuki2006"
+    def __loss_tags__(self):
+        # Docstring inherited.
+        tags = super().__loss_tags__()
+        tags.convex, tags.smooth, tags.needs_init = False, False, True
+        # Suzuki et al. (2006), footnote 2: online GPD for ten iterations (from
+        # zero only), then QuickProp; see :class:`sklearn_crfloss.solvers.Suzuki2006`.
+        tags.default_solver = "suzuki2006"
+        return tags
 
     _parameter_constraints: dict = {
         "alpha": [Interval(Real, 0, None, closed="neither")],
@@ -501,6 +503,12 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
     """
 
     name = "mce_f"
+
+    def __loss_tags__(self):
+        # Docstring inherited: a ratio of corpus-level sums, not a sum over sequences.
+        tags = super().__loss_tags__()
+        tags.additive = False
+        return tags
 
     _parameter_constraints: dict = {
         **_SmoothedErrorLoss._parameter_constraints,
