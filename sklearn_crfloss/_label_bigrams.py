@@ -25,6 +25,7 @@ import scipy.sparse as sp
 
 from ._bigram import BIGRAM_PREFIX, PositionTransitions
 from ._params import ParameterLayout
+from .losses._base import get_loss_tags
 from .losses._cost import JensenRiskBound, Risk, SoftmaxMargin
 from .losses._likelihood import ConditionalLogLikelihood
 from .losses._marginal import LabelwiseAccuracyLoss, PointwiseLoss
@@ -162,7 +163,7 @@ def make_layout(features, n_features, n_labels, state_index, *, labels, boundary
                                boundary=boundary)
     problem = None
     if type(loss) not in BIGRAM_LOSSES:
-        problem = f"the loss {getattr(loss, 'name', type(loss).__name__)!r}"
+        problem = f"the loss {get_loss_tags(loss).name or type(loss).__name__!r}"
     elif solver.name not in BIGRAM_SOLVERS:
         problem = f"the solver {solver.name!r}"
     elif labels is not None:
