@@ -211,32 +211,34 @@ class SpanQueries:
         From :meth:`ChunkEvents.carry_queries` or :meth:`ChunkEvents.gold_queries`.
     need_without : bool
         Whether the best score violating the constraints is computed.
+    structure : list or None
+        The ``structure`` attribute of an earlier instance with the same
+        queries and offsets (it does not depend on the potentials).
 
     Attributes
     ----------
     with_, without : ndarray of shape (n_queries,)
         Best scores of the sequences that satisfy (violate) the constraints;
         ``without`` is ``-inf`` where none violates or it is not computed.
+    structure : list
+        Per group of queries of one span length: their indices and the
+        constraint masks gathered for them.
     """
 
     def __init__(self, ev, unary, transition, start, mm, offsets, seq, begin, stop, queries,
-                 need_without=True):
-        lengths = np.diff(offsets)
+                 need_without=True, structure=None):
         n_q = seq.shape[0]
         self.with_, self.without = np.full(n_q, _NEG), np.full(n_q, _NEG)
-        tok_type, first, inner, exit_ = queries
         text = np.vstack([transition, start[None, :]])  # row L: from the sequence start
         node = mm.alpha + mm.beta
-        span_len = stop - begin
+        if structure is None:
+            structure = _structure(ev, offsets, seq, begin, stop, queries)
+        self.structure = structure
         self.groups = []
-        for n in np.unique(span_len):
-            members = np.flatnonzero(span_len == n)
-            for idx in np.array_split(members, max(1, members.shape[0] // 4096)):
-                g = _Group(ev, unary, transition, text, mm, node, offsets, lengths, seq[idx],
-                           begin[idx], int(n), tok_type[idx, :n], first[idx], inner[idx, :n],
-                           exit_[idx], need_without)
-                self.with_[idx], self.without[idx] = g.with_value, g.without_value
-                self.groups.append((idx, g))
+        for idx, shape in structure:
+            g = _Group(shape, unary, transition, text, mm, node, need_without)
+            self.with_[idx], self.without[idx] = g.with_value, g.without_value
+            self.groups.append((idx, g))
 
     def add_gradient(self, acc, coef_with, coef_without):
         """Add the gradient of ``sum coef_with with_ - coef_without without`` to ``acc``."""
@@ -335,32 +337,48 @@ class Gradient:
         return unary, trans, start, end
 
 
+def _structure(ev, offsets, seq, begin, stop, queries):
+    """Queries grouped by span length, with their label sets and masks gathered."""
+    tok_type, first, inner, exit_ = queries
+    lengths = np.diff(offsets)
+    span_len = stop - begin
+    out = []
+    L = ev.n_labels
+    for n in np.unique(span_len):
+        n = int(n)
+        members = np.flatnonzero(span_len == n)
+        for idx in np.array_split(members, max(1, members.shape[0] // 4096)):
+            t0 = offsets[seq[idx]] + begin[idx]
+            lab = ev.members[tok_type[idx, :n]]  # (Q, n, W)
+            valid = lab >= 0
+            lab = np.where(valid, lab, 0)
+            m0 = ev.masks[first[idx, None, None], np.arange(L + 1)[None, :, None],
+                          lab[:, None, 0, :]] & valid[:, None, 0, :]
+            inner_masks = [ev.masks[inner[idx, j, None, None], lab[:, j - 1, :, None],
+                                    lab[:, j, None, :]]
+                           & valid[:, j - 1, :, None] & valid[:, j, None, :]
+                           for j in range(1, n)]
+            mx = ev.masks[exit_[idx, None], lab[:, n - 1]]  # (Q, W, L)
+            out.append((idx, dict(n=n, t0=t0, has_prev=begin[idx] > 0,
+                                  has_exit=begin[idx] + n < lengths[seq[idx]], lab=lab,
+                                  valid=valid, m0=m0, inner=inner_masks, mx=mx)))
+    return out
+
+
 class _Group:
     """Span queries of one span length ``n``, evaluated together."""
 
-    def __init__(self, ev, unary, transition, text, mm, node, offsets, lengths, seq, begin,
-                 n, tok_type, first, inner, exit_, need_without):
+    def __init__(self, shape, unary, transition, text, mm, node, need_without):
         L = unary.shape[1]
-        Q = seq.shape[0]
+        n, t0, lab, valid = shape["n"], shape["t0"], shape["lab"], shape["valid"]
+        has_prev, has_exit, m0 = shape["has_prev"], shape["has_exit"], shape["m0"]
+        Q = t0.shape[0]
         r = np.arange(Q)
-        self.L, self.n, self.r = L, n, r
-        t0 = offsets[seq] + begin
-        self.t0 = t0
-        has_prev = begin > 0
-        self.has_prev = has_prev
-        has_exit = begin + n < lengths[seq]
-        self.has_exit = has_exit
-        lab = ev.members[tok_type]  # (Q, n, W)
-        valid = lab >= 0
-        lab = np.where(valid, lab, 0)
-        self.lab = lab
-        masks = ev.masks
+        self.L, self.n, self.r, self.t0, self.has_exit, self.lab = L, n, r, t0, has_exit, lab
         prev = np.full((Q, L + 1), _NEG)
         prev[has_prev, :L] = mm.alpha[t0[has_prev] - 1]
         prev[~has_prev, L] = 0.0
         # token a: from any previous label (or the start) into the span's labels
-        m0 = masks[first[:, None, None], np.arange(L + 1)[None, :, None], lab[:, None, 0, :]]
-        m0 &= valid[:, None, 0, :]
         s0 = prev[:, :, None] + text.T[lab[:, 0]].transpose(0, 2, 1)  # (Q, L+1, W)
         sw = np.where(m0, s0, _NEG)
         bp = [sw.argmax(axis=1)]
@@ -379,8 +397,7 @@ class _Group:
         for j in range(1, n):
             t = t0 + j
             lp, lc = lab[:, j - 1], lab[:, j]
-            mj = masks[inner[:, j, None, None], lp[:, :, None], lc[:, None, :]]
-            mj &= valid[:, j - 1, :, None] & valid[:, j, None, :]
+            mj = shape["inner"][j - 1]
             s = ok[:, :, None] + transition[lp[:, :, None], lc[:, None, :]]
             sw = np.where(mj, s, _NEG)
             bp.append(sw.argmax(axis=1))
@@ -403,7 +420,7 @@ class _Group:
         ll = lab[:, n - 1]
         # leaving the span: the boundary after it, or the sequence's end
         nxt = np.minimum(last + 1, unary.shape[0] - 1)
-        mx = masks[exit_[:, None], ll]  # (Q, W, L)
+        mx = shape["mx"]
         sx = ok[:, :, None] + transition[ll] + (unary[nxt] + mm.beta[nxt])[:, None, :]
         with_x = np.where(mx, sx, _NEG).reshape(Q, -1)
         at_end = ok + _gather(mm.beta[last], ll)
@@ -528,7 +545,10 @@ def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold,
     keep = ~np.isin(wkey, gkey)
     fseq, fbeg, fend, ftype = wseq[keep], wbeg[keep], wend[keep], wtype[keep]
     args = (events, unary, transition, start, mm, offsets)
-    gold_q = SpanQueries(*args, gseq, gbeg, gend, events.carry_queries(gseq, gbeg, gend, gtype))
+    cache = getattr(loss, "_chunk_structure", None)  # the gold queries' masks, per gold set
+    gold_q = SpanQueries(*args, gseq, gbeg, gend, events.carry_queries(gseq, gbeg, gend, gtype),
+                         structure=cache[1] if cache is not None and cache[0] is gold else None)
+    loss._chunk_structure = (gold, gold_q.structure)
     paper = loss.false_positives == "gold"
     fp_q = SpanQueries(*args, fseq, fbeg, fend, events.carry_queries(fseq, fbeg, fend, ftype),
                        need_without=not paper)

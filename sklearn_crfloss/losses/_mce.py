@@ -124,12 +124,6 @@ def _enumerated_gold_events(events, paths, gold, begin, stop):
     return np.array(agree)
 
 
-def _enumerated_margin(paths, scores, ref, begin, stop):
-    """Best score carrying ``ref[begin:stop]`` minus the best score not carrying it."""
-    carry = np.all(paths[:, begin:stop] == ref[None, begin:stop], axis=1)
-    return scores[carry].max() - scores[~carry].max()
-
-
 class _SmoothedErrorLoss(BaseLoss):
     """What both MCE losses share: flags and the smoothing ``l`` of Eq. 8.
 
@@ -388,8 +382,20 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
     ``F_gamma = 1 / (1 + Eq. 16)``. The factor ``S`` is a constant; it
     plays the part of the dropped ``1/N`` of Eq. 10: near a good solution
     the value is about half the smoothed number of segment errors, in the
-    units of the summed losses, so ``C`` means about the same as for
-    ``'cll'`` and ``'mce'`` (equivalently: Eq. 16 with ``C`` times ``S``).
+    units of the summed losses (equivalently: Eq. 16 with ``C`` times ``S``).
+
+    **Regularisation of the stage and of its start.** A segment's term has
+    slope at most ``alpha / 4`` (the sigmoid's), far below a CLL term's, so
+    at one ``C`` the MCE-F data term is weaker than CLL's and one ``C``
+    shared by the CLL start and the MCE-F stage over-regularises one of
+    them. The estimator gives them separate values: ``CRFTagger(init='cll',
+    init_C=...)`` is the start's ``C`` and ``C`` the stage's. A
+    normalisation of this loss that makes one ``C`` mean the same strength
+    (a constant factor such as ``8 / alpha``) is the special case ``C =
+    factor * init_C`` of the two, so no normalisation is applied; choose
+    both on development data (Suzuki et al. chose ``C`` by development
+    data too; on CoNLL-2000 the development split preferred a stage ``C``
+    about ten times the start's, see the which-loss page of the user guide).
 
     Segments are decoded from label names by
     :func:`sklearn_crfloss.segments.get_segments` with ``scheme`` (the
@@ -456,13 +462,30 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
       For correctly labelled sentences it has no false positive term; the
       correct segments' terms still widen their margins.
 
-    Label encodings: a segment is measured by the labels on its span, so the
-    labels should give every chunk one encoding (IOB2, IOBES, BILOU). In
-    IOB1, and under conlleval's reading of IOB2, ``O I-PER`` and ``O B-PER``
-    are the same chunk, yet a competitor differing from the gold labels only
-    there counts as an error: train IOB1 labels with
-    ``CRFTagger(tag_scheme='iob2')`` (``fit`` warns otherwise); then the
-    IOB1, IOB2 and IOBES encodings of the same chunks give the same model.
+    **Segments compared as chunks** (``segment_match='chunks'``, the
+    default). conlleval reads ``O I-PER`` and ``O B-PER`` as the same chunk,
+    and IOB1, IOB2 and IOBES write the same chunks differently; the loss
+    compares chunks as the evaluation does, so a sequence that only
+    re-encodes the gold chunks is never an error. A sequence *has* the chunk
+    ``(a, b, type)`` when the chunk decoder's events say so: a chunk of that
+    type starts at ``a``, none ends inside, one ends at ``b`` (or ``b`` is the
+    sequence's end). Then ``g(s)`` is the best score of a sequence that has
+    the chunk ``s`` and its competitor the best score of one that does not;
+    the maximum incorrect output ``y~`` is the best sequence whose chunks
+    differ from the gold chunks; and the first term of a false positive's
+    measure is the best score of a sequence with the gold chunk events on
+    its span (the same label types, the same chunk starts, ends and types).
+    All are exact: span Viterbi passes over the decoder's events, entered
+    and left through the max-marginal tables (``losses/_chunks.py``). The
+    value then depends on the gold labels only through their chunks: IOB1,
+    IOB2 and IOBES labels of the same chunks give the same value and gradient
+    (under a ``scheme`` that reads all of them alike, e.g. ``'iobes'``;
+    conlleval does not know ``S-``). ``segment_match='labels'`` is Eq. 15 as
+    written, a segment measured by the labels on its span, for reproducing
+    the paper; on IOB1 labels it counts re-encodings as errors (``fit``
+    warns and points to ``tag_scheme='iob2'``). Per evaluation the chunk
+    comparison costs more than the label one (numpy span passes, see the
+    which-loss page).
 
     A batch without gold segments (or whose gold segments all have weight
     0), which online and minibatch solvers meet on all-``O`` sentences, has
@@ -497,6 +520,11 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         same segments against the best sequence without them
         (``'max_incorrect'``, a variant), or the continuous Viterbi-output
         variant described above.
+    segment_match : {'chunks', 'labels'}, default='chunks'
+        Whether segments (their margins, the maximum incorrect output and
+        the false positives' measure) are compared as chunks, as conlleval
+        reads them, or as the label strings on their spans (Eq. 15 as
+        written); see *Segments compared as chunks* above.
 
     Attributes
     ----------
@@ -540,6 +568,14 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         self.scheme = scheme
         self.false_positives = false_positives
         self.segment_match = segment_match
+
+    def __getstate__(self):
+        # The per-fit caches of the gold segments and chunk masks are rebuilt
+        # on demand; pickles and copies of a fitted estimator do not carry them.
+        state = dict(super().__getstate__())
+        for key in ("_gold_cache", "_events_cache", "_chunk_structure"):
+            state.pop(key, None)
+        return state
 
     def _segments(self, labels, offsets):
         """(seq, begin, stop, key, type) arrays of the segments of every sequence.
