@@ -79,8 +79,8 @@ def warn_if_iob1_segments(loss, y, tag_scheme):
     IOB1 (and under conlleval's reading) one chunk has two encodings (``O
     I-PER`` and ``O B-PER``): a competitor that differs from the gold labels
     only there is counted as a segment error. In IOB2, IOBES or BILOU every
-    chunk has one encoding. The default, ``segment_match='chunks'``,
-    compares chunks and needs no warning.
+    chunk has one encoding. ``segment_match='chunks'`` compares chunks and
+    needs no warning.
 
     Parameters
     ----------
