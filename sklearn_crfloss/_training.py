@@ -73,13 +73,15 @@ def warn_if_unscaled(X, attributes, limit=UNSCALED_LIMIT):
 
 
 def warn_if_iob1_segments(loss, y, tag_scheme):
-    """Warn when a segment loss trains on IOB1 labels as given.
+    """Warn when a segment loss compares label strings on IOB1 labels as given.
 
-    The segment F-score loss (``loss='mce_f'``) measures a segment by the
-    labels on its span, but in IOB1 (and under conlleval's reading) one
-    chunk has two encodings (``O I-PER`` and ``O B-PER``): a competitor that
-    differs from the gold labels only there is counted as a segment error.
-    In IOB2, IOBES or BILOU every chunk has one encoding.
+    With ``segment_match='labels'`` the segment F-score loss
+    (``loss='mce_f'``) measures a segment by the labels on its span, but in
+    IOB1 (and under conlleval's reading) one chunk has two encodings (``O
+    I-PER`` and ``O B-PER``): a competitor that differs from the gold labels
+    only there is counted as a segment error. In IOB2, IOBES or BILOU every
+    chunk has one encoding. ``segment_match='chunks'`` compares chunks and
+    needs no warning.
 
     Parameters
     ----------
@@ -92,10 +94,12 @@ def warn_if_iob1_segments(loss, y, tag_scheme):
     Warns
     -----
     UserWarning
-        For ``loss='mce_f'``, ``tag_scheme=None`` and labels detected as
-        IOB1, naming ``tag_scheme='iob2'``.
+        For ``loss='mce_f'`` with ``segment_match='labels'``,
+        ``tag_scheme=None`` and labels detected as IOB1, naming
+        ``tag_scheme='iob2'``.
     """
-    if get_loss_tags(loss).name != "mce_f" or tag_scheme is not None:
+    if (get_loss_tags(loss).name != "mce_f" or tag_scheme is not None
+            or loss.segment_match == "chunks"):
         return
     from .segments import detect_scheme
 
@@ -106,9 +110,10 @@ def warn_if_iob1_segments(loss, y, tag_scheme):
     if scheme == "iob1":
         warnings.warn(
             "loss='mce_f' on IOB1 labels: a chunk that starts with I- can also be written "
-            "with B-, and the loss counts a competitor that differs from the gold labels only "
+            "with B-, and with segment_match='labels' the loss counts a competitor that differs from the gold labels only "
             "there as a segment error. Train in a scheme where every chunk has one encoding: "
-            "tag_scheme='iob2' (predictions are converted back to IOB1).",
+            "tag_scheme='iob2' (predictions are converted back to IOB1), or compare chunks: "
+            "segment_match='chunks'.",
             UserWarning, stacklevel=4)
 
 
