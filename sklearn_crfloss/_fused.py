@@ -97,10 +97,11 @@ class CostColumns:
         ``(indptr, indices, data, binary)`` of the widened features.
     code : ndarray of int64
         The attribute codes, the cost columns' last.
-    gold_cost : float
-        ``sum_t w_t cost[y*_t, y*_t]``: the cost of the gold path, which the
-        general path counts in the gold score (0 for every cost whose
-        diagonal is 0, as the package's are).
+    Notes
+    -----
+    The observed counts stay those of the original features, so the value
+    is ``log Z(U + cost) - score(y*)`` (Eq. 6) even for a cost whose
+    diagonal is not 0.
     """
 
     def __init__(self, objective, cost):
@@ -125,7 +126,6 @@ class CostColumns:
                                     -(self._n_hot + np.arange(L, dtype=np.int64) + 1)])
         self._W_hot = np.zeros((self._n_hot + L, weights.Lp))
         self._W_hot[self._n_hot:, :L] = cost
-        self.gold_cost = float(np.dot(_sequence_token_weights(objective), cost[y, y]))
 
     def weights(self, W_hot, hot_acc):
         """The dense rows (the state weights' ``W_hot``, then the cost) and their accumulators."""
@@ -141,8 +141,7 @@ def _softmax_margin(objective, theta, loss):
     if columns is None:
         objective._fused_cache.clear()  # one cost at a time is kept
         columns = objective._fused_cache[key] = CostColumns(objective, cost)
-    value, grad = objective._cll_value_and_grad(theta, extra_columns=columns)
-    return value - columns.gold_cost, grad
+    return objective._cll_value_and_grad(theta, extra_columns=columns)
 
 
 def _marginal_loss(objective, theta, loss, mode, alpha, cost):
