@@ -26,8 +26,9 @@ cannot do (potentials of magnitude ~700) is evaluated by the general path.
 import numpy as np
 
 from ._forward_backward import Accumulators, exp_potentials, row_width
-from ._fused_losses import fused_scratch_width, marginal_loss_features_batch
+from ._fused_losses import fused_scratch_width
 from ._potentials import pair_gradient
+from ._simd import marginal_loss_features_batch
 from .losses._cost import Risk, SoftmaxMargin
 from .losses._marginal import LabelwiseAccuracyLoss, PointwiseLoss, _token_weights
 

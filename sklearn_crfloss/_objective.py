@@ -32,9 +32,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._fused import fused_value_and_grad
-from ._forward_backward import (Accumulators, accumulator_blocks, cll_features_batch,
-                                exp_potentials, row_width, scratch_width)
+from ._forward_backward import (Accumulators, accumulator_blocks, exp_potentials, row_width,
+                                scratch_width)
 from ._potentials import pair_counts, pair_gradient, pair_potentials
+from ._simd import cll_features_batch
 from ._vectorize import column_counts
 from .losses._base import gold_counts
 from .losses._likelihood import ConditionalLogLikelihood

@@ -25,10 +25,10 @@ import numpy as np
 
 from scipy.special import logsumexp
 
-from ._forward_backward import (Accumulators, accumulator_blocks, exp_potentials,
-                                forward_backward_batch, scratch_width)
+from ._forward_backward import Accumulators, accumulator_blocks, exp_potentials, scratch_width
 from ._marginal_vjp import marginals_vjp_batch
 from ._max_marginals import max_marginals_batch, segment_margins_batch
+from ._simd import forward_backward_batch
 from ._viterbi import max_incorrect_batch, n_best_batch, viterbi_batch
 
 __all__ = [
