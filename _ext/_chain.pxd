@@ -513,8 +513,16 @@ cdef inline long long _entry(const int* indices, const double* data, bint binary
     """
     if p + PREFETCH_FAR < nnz:
         prefetch(&code[indices[p + PREFETCH_FAR]])
+    cdef long long c
+    cdef const double* row
+    cdef Py_ssize_t j
     if p + PREFETCH_NEAR < nnz:
-        prefetch(_weights_of(code[indices[p + PREFETCH_NEAR]], w, W_hot, Lp))
+        c = code[indices[p + PREFETCH_NEAR]]
+        row = _weights_of(c, w, W_hot, Lp)
+        prefetch(row)
+        if c < 0:  # every cache line of a dense row
+            for j in range(8, Lp, 8):
+                prefetch(row + j)
     v[0] = scale if binary else scale * data[p]
     return code[indices[p]]
 
