@@ -27,8 +27,7 @@ import numpy as np
 
 from ._forward_backward import Accumulators, exp_potentials, row_width
 from ._fused_losses import fused_scratch_width
-from ._potentials import pair_gradient
-from ._simd import marginal_loss_features_batch
+from ._simd import marginal_loss_features_batch, pair_gradient
 from .losses._cost import Risk, SoftmaxMargin
 from .losses._marginal import LabelwiseAccuracyLoss, PointwiseLoss, _token_weights
 

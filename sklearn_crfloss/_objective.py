@@ -34,8 +34,8 @@ import scipy.sparse as sp
 from ._fused import fused_value_and_grad
 from ._forward_backward import (Accumulators, accumulator_blocks, exp_potentials, row_width,
                                 scratch_width)
-from ._potentials import pair_counts, pair_gradient, pair_potentials
-from ._simd import cll_features_batch
+from ._potentials import pair_counts
+from ._simd import cll_features_batch, pair_gradient, pair_potentials
 from ._vectorize import column_counts
 from .losses._base import gold_counts
 from .losses._likelihood import ConditionalLogLikelihood
