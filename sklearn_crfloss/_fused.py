@@ -18,7 +18,8 @@ over the features per sequence and builds no (n_tokens, n_labels) array:
   sequence (see its design notes).
 
 Only the exact loss classes take the fused path (a subclass may change
-``value_and_grad``). Gradients equal those of the general path up to
+``value_and_grad``). The kernels take the plain (n_labels, n_labels)
+transition matrix of the objective's layout. Gradients equal those of the general path up to
 rounding (tests/test_fused_losses.py). A sequence that the scaled passes
 cannot do (potentials of magnitude ~700) is evaluated by the general path.
 """
@@ -29,7 +30,7 @@ from ._forward_backward import Accumulators, exp_potentials, row_width
 from ._fused_losses import fused_scratch_width
 from ._simd import marginal_loss_features_batch, pair_gradient
 from .losses._cost import Risk, SoftmaxMargin
-from .losses._marginal import LabelwiseAccuracyLoss, PointwiseLoss, _token_weights
+from .losses._marginal import LabelwiseAccuracyLoss, PointwiseLoss, token_weights
 
 __all__ = ["fused_value_and_grad"]
 
@@ -155,7 +156,7 @@ def _marginal_loss(objective, theta, loss, mode, alpha, cost):
     if mode == 0:  # the risk takes no token weights
         token_weight = _sequence_token_weights(objective)
     else:
-        token_weight = _token_weights(y, offsets, objective.sample_weight,
+        token_weight = token_weights(y, offsets, objective.sample_weight,
                                       objective.token_weight)
     transition, start, end = (np.ascontiguousarray(a, dtype=np.float64)
                               for a in layout.unpack_tail(theta))
