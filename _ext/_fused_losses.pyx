@@ -48,9 +48,8 @@
 from cython.parallel cimport prange, threadid
 from libc.math cimport exp, log, isfinite, INFINITY
 
-from _chain cimport (exp_nonpos, gather_token, outer_acc_padded, padded_width,
-                     row_max_padded, row_sum_padded, row_too_wide, scale_ok, scatter_token,
-                     tail_range, vec_mat_padded)
+from _chain cimport (gather_token, outer_acc_padded, padded_width, row_sum_padded, scale_ok,
+                     scaled_forward_padded, scatter_token, tail_range, vec_mat_padded)
 
 # Floor of a gold marginal inside a logarithm (losses/_marginal.py: _TINY).
 cdef double TINY = 1e-300
@@ -59,47 +58,29 @@ cdef double TINY = 1e-300
 def fused_scratch_width(Py_ssize_t n_labels, Py_ssize_t max_length):
     """Doubles of scratch per thread of :func:`marginal_loss_features_batch`."""
     cdef Py_ssize_t Lp = padded_width(n_labels)
-    return 6 * max_length * Lp + n_labels * max_length + 2 * Lp
+    return 6 * max_length * Lp + n_labels * max_length + 2 * Lp + max_length
 
 
-cdef int _forward_backward(double* psi, double* alpha, double* beta, double* tmp,
-                           Py_ssize_t n, Py_ssize_t L, Py_ssize_t Lp, const double* E,
-                           const double* Et, const double* es, const double* ee,
-                           double t_range, double* c_end) noexcept nogil:
+cdef int _forward_backward(double* psi, double* alpha, double* beta, double* rs,
+                           double* tmp, Py_ssize_t n, Py_ssize_t L, Py_ssize_t Lp,
+                           const double* E, const double* Et, const double* es,
+                           const double* ee, double t_range, double* c_end) noexcept nogil:
     """Scaled forward and backward rows of one sequence. 0, or 1 on underflow/overflow.
 
     On entry psi holds the n padded rows of U (pads -inf); on return
     psi[t] = exp(U[t] - max U[t]) / c_t, alpha[t] = alpha_hat[t],
     beta[t] = beta_hat[t] (pads 0) and c_end = alpha_hat[n-1] . exp_end.
+    rs has n doubles of scratch.
     """
     cdef Py_ssize_t t, j
-    cdef double m, c, r
+    cdef double c, r, lz = 0.0
     cdef double* row
     cdef double* a
+    if scaled_forward_padded(psi, alpha, rs, n, L, Lp, E, es, t_range, &lz):
+        return 1
     for t in range(n):
-        row = psi + t * Lp
-        if row_too_wide(t_range, row, L):
-            return 1
-        m = row_max_padded(row, Lp)
         for j in range(Lp):
-            row[j] = exp_nonpos(row[j] - m)
-    for t in range(n):
-        a = alpha + t * Lp
-        row = psi + t * Lp
-        if t == 0:
-            for j in range(Lp):
-                a[j] = es[j] * row[j]
-        else:
-            vec_mat_padded(alpha + (t - 1) * Lp, E, a, L, Lp)
-            for j in range(Lp):
-                a[j] *= row[j]
-        c = row_sum_padded(a, Lp)
-        if not scale_ok(c):
-            return 1
-        r = 1.0 / c
-        for j in range(Lp):
-            a[j] *= r
-            row[j] *= r
+            psi[t * Lp + j] *= rs[t]
     for j in range(Lp):
         tmp[j] = alpha[(n - 1) * Lp + j] * ee[j]
     c = row_sum_padded(tmp, Lp)
@@ -265,6 +246,7 @@ def marginal_loss_features_batch(
     cdef double* W
     cdef double* At
     cdef double* tmp
+    cdef double* rs
     with nogil:
         for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
             tid = threadid()
@@ -280,13 +262,14 @@ def marginal_loss_features_batch(
             W = A + max_length * Lp
             At = W + max_length * Lp
             tmp = At + L * max_length
+            rs = tmp + 2 * Lp
             for t in range(n):
                 gather_token(&indptr[0], &indices[0], &data[0], binary, &code[0], &w[0],
                              &W_hot[0, 0], Lp, s + t, Lp, nnz, psi + t * Lp)
                 for j in range(L, Lp):
                     psi[t * Lp + j] = -INFINITY
             c_end = 0.0
-            if _forward_backward(psi, alph, beta, tmp, n, L, Lp, &E[0, 0], &Et[0, 0],
+            if _forward_backward(psi, alph, beta, rs, tmp, n, L, Lp, &E[0, 0], &Et[0, 0],
                                  &exp_start[0], &exp_end[0], t_range, &c_end):
                 failed[k] = 1
                 n_failed += 1
