@@ -481,7 +481,7 @@ cdef inline int scaled_forward_padded(double* psi, double* alpha, double* rs, Py
     passes MAX_RANGE (:func:`row_too_wide`) or a normaliser underflows.
     """
     cdef Py_ssize_t t, j
-    cdef double m, c, r
+    cdef double m, c, r, total = lz[0]  # a local: lz may alias the rows
     cdef double* row
     cdef double* a
     for t in range(n):
@@ -489,7 +489,7 @@ cdef inline int scaled_forward_padded(double* psi, double* alpha, double* rs, Py
         if row_too_wide(t_range, row, L):
             return 1
         m = row_max_padded(row, Lp)
-        lz[0] += m
+        total += m
         for j in range(Lp):
             row[j] = exp_nonpos(row[j] - m)
     for t in range(n):
@@ -509,7 +509,8 @@ cdef inline int scaled_forward_padded(double* psi, double* alpha, double* rs, Py
         rs[t] = r
         for j in range(Lp):
             a[j] *= r
-        lz[0] += log(c)
+        total += log(c)
+    lz[0] = total
     return 0
 
 
