@@ -51,8 +51,12 @@ def fused_value_and_grad(objective, theta, loss):
     Returns
     -------
     (float, ndarray of shape (n_params,)) or None
-        None when ``loss`` has no fused kernel.
+        None when ``loss`` has no fused kernel, or the objective has
+        observation-dependent label bigrams (its ``bigram`` attribute is
+        set): the kernels take one transition matrix for every position.
     """
+    if getattr(objective, "bigram", None) is not None:
+        return None  # position-dependent transitions: the general path
     kind = type(loss)
     if kind is SoftmaxMargin:
         return _softmax_margin(objective, theta, loss)
