@@ -16,6 +16,8 @@
 # * Sequences run in parallel (prange, static schedule); each thread owns
 #   its scratch rows; backpointers are per token, so no sharing.
 
+import numpy as np
+
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
 
@@ -23,12 +25,14 @@ from _chain cimport argmax_sum, backtrace, deviated_backtrace, deviated_viterbi,
 
 
 cdef void _viterbi_sequence(
-    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[:, ::1] unary, const double* transition, const Py_ssize_t* index,
     const double[::1] start, const double[::1] end,
     Py_ssize_t s, Py_ssize_t e,
     int[:, ::1] backpointers, Py_ssize_t[::1] path, double* scratch,
     double* score_out,
 ) noexcept nogil:
+    # transition: one (L, L) matrix (index NULL), or a table of them whose
+    # matrix index[t] scores the edge into token t (position-dependent).
     cdef Py_ssize_t L = unary.shape[1]
     cdef Py_ssize_t t, j, best_j
     cdef double* prev = scratch
@@ -37,7 +41,8 @@ cdef void _viterbi_sequence(
     for j in range(L):
         prev[j] = start[j] + unary[s, j]
     for t in range(s + 1, e):
-        max_plus_step(prev, &transition[0, 0], cur, &backpointers[t, 0], L, 0)
+        max_plus_step(prev, transition if index == NULL else transition + index[t] * L * L,
+                      cur, &backpointers[t, 0], L, 0)
         for j in range(L):
             cur[j] += unary[t, j]
         tmp = prev
@@ -67,8 +72,9 @@ def viterbi_batch(
         for k in prange(offsets.shape[0] - 1, num_threads=n_threads, schedule='static',
                         chunksize=8):
             if offsets[k + 1] > offsets[k]:
-                _viterbi_sequence(unary, transition, start, end, offsets[k], offsets[k + 1],
-                                  backpointers, path, &scratch[threadid(), 0], &score[k])
+                _viterbi_sequence(unary, &transition[0, 0], NULL, start, end, offsets[k],
+                                  offsets[k + 1], backpointers, path, &scratch[threadid(), 0],
+                                  &score[k])
 
 
 cdef void _code_backtrace(const int[:, ::1] bp, Py_ssize_t code, Py_ssize_t s,
@@ -157,7 +163,7 @@ cdef inline void _push_list(const double* scores, double shift, int code0,
 
 
 cdef void _n_best_sequence(
-    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[:, ::1] unary, const double* transition, const Py_ssize_t* index,
     const double[::1] start, const double[::1] end,
     Py_ssize_t s, Py_ssize_t e, Py_ssize_t n,
     int[:, ::1] bp, Py_ssize_t[:, ::1] paths, double* score_out,
@@ -170,8 +176,11 @@ cdef void _n_best_sequence(
     # give distinct prefixes, so every list holds distinct paths and the
     # final list is the exact n-best. score_out[m] is -inf (and paths[m]
     # left untouched) where the sequence has fewer than m + 1 finite paths.
+    # transition: one (L, L) matrix (index NULL) or a table (index[t]: the
+    # matrix of the edge into token t), as in _viterbi_sequence.
     cdef Py_ssize_t L = unary.shape[1]
     cdef Py_ssize_t t, i, j, r, m
+    cdef const double* T
     cdef double* prev = scratch
     cdef double* cur = scratch + n * L
     cdef double* tmp
@@ -180,12 +189,13 @@ cdef void _n_best_sequence(
         for r in range(1, n):
             prev[n * j + r] = -INFINITY
     for t in range(s + 1, e):
+        T = transition if index == NULL else transition + index[t] * L * L
         for j in range(L):
             for r in range(n):
                 cur[n * j + r] = -INFINITY
                 bp[t, n * j + r] = 0
             for i in range(L):
-                _push_list(&prev[n * i], transition[i, j], <int>(n * i), &cur[n * j],
+                _push_list(&prev[n * i], T[i * L + j], <int>(n * i), &cur[n * j],
                            &bp[t, n * j], n)
             for r in range(n):
                 cur[n * j + r] += unary[t, j]
@@ -203,25 +213,56 @@ cdef void _n_best_sequence(
 
 
 def n_best_batch(
-    const double[:, ::1] unary, const double[:, ::1] transition,
-    const double[::1] start, const double[::1] end, const Py_ssize_t[::1] offsets,
+    const double[:, ::1] unary, const double[:, :, ::1] transition,
+    const Py_ssize_t[::1] index, const double[::1] start, const double[::1] end,
+    const Py_ssize_t[::1] offsets,
     Py_ssize_t n_best, Py_ssize_t[:, ::1] paths, double[:, ::1] scores,
     int[:, ::1] bp, double[:, ::1] scratch, int[:, ::1] codes, int n_threads,
 ):
     """The n best label sequences of each sequence of a batch (low level).
 
     Use :func:`sklearn_crfloss.inference.viterbi_nbest`. Shapes: unary
-    (n_tokens, L); offsets (n_sequences + 1,) intp; paths (n_best,
+    (n_tokens, L); transition (K, L, L): one matrix (K = 1, index empty) or
+    a table whose matrix index[t] scores the edge into token t (index of
+    shape (n_tokens,) intp: position-dependent transitions); offsets (n_sequences + 1,) intp; paths (n_best,
     n_tokens) intp; scores (n_sequences, n_best); bp (n_tokens, n_best * L)
     int32; scratch (n_threads, 2 * n_best * L); codes (n_threads, n_best)
     int32. Empty sequences are skipped (their row of scores left untouched).
     """
     cdef Py_ssize_t k, tid
+    cdef const Py_ssize_t* by_position = &index[0] if index.shape[0] else NULL
     with nogil:
         for k in prange(offsets.shape[0] - 1, num_threads=n_threads, schedule='static',
                         chunksize=8):
             tid = threadid()  # the thread's rows of scratch and codes
             if offsets[k + 1] > offsets[k]:
-                _n_best_sequence(unary, transition, start, end, offsets[k], offsets[k + 1],
+                _n_best_sequence(unary, &transition[0, 0, 0], by_position, start, end,
+                                 offsets[k], offsets[k + 1],
                                  n_best, bp, paths, &scores[k, 0], &scratch[tid, 0],
                                  &codes[tid, 0])
+
+
+def position_viterbi_batch(
+    const double[:, ::1] unary, const double[:, :, ::1] table, const Py_ssize_t[::1] index,
+    const double[::1] start, const double[::1] end, const Py_ssize_t[::1] offsets,
+    Py_ssize_t[::1] path, double[::1] score,
+):
+    """Viterbi paths with position-dependent transitions (low level).
+
+    The edge into token t has the transition matrix table[index[t]]
+    (observation-dependent label bigrams); otherwise as
+    :func:`viterbi_batch`. Use :func:`sklearn_crfloss.inference.viterbi`
+    with a :class:`~sklearn_crfloss.inference.PositionTransitions`. Shapes:
+    unary (n_tokens, L); table (K, L, L); index, path (n_tokens,) intp;
+    start, end (L,); offsets (n_sequences + 1,); score (n_sequences,).
+    Empty sequences get score 0.
+    """
+    cdef Py_ssize_t k
+    cdef int[:, ::1] bp = np.zeros((max(unary.shape[0], 1), unary.shape[1]), dtype=np.intc)
+    cdef double[::1] rows = np.empty(2 * unary.shape[1])
+    with nogil:
+        for k in range(offsets.shape[0] - 1):
+            score[k] = 0.0
+            if offsets[k + 1] > offsets[k]:
+                _viterbi_sequence(unary, &table[0, 0, 0], &index[0], start, end, offsets[k],
+                                  offsets[k + 1], bp, path, &rows[0], &score[k])

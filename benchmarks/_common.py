@@ -25,6 +25,7 @@ __all__ = [
     "conll2000_run",
     "run_forked",
     "format_table",
+    "paired_tests_line",
     "machine_info",
     "thread_info",
     "versions",
@@ -231,6 +232,20 @@ def add_bootstrap_arguments(parser):
                         help="prefix, quick checks")
     parser.add_argument("--n-resamples", type=int, default=9999)
     parser.add_argument("--random-state", type=int, default=0)
+
+
+def paired_tests_line(y_true, pred_a, pred_b, n_resamples, random_state):
+    """One line: paired bootstrap of segment F1 (a - b) and McNemar on sentences and tokens."""
+    from sklearn_crfloss import metrics
+
+    boot = metrics.paired_bootstrap_test(y_true, pred_a, pred_b, n_resamples=n_resamples,
+                                         random_state=random_state)
+    sent, tok = (metrics.mcnemar_test(y_true, pred_a, pred_b, unit=u).pvalue
+                 for u in ("sentence", "token"))
+    lo, hi = (100 * v for v in boot.confidence_interval)
+    return (f"{100 * boot.score_a:.2f} vs {100 * boot.score_b:.2f}; difference "
+            f"{100 * boot.difference:+.2f} [{lo:+.2f}, {hi:+.2f}], bootstrap p={boot.pvalue:.3g} "
+            f"({n_resamples} resamples); McNemar p={sent:.3g} (sentences), {tok:.3g} (tokens)")
 
 
 def format_table(header, rows):

@@ -10,6 +10,7 @@ Rows (``--rows``, any subset, in this order):
 * ``mcef_sig_v`` -- SegmentFScoreMCE(false_positives='viterbi'), the
   continuous variant (not in the paper), prior='l2'
 
+(``--segment-match chunks``: the MCE-F rows compare segments as chunks),
 each MCE row from zero (``--init zero``, Table 1) and/or from MAP
 initialisation (``--init map``, Table 2: the MAP fit with the same C,
 continued with ``set_params(loss=...)`` and ``warm_start=True``, which is what
@@ -71,17 +72,23 @@ from sklearn_crfloss.metrics import (mcnemar_test, paired_bootstrap_test, segmen
 
 TEMPLATES = {"conll2000": CONLL2000_TEMPLATE, "suzuki2006": SUZUKI2006_TEMPLATE}
 
+#: ``--segment-match`` of the MCE-F rows (segments compared as label strings or chunks).
+SEGMENT_MATCH = ["labels"]
+
 ROWS = {
     "ml": ("ML", lambda: "cll", "none"),
     "map": ("MAP", lambda: "cll", "l2"),
     "mce_log": ("MCE(log)", lambda: MinimumClassificationError(smoothing="logistic"), "l2"),
     "mce_sig": ("MCE(sig)", lambda: MinimumClassificationError(smoothing="sigmoid"), "l2"),
-    "mcef_sig": ("MCE-F(sig)", lambda: SegmentFScoreMCE(false_positives="max_incorrect"),
-                 "l2"),
+    "mcef_sig": ("MCE-F(sig)",
+                 lambda: SegmentFScoreMCE(false_positives="max_incorrect",
+                                          segment_match=SEGMENT_MATCH[0]), "l2"),
     "mcef_sig_g": ("MCE-F(sig,gold)",
-                   lambda: SegmentFScoreMCE(false_positives="gold"), "l2"),
+                   lambda: SegmentFScoreMCE(false_positives="gold",
+                                            segment_match=SEGMENT_MATCH[0]), "l2"),
     "mcef_sig_v": ("MCE-F(sig,vit)",
-                   lambda: SegmentFScoreMCE(false_positives="viterbi"), "l2"),
+                   lambda: SegmentFScoreMCE(false_positives="viterbi",
+                                            segment_match=SEGMENT_MATCH[0]), "l2"),
 }
 
 
@@ -297,6 +304,8 @@ def time_evaluations(F, y, map_crf, keys, repeats):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
+    p.add_argument("--segment-match", choices=["labels", "chunks"], default="labels",
+                   help="segment_match of the MCE-F rows")
     p.add_argument("--init", nargs="+", default=["zero", "map"], choices=["zero", "map"])
     p.add_argument("--C", type=float, default=None, help="one C for every row")
     p.add_argument("--C-grid", type=float, nargs="+", default=None)
@@ -327,6 +336,7 @@ def main(argv=None):
     p.add_argument("--n-resamples", type=int, default=9999,
                    help="paired bootstrap resamples of the tests against MAP")
     args = p.parse_args(argv)
+    SEGMENT_MATCH[0] = args.segment_match
     if (args.C is None) == (args.C_grid is None):
         p.error("give exactly one of --C and --C-grid")
 

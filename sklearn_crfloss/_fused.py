@@ -29,6 +29,7 @@ import numpy as np
 from ._forward_backward import Accumulators, exp_potentials, row_width
 from ._fused_losses import fused_scratch_width
 from ._simd import marginal_loss_features_batch, pair_gradient
+from .losses._base import get_loss_tags
 from .losses._cost import Risk, SoftmaxMargin
 from .losses._marginal import LabelwiseAccuracyLoss, PointwiseLoss, token_weights
 
@@ -205,7 +206,7 @@ def _general_on(objective, theta, loss, sequences):
     sub_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.intp)
     unary, transition, start, end = objective.potentials(theta)
     extra = {}
-    if objective.token_weight is not None and getattr(loss, "supports_token_weight", False):
+    if objective.token_weight is not None and get_loss_tags(loss).supports_token_weight:
         extra["token_weight"] = np.asarray(objective.token_weight)[rows]
     sample_weight = (None if objective.sample_weight is None
                      else np.asarray(objective.sample_weight)[sequences])

@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._attributes import SEPARATOR, join_nested_keys
+from ._bigram import BIGRAM_PREFIX
 
 __all__ = ["hashed_pairs", "raise_for_bad_value", "take_columns"]
 
@@ -95,6 +96,13 @@ def hashed_pairs(tokens, offsets):
         On an integer too large for a float64 (naming them as well).
     """
     tokens = join_nested_keys(tokens)[0]  # nested dicts: ':'-joined keys, as the vocabulary
+    for index, token in enumerate(tokens):
+        if any(str(key).startswith(BIGRAM_PREFIX) for key in token):
+            raise ValueError(
+                "Sequence {}, token {}: ".format(*_token_position(index, offsets))
+                + f"a key starting with {BIGRAM_PREFIX!r} (an observation-dependent label "
+                "bigram, from a template's 'B' line with macros) cannot be hashed: "
+                "feature_hashing keeps no attribute names; use feature_hashing=None.")
     out = []
     for index, token in enumerate(tokens):
         def where(index=index):

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from sklearn.feature_extraction import DictVectorizer
 
 from ._compat import validate_params
-from ._params import ParameterLayout
+from ._label_bigrams import saved_layout
 from ._tagger import CRFTagger
 from ._validation import classes_array
 from ._vectorize import SequenceVectorizer
@@ -164,6 +164,8 @@ def _tagger_record(est, w, prefix, with_features=True):
     w.array(prefix + "state_weight", coef[index], "<f8")
     for name in ("transition_", "start_", "end_"):
         w.array(prefix + name.rstrip("_"), getattr(est, name), "<f8")
+    if getattr(est, "bigram_coef_", None) is not None:  # observation-dependent label bigrams
+        w.array(prefix + "bigram_coef", est.bigram_coef_, "<f8")
     classes = est.classes_
     return {
         "class": "CRFTagger",
@@ -376,10 +378,13 @@ def _build_tagger(record, arrays, prefix, features, where):
                                and np.all(np.diff(index) > 0)),
            f"{where}: state weight indices outside {n_feat} attributes x {L} labels")
     _check(np.isfinite(weight).all(), f"{where}: state weights have NaN or infinite values")
-    layout = ParameterLayout(n_feat, L, index.astype(np.intp))
+    layout = saved_layout(arrays.get(prefix + "bigram_coef"), features.attributes, L,
+                          index.astype(np.intp), where)
     theta = layout.pack(np.zeros((n_feat, L)), arrays[prefix + "transition"],
                         arrays[prefix + "start"], arrays[prefix + "end"])
     theta[:index.shape[0]] = weight
+    if layout.n_bigram:
+        theta[layout.n_base:] = arrays[prefix + "bigram_coef"].ravel()
     info = FitInfo(n_iter=record.get("n_iter"), init_n_iter=record.get("init_n_iter"),
                    loss_curve=_decode(record.get("loss_curve"), {}, where),
                    converged=record.get("converged"), stop_reason=record.get("stop_reason"),

@@ -31,19 +31,20 @@ loss's annealing ``stages``) evaluate the same bound data with another loss.
 import numpy as np
 import scipy.sparse as sp
 
-from ._fused import fused_value_and_grad
 from ._forward_backward import (Accumulators, accumulator_blocks, exp_potentials, row_width,
                                 scratch_width)
+from ._fused import fused_value_and_grad
+from ._label_bigrams import BigramGroups
 from ._potentials import pair_counts
 from ._simd import cll_features_batch, pair_gradient, pair_potentials
 from ._vectorize import column_counts
-from .losses._base import gold_counts
+from .losses._base import get_loss_tags, gold_counts
 from .losses._likelihood import ConditionalLogLikelihood
 
-__all__ = ["CRFObjective"]
+__all__ = ["CRFObjective", "kernel_csr"]
 
 
-def _kernel_csr(M):
+def kernel_csr(M):
     """(indptr as intp, indices as int32, data, binary) for the feature kernels.
 
     ``binary``: every stored value is 1, and ``data`` is a one-element
@@ -185,7 +186,7 @@ class CRFObjective:
         self.n_tokens, self.n_features = X.shape
         L = layout.n_labels
         self.layout = layout
-        self._csr = _kernel_csr(X)
+        self._csr = kernel_csr(X)
         self._weights = _StateWeights(layout.state_index, self.n_features, L, column_counts(X))
         self.y = y
         self.offsets = offsets
@@ -199,6 +200,24 @@ class CRFObjective:
         self._unary = None
         self._observed = None
         self._fused_cache = {}  # _fused: softmax-margin's widened features
+        # Observation-dependent label bigrams: the distinct rows of the bigram columns.
+        self.bigram = (BigramGroups(X, offsets, layout.bigram_columns) if layout.n_bigram
+                       else None)
+
+    @property
+    def n_blocks(self):
+        """Blocks of sequences the fused CLL kernel sums apart (:meth:`cll_blocks`).
+
+        0 if its state and transition sums have different block counts, or
+        the layout has label bigrams (the fused kernel does not apply).
+        """
+        if self.bigram is not None:
+            return 0
+        L = self.n_labels
+        Lp = row_width(L)
+        state = accumulator_blocks(self.n_threads, self.layout.n_state + self._weights.W_hot.size)
+        pair = accumulator_blocks(self.n_threads, L * (Lp + L) + 2 * Lp)
+        return state if state == pair else 0
 
     @property
     def X(self):
@@ -220,13 +239,18 @@ class CRFObjective:
     def potentials(self, theta):
         """``(U, transition, start, end)`` at ``theta``; U of shape (n_tokens, n_labels).
 
-        U is a buffer that the next call overwrites.
+        U is a buffer that the next call overwrites. With bigram attributes
+        the transitions are a
+        :class:`~sklearn_crfloss.inference.PositionTransitions`.
         """
         if self._unary is None:
             self._unary = np.empty((self.n_tokens, self.n_labels))
         pair_potentials(*self._csr, *self._weights.weights(self._state(theta)), self._unary,
                         self.n_threads)
-        return (self._unary, *self.layout.unpack_tail(theta))
+        transition, start, end = self.layout.unpack_tail(theta)
+        if self.bigram is not None:  # observation-dependent label bigrams
+            transition = self.bigram.transitions(transition, self.layout.bigram_weights(theta))
+        return self._unary, transition, start, end
 
     def observed_counts(self):
         """The weighted gold counts of every free parameter (computed once).
@@ -250,24 +274,24 @@ class CRFObjective:
             self._observed = observed
         return self._observed
 
-    def _cll_value_and_grad(self, theta, extra_columns=None):
-        """The conditional log-likelihood and its gradient by the fused kernel.
+    def _cll_kernel(self, theta, state_out, extra_columns=None):
+        """Run the fused CLL kernel at ``theta``: log Z and the per-block sums, unreduced.
 
-        ``sum_i w_i log Z_i - theta . observed`` and ``expected - observed``;
-        with ``extra_columns`` (a ``_fused.CostColumns``) on its widened
-        features (softmax-margin).
+        ``state_out`` (the state block of a gradient) is the accumulator
+        itself when there is a single block. With ``extra_columns`` (a
+        ``_fused.CostColumns``) the kernel runs on its widened features
+        (softmax-margin); the returned dense-row accumulators then include
+        the extra rows after the state weights' own.
         """
-        layout = self.layout
         L = self.n_labels
-        transition, start, end = layout.unpack_tail(theta)
+        transition, start, end = self.layout.unpack_tail(theta)
         transition = np.ascontiguousarray(transition, dtype=np.float64)
         start = np.ascontiguousarray(start, dtype=np.float64)
         end = np.ascontiguousarray(end, dtype=np.float64)
         exp_trans, exp_start, exp_end, shifts = exp_potentials(transition, start, end)
         weights = self._sequence_weights()
         log_z = np.empty(weights.shape[0])
-        grad = np.empty(self.n_params)
-        grad_acc, hot_acc = self._weights.accumulators(self.n_threads, grad[:layout.n_state])
+        grad_acc, hot_acc = self._weights.accumulators(self.n_threads, state_out)
         acc = Accumulators(self.n_threads, L)
         max_length = int(np.diff(self.offsets).max())
         scratch = np.empty((self.n_threads, scratch_width(L, max_length)))
@@ -281,12 +305,61 @@ class CRFObjective:
             acc.pair, acc.direct, acc.boundary, scratch, max_length, shifts[1], shifts[2], shifts[0],
             self.n_threads,
         )
+        return weights, log_z, grad_acc, all_hot, acc, exp_trans, n_fallback
+
+    def _cll_value_and_grad(self, theta, extra_columns=None):
+        """The conditional log-likelihood and its gradient by the fused kernel.
+
+        ``sum_i w_i log Z_i - theta . observed`` and ``expected - observed``;
+        with ``extra_columns`` (a ``_fused.CostColumns``) on its widened
+        features (softmax-margin).
+        """
+        layout = self.layout
+        grad = np.empty(self.n_params)
+        weights, log_z, grad_acc, hot_acc, acc, exp_trans, n_fallback = self._cll_kernel(
+            theta, grad[:layout.n_state], extra_columns)
         observed = self.observed_counts()
         value = float(np.dot(weights, log_z)) - float(np.dot(theta, observed))
-        self._weights.gradient(grad_acc, all_hot[:, :hot_acc.shape[1]], grad[:layout.n_state])
+        self._weights.gradient(grad_acc, hot_acc[:, :self._weights.W_hot.shape[0]],
+                               grad[:layout.n_state])
         grad[layout.n_state:] = layout.pack_tail(*acc.counts(exp_trans, n_fallback))
         grad -= observed
         return value, grad
+
+    def cll_blocks(self, theta):
+        """The fused CLL kernel's sums at ``theta`` per block of sequences, unreduced.
+
+        The kernel adds sequence ``k`` into block ``(k // 8) % n_blocks``
+        (``n_blocks`` from ``accumulator_blocks``), and
+        :meth:`loss_value_and_grad` adds the blocks in block order. Whoever
+        holds the blocks of a larger batch (the sequences of this one, at
+        the same positions modulo ``8 * n_blocks``) can add them in the same
+        order and obtain the same sums, rounding included: this is how
+        :class:`~sklearn_crfloss.dask.DaskCRFTagger` reproduces the
+        objective of one process.
+
+        Parameters
+        ----------
+        theta : ndarray of float64 of shape (n_params,)
+
+        Returns
+        -------
+        log_z : ndarray of shape (n_sequences,)
+            ``log Z`` of every sequence.
+        state : ndarray of shape (n_blocks, layout.n_state)
+            Each block's expected counts of the state parameters, in
+            ``theta``'s order.
+        pair, direct, boundary : ndarray of shape (n_blocks, ...)
+            The blocks of the transition and boundary sums
+            (``_forward_backward.Accumulators``).
+        n_fallback : int
+            Sequences computed in log space.
+        """
+        state = np.empty(self.layout.n_state)
+        _, log_z, blocks, hot_acc, acc, _, n_fallback = self._cll_kernel(theta, state)
+        w = self._weights  # the blocks are this evaluation's own: completed in place
+        blocks[:, w.hot_index] = hot_acc.reshape(hot_acc.shape[0], -1)[:, w.hot_position]
+        return log_z, blocks, acc.pair, acc.direct, acc.boundary, n_fallback
 
     def loss_value_and_grad(self, theta, loss):
         """Value and gradient of ``loss`` alone (no prior) at ``theta``.
@@ -302,14 +375,14 @@ class CRFObjective:
         value : float
         grad : ndarray of shape (n_params,)
         """
-        if type(loss) is ConditionalLogLikelihood:
+        if type(loss) is ConditionalLogLikelihood and self.bigram is None:
             return self._cll_value_and_grad(theta)
         fused = fused_value_and_grad(self, theta, loss)
         if fused is not None:
             return fused
         unary, T, start, end = self.potentials(theta)
         extra = {}
-        if self.token_weight is not None and getattr(loss, "supports_token_weight", False):
+        if self.token_weight is not None and get_loss_tags(loss).supports_token_weight:
             extra["token_weight"] = self.token_weight
         value, d_unary, d_T, d_start, d_end = loss.value_and_grad(
             unary, T, start, end, self.y, self.offsets,
@@ -322,7 +395,10 @@ class CRFObjective:
                       np.ascontiguousarray(d_unary, dtype=np.float64), grad_acc, hot_acc,
                       self.n_threads)
         self._weights.gradient(grad_acc, hot_acc, grad[:n_state])
-        grad[n_state:] = self.layout.pack_tail(d_T, d_start, d_end)
+        if self.bigram is not None:  # the chain rule to the shared matrix and the blocks
+            d_T, grad[self.layout.n_base:] = self.bigram.chain(d_T)
+        tail = self.layout.pack_tail(d_T, d_start, d_end)
+        grad[n_state:n_state + tail.shape[0]] = tail
         return value, grad
 
     def value_and_grad(self, theta, loss, prior, C):

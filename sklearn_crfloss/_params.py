@@ -85,6 +85,10 @@ class ParameterLayout:
         ``n_labels**2 + 2 * n_labels``) of the free entries, in order.
     """
 
+    #: Bigram attributes with weight blocks after the tail (none here; see
+    #: ``_label_bigrams.BigramLayout``).
+    n_bigram = 0
+
     def __init__(self, n_features, n_labels, state_index=None, labels=None, boundary=True):
         L = n_labels
         self.n_features = n_features

@@ -20,8 +20,10 @@ import numpy as np
 from ._compat import validate_params
 from ._params import ParameterLayout
 from ._validation import check_sample_weight, check_sequences, encode_known_labels
+from ._label_bigrams import check_no_bigrams
 from ._vectorize import SequenceVectorizer
 from .losses import get_loss
+from .losses._base import get_loss_tags
 from .priors import get_prior
 from .solvers import SGD, default_solver, make_solver
 from .solvers._monitor import FitInfo
@@ -123,10 +125,9 @@ class PartialFit:
                 "is supported by fit only.")
         self.classes = check_classes(classes)
         self.loss = get_loss(estimator.loss)
-        if hasattr(self.loss, "stages"):
-            self.loss.stages()  # checked here, as in fit; partial_fit trains the loss itself
+        tags = get_loss_tags(self.loss)  # stages checked here, as in fit; trains the loss itself
         self.prior = get_prior(estimator.prior)
-        if hasattr(self.loss, "set_classes"):
+        if tags.needs_classes:
             self.loss.set_classes(self.classes)
         self.solver = online_solver(estimator, self.loss, self.prior)
         self.C = float(estimator.C)
@@ -176,6 +177,7 @@ class PartialFit:
             Xc = features.fit_transform(kind, tokens, offsets)
         else:
             Xc = features.extend_transform(tokens, offsets)
+        check_no_bigrams(features, "partial_fit")
         L = self.classes.shape[0]
         if first:
             if isinstance(self.solver, SGD):

@@ -22,9 +22,10 @@ from scipy import stats
 from sklearn.utils import check_random_state
 
 from ._compat import Interval, StrOptions, validate_call
-from .metrics import (_chunks, _encode_pair, hamming_loss, segment_f1_score,
-                      segment_precision_score, segment_recall_score, sequence_accuracy,
-                      token_accuracy)
+from ._label_pairs import encode_pair
+from ._segment_metrics import (chunk_table, hamming_loss, segment_f1_score,
+                               segment_precision_score, segment_recall_score, sequence_accuracy,
+                               token_accuracy)
 
 __all__ = ["PairedTestResult", "mcnemar_test", "paired_bootstrap_test"]
 
@@ -81,7 +82,7 @@ def _check_triple(y_true, y_pred_a, y_pred_b):
     y_true, y_pred_a, y_pred_b = list(y_true), list(y_pred_a), list(y_pred_b)
     for name, pred in (("y_pred_a", y_pred_a), ("y_pred_b", y_pred_b)):
         try:
-            _encode_pair(y_true, pred)
+            encode_pair(y_true, pred)
         except ValueError as exc:
             raise ValueError(f"{name} does not match y_true: {exc}") from None
     return y_true, y_pred_a, y_pred_b
@@ -97,7 +98,7 @@ def _ratio(num, den, empty):
 
 def _token_counts(y_true, y_pred):
     """(n_wrong, n_tokens) per sentence."""
-    codes_true, codes_pred, offsets, _ = _encode_pair(y_true, y_pred)
+    codes_true, codes_pred, offsets, _ = encode_pair(y_true, y_pred)
     cum = np.concatenate(([0], np.cumsum(codes_true != codes_pred)))
     return cum[offsets[1:]] - cum[offsets[:-1]], np.diff(offsets)
 
@@ -109,9 +110,9 @@ def _segment_counts(y_true, y_pred):
     sentence of its last token; with labels that have a prefix and a type no
     chunk crosses a sentence boundary and the totals are conlleval's.
     """
-    codes_true, codes_pred, offsets, classes = _encode_pair(y_true, y_pred)
+    codes_true, codes_pred, offsets, classes = encode_pair(y_true, y_pred)
     n = offsets.shape[0] - 1
-    _, gold_start, _, pred_start, _, correct_end, _ = _chunks(
+    _, gold_start, _, pred_start, _, correct_end, _ = chunk_table(
         codes_true, codes_pred, offsets, classes, "conlleval", "lenient")
     starts = offsets[:-1] + np.arange(n)  # sentence starts in conlleval's stream
 
@@ -400,8 +401,8 @@ def mcnemar_test(y_true, y_pred_a, y_pred_b, *, unit="sentence", exact="auto",
     if unit == "sentence":
         right_a, right_b = wrong_a == 0, wrong_b == 0
     else:
-        codes_true, codes_a, _, _ = _encode_pair(y_true, y_pred_a)
-        _, codes_b, _, _ = _encode_pair(y_true, y_pred_b)
+        codes_true, codes_a, _, _ = encode_pair(y_true, y_pred_a)
+        _, codes_b, _, _ = encode_pair(y_true, y_pred_b)
         right_a, right_b = codes_true == codes_a, codes_true == codes_b
     n = int(right_a.shape[0])
     if n == 0:

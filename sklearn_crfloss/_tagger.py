@@ -21,13 +21,15 @@ from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from ._components import check_token_weight_use, resolve_components
 from ._compat import HasMethods, Interval, StrOptions, validate_params
 from ._docstring import fill_doc
 from ._naming import names_like
 from ._fit_args import FIT_DOC, check_validation_set, keyword_only_after_y, validation_score
 from ._flat import check_scorer_call
 from ._objective import CRFObjective
-from ._params import ParameterLayout, observed_pairs
+from ._label_bigrams import BIGRAM_DOC, make_layout, model_transitions, set_bigram_state
+from ._params import observed_pairs
 from ._partial import PartialFitMixin
 from ._streaming import is_stream, vectorize_stream
 from ._persistence import VersionedStateMixin
@@ -37,12 +39,14 @@ from ._tag_scheme import TAG_SCHEME_DOC, to_model_labels, to_training_labels, to
 from ._validation import (check_sample_weight, check_sequences, check_token_weight,
                           encode_known_labels, encode_labels)
 from ._vectorize import SequenceVectorizer
+from ._verbose import print_header
 from . import inspection
 from .decoding import CONSTRAINTS, DECODERS, check_decoding, decode, get_allowed, nbest_decode
 from .inference import forward_backward, sequence_scores
-from .losses import LOSSES, get_loss
-from .priors import PRIORS, get_prior
-from .solvers import SOLVERS, default_solver, make_solver
+from .losses import LOSSES
+from .losses._base import get_loss_tags
+from .priors import PRIORS
+from .solvers import SOLVERS
 from .solvers._monitor import FitInfo, hold_out, stage_summary
 from ._training import (early_stopping_scoring, train_stages, warn_if_iob1_segments,
                         warn_if_unscaled)
@@ -50,7 +54,7 @@ from ._training import (early_stopping_scoring, train_stages, warn_if_iob1_segme
 __all__ = ["CRFTagger"]
 
 
-@fill_doc(**TAG_SCHEME_DOC)
+@fill_doc(**TAG_SCHEME_DOC, **BIGRAM_DOC)
 @snapshot_methods("decode", "predict_nbest", "sequence_log_proba", "predict_marginals",
                   "top_state_features", "explain")  # consistent with a concurrent refit
 class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
@@ -299,10 +303,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         attribute]}``, as sklearn-crfsuite's ``state_features_`` (computed
         from ``coef_`` on access; see
         :func:`sklearn_crfloss.inspection.state_features`).
-    transition_features_ : dict of {(label, label): float}
-        The non-zero transition weights, ``{(from_label, to_label):
-        transition_[from, to]}``, as sklearn-crfsuite's
-        ``transition_features_`` (``start_`` and ``end_`` are not included).
+    {transition_attributes}
     {tag_schemes_attribute}
 
     See Also
@@ -469,13 +470,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         sample_weight = check_sample_weight(sample_weight, lengths.shape[0])
         token_weight = check_token_weight(token_weight, lengths)
         if token_weight is not None:
-            if not getattr(loss, "supports_token_weight", False):
-                raise ValueError(
-                    f"token_weight is not supported by loss {getattr(loss, 'name', loss)!r}; "
-                    "use 'pointwise', 'mixed' or 'labelwise'.")
-            if solver.dense_states:
-                raise ValueError(f"token_weight needs a batch solver such as 'lbfgs', "
-                                 f"not {solver.name!r}.")
+            check_token_weight_use(loss, solver)
         t0 = time.perf_counter()
         features = SequenceVectorizer(self.min_freq, self.feature_hashing)
         Xc = features.fit_transform(kind, tokens, offsets)
@@ -495,20 +490,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
 
     def _components(self):
         """The resolved loss, prior and solver (ValueError on a bad combination)."""
-        loss = get_loss(self.loss)
-        prior = get_prior(self.prior)
-        if hasattr(loss, "stages"):
-            loss.stages()  # a schedule's values are checked here, before any training
-        default = default_solver(loss, prior)
-        spec = default if self.solver is None else self.solver
-        solver = make_solver(spec, average=self.average, eta0=self.eta0,
-                             random_state=self.random_state)
-        if hasattr(solver, "for_start"):  # a schedule's warm-up runs from zero only
-            from_fit = ((self.init == "cll" and getattr(loss, "name", None) != "cll")
-                        or (self.warm_start and hasattr(self, "coef_")))
-            solver = solver.for_start(from_zero=not from_fit)
-        solver.check(loss, prior)
-        return loss, prior, solver
+        return resolve_components(self)
 
     def _fit_vectorized(self, features, Xc, offsets, classes, y_enc, sample_weight=None,
                         token_weight=None, *, components=None, labels=None,
@@ -524,7 +506,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
             components = self._components()
         loss, prior, solver = components
         get_allowed(self.constraints, classes)  # labels the constraints refuse: before training
-        if hasattr(loss, "set_classes"):  # label names for the loss (BaseLoss.set_classes)
+        if get_loss_tags(loss).needs_classes:  # label names for the loss (BaseLoss.set_classes)
             loss.set_classes(classes)
         held_out = validation_set if self.early_stopping else None  # fit(X_val=, y_val=)
         if self.early_stopping and validation_set is None:
@@ -533,9 +515,10 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
                 self.random_state)
         n_labels = classes.shape[0]
         dense = self.all_possible_states or solver.dense_states
-        layout = ParameterLayout(Xc.shape[1], n_labels,
-                                 None if dense else observed_pairs(Xc, y_enc, n_labels),
-                                 labels=labels, boundary=self.boundary_potentials)
+        layout = make_layout(features, Xc.shape[1], n_labels,
+                             None if dense else observed_pairs(Xc, y_enc, n_labels), labels=labels,
+                             boundary=self.boundary_potentials, loss=loss, solver=solver,
+                             estimator=self)
         if hasattr(prior, "bind"):
             prior = prior.bind(Xc, y_enc, offsets, layout)
         objective = CRFObjective(Xc, y_enc, offsets, layout, sample_weight=sample_weight,
@@ -550,7 +533,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
             early_stopping_scoring(self.scoring, y_enc, offsets, classes)))
         t0 = time.perf_counter()
         if self.verbose:
-            self._print_header(loss, prior, solver, Xc, offsets, n_labels, layout.n_params)
+            print_header(self, loss, prior, solver, Xc, offsets, n_labels, layout.n_params)
         theta, info = self._train(
             objective, loss, prior, solver, x0, from_zero=not warm, validation=validation,
             snapshot=lambda t: self._snapshot(features, classes, layout, t, loss, prior))
@@ -559,17 +542,6 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
             print(info.summary(self.objective_, self.init == "cll",
                                time.perf_counter() - t0), flush=True)
         return self
-
-    def _print_header(self, loss, prior, solver, Xc, offsets, n_labels, n_params):
-        """The ``verbose`` header: what is trained, how, and on how much data."""
-        def name(obj):
-            return repr(getattr(obj, "name", None) or type(obj).__name__)
-
-        print(f"CRFTagger: loss={name(loss)}, prior={name(prior)}, C={float(self.C):g}, "
-              f"solver={name(solver)}, init={self.init!r}, tol={self.tol:g}, "
-              f"max_iter={self.max_iter or solver.default_max_iter} per stage", flush=True)
-        print(f"data: {offsets.shape[0] - 1} sequences, {Xc.shape[0]} tokens, "
-              f"{Xc.shape[1]} attributes, {n_labels} labels, {n_params} parameters", flush=True)
 
     def _stage_done(self, stage, monitor, solver_name, seconds):
         """Print the ``verbose >= 2`` summary line of one training stage."""
@@ -614,6 +586,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         self._loss = loss
         self._prior = prior
         self.tag_schemes_ = self.__dict__.pop("_tag_schemes", None)
+        set_bigram_state(self, layout, theta)
 
     # -------------------------------------------------------------- predict
 
@@ -632,9 +605,9 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         return self._features.transform(tokens, offsets), offsets
 
     def _potentials(self, X):
-        """Unary potentials (n_tokens, n_classes) and offsets of X."""
+        """Unary potentials (n_tokens, n_classes), offsets and transitions of X."""
         Xc, offsets = self._vectorize(X)
-        return self._unary(Xc), offsets
+        return self._unary(Xc), offsets, model_transitions(self, Xc, offsets)
 
     def _split(self, values, offsets):
         return np.split(values, offsets[1:-1]) if offsets.shape[0] > 1 else []
@@ -644,14 +617,15 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         labels = self.classes_[path].tolist()
         return to_user_labels(self, [labels[a:b] for a, b in zip(offsets[:-1], offsets[1:])])
 
-    def _decode_paths(self, unary, offsets):
+    def _decode_paths(self, unary, offsets, transition=None):
         """Label indices of the decoded sequences (``decoder``, ``constraints``) and scores."""
-        return decode(*check_decoding(self), self.classes_, unary, self.transition_,
+        T = self.transition_ if transition is None else transition
+        return decode(*check_decoding(self), self.classes_, unary, T,
                       self.start_, self.end_, offsets, n_threads=effective_n_jobs(self.n_jobs))
 
-    def _log_z(self, unary, offsets):
+    def _log_z(self, unary, offsets, transition):
         """Log partition function of each sequence (0 for an empty one)."""
-        return forward_backward(unary, self.transition_, self.start_, self.end_, offsets,
+        return forward_backward(unary, transition, self.start_, self.end_, offsets,
                                 n_threads=effective_n_jobs(self.n_jobs)).log_z
 
     def decode(self, X):
@@ -684,8 +658,8 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
             ``constraints`` is invalid (set after fit), or with ``constraints='iob2'``
             a label is not ``'O'``, ``'B-<type>'`` or ``'I-<type>'``.
         """
-        unary, offsets = self._potentials(X)
-        path, score = self._decode_paths(unary, offsets)
+        unary, offsets, T = self._potentials(X)
+        path, score = self._decode_paths(unary, offsets, T)
         return self._split_labels(path, offsets), score
 
     def predict(self, X):
@@ -752,11 +726,11 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         sklearn.exceptions.NotFittedError
             Before fit.
         """
-        unary, offsets = self._potentials(X)
+        unary, offsets, T = self._potentials(X)
         allowed = get_allowed(check_decoding(self)[1], self.classes_)
-        paths, scores = nbest_decode(unary, self.transition_, self.start_, self.end_, offsets,
+        paths, scores = nbest_decode(unary, T, self.start_, self.end_, offsets,
                                      n_best, allowed, n_threads=effective_n_jobs(self.n_jobs))
-        log_proba = scores - self._log_z(unary, offsets)[:, None]
+        log_proba = scores - self._log_z(unary, offsets, T)[:, None]
         ranked = [self._split_labels(paths[m], offsets) for m in range(paths.shape[0])]
         return [[(ranked[m][k], float(log_proba[k, m]))
                  for m in range(paths.shape[0]) if np.isfinite(log_proba[k, m])]
@@ -796,13 +770,13 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         sklearn.exceptions.NotFittedError
             Before fit.
         """
-        unary, offsets = self._potentials(X)
+        unary, offsets, T = self._potentials(X)
         if y is None:
-            path, _ = self._decode_paths(unary, offsets)
+            path, _ = self._decode_paths(unary, offsets, T)
         else:
             path = encode_known_labels(to_model_labels(self, y), np.diff(offsets), self.classes_)
-        scores = sequence_scores(unary, self.transition_, self.start_, self.end_, path, offsets)
-        return scores - self._log_z(unary, offsets)
+        scores = sequence_scores(unary, T, self.start_, self.end_, path, offsets)
+        return scores - self._log_z(unary, offsets, T)
 
     def predict_marginals(self, X):
         """Posterior marginal probability of every label at every token.
@@ -820,8 +794,8 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
             ``[dict(zip(crf.classes_.tolist(), row.tolist())) for row in m]``
             converts.)
         """
-        unary, offsets = self._potentials(X)
-        fb = forward_backward(unary, self.transition_, self.start_, self.end_, offsets,
+        unary, offsets, T = self._potentials(X)
+        fb = forward_backward(unary, T, self.start_, self.end_, offsets,
                               n_threads=effective_n_jobs(self.n_jobs))
         return self._split(fb.marginals, offsets)
 

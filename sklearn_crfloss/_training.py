@@ -15,6 +15,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .losses import ConditionalLogLikelihood
+from .losses._base import get_loss_tags
 from .solvers import ConvergenceMonitor, default_solver, make_solver
 from .solvers._monitor import FitInfo, takes_model
 
@@ -72,13 +73,15 @@ def warn_if_unscaled(X, attributes, limit=UNSCALED_LIMIT):
 
 
 def warn_if_iob1_segments(loss, y, tag_scheme):
-    """Warn when a segment loss trains on IOB1 labels as given.
+    """Warn when a segment loss compares label strings on IOB1 labels as given.
 
-    The segment F-score loss (``loss='mce_f'``) measures a segment by the
-    labels on its span, but in IOB1 (and under conlleval's reading) one
-    chunk has two encodings (``O I-PER`` and ``O B-PER``): a competitor that
-    differs from the gold labels only there is counted as a segment error.
-    In IOB2, IOBES or BILOU every chunk has one encoding.
+    With ``segment_match='labels'`` the segment F-score loss
+    (``loss='mce_f'``) measures a segment by the labels on its span, but in
+    IOB1 (and under conlleval's reading) one chunk has two encodings (``O
+    I-PER`` and ``O B-PER``): a competitor that differs from the gold labels
+    only there is counted as a segment error. In IOB2, IOBES or BILOU every
+    chunk has one encoding. ``segment_match='chunks'`` compares chunks and
+    needs no warning.
 
     Parameters
     ----------
@@ -91,10 +94,12 @@ def warn_if_iob1_segments(loss, y, tag_scheme):
     Warns
     -----
     UserWarning
-        For ``loss='mce_f'``, ``tag_scheme=None`` and labels detected as
-        IOB1, naming ``tag_scheme='iob2'``.
+        For ``loss='mce_f'`` with ``segment_match='labels'``,
+        ``tag_scheme=None`` and labels detected as IOB1, naming
+        ``tag_scheme='iob2'``.
     """
-    if getattr(loss, "name", None) != "mce_f" or tag_scheme is not None:
+    if (get_loss_tags(loss).name != "mce_f" or tag_scheme is not None
+            or loss.segment_match == "chunks"):
         return
     from .segments import detect_scheme
 
@@ -105,9 +110,10 @@ def warn_if_iob1_segments(loss, y, tag_scheme):
     if scheme == "iob1":
         warnings.warn(
             "loss='mce_f' on IOB1 labels: a chunk that starts with I- can also be written "
-            "with B-, and the loss counts a competitor that differs from the gold labels only "
+            "with B-, and with segment_match='labels' the loss counts a competitor that differs from the gold labels only "
             "there as a segment error. Train in a scheme where every chunk has one encoding: "
-            "tag_scheme='iob2' (predictions are converted back to IOB1).",
+            "tag_scheme='iob2' (predictions are converted back to IOB1), or compare chunks: "
+            "segment_match='chunks'.",
             UserWarning, stacklevel=4)
 
 
@@ -166,7 +172,7 @@ def _warn_if_saturated_start(loss, x0, stage):
     share = getattr(loss, "saturation_", None)
     if share is None or not np.any(x0) or not share > SATURATED_START:
         return
-    name = getattr(loss, "name", type(loss).__name__)
+    name = get_loss_tags(loss).name or type(loss).__name__
     unit = "segments" if name == "mce_f" else "sequences"
     warnings.warn(
         f"{stage}: at the starting parameters {100 * share:.1f}% of the weighted training "
@@ -211,7 +217,8 @@ def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
         parameters (``init='cll'`` is the remedy).
     """
     start_value = float(objective.value_and_grad(x0, loss, prior, C)[0])
-    monitor.gradient_test = bool(getattr(loss, "smooth", True))
+    tags = get_loss_tags(loss)
+    monitor.gradient_test = tags.smooth
     _warn_if_saturated_start(loss, x0, stage)
     theta = monitor.result(solver.solve(objective, loss, prior, C, x0, monitor))
     value = float(objective.value_and_grad(theta, loss, prior, C)[0])
@@ -224,7 +231,7 @@ def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
         warnings.warn(f"{stage}: {message}. Try another solver or step size, or check the "
                       "scale of numeric features.", ConvergenceWarning, stacklevel=4)
         theta, value = np.array(x0, dtype=np.float64), start_value
-    name = getattr(loss, "name", type(loss).__name__)
+    name = tags.name or type(loss).__name__
     if not np.any(x0) and not np.any(theta) and name != "cll":
         warnings.warn(
             f"{stage}: training of loss={name!r} did not move from zero parameters, where "
@@ -261,7 +268,8 @@ def train_stages(est, objective, loss, prior, solver, x0, from_zero, validation=
     info : FitInfo
     """
     C = float(est.C)
-    name = getattr(loss, "name", type(loss).__name__)
+    tags = get_loss_tags(loss)
+    name = tags.name or type(loss).__name__
     if est.init == "cll" and name != "cll":
         t0 = time.perf_counter()
         cll = ConditionalLogLikelihood()
@@ -276,7 +284,7 @@ def train_stages(est, objective, loss, prior, solver, x0, from_zero, validation=
     else:
         init_n_iter = 0
         if (from_zero and solver.name in ("lbfgs", "owlqn")
-                and getattr(loss, "needs_init", False) and not getattr(loss, "smooth", True)):
+                and tags.needs_init and not tags.smooth):
             warnings.warn(
                 f"loss={name!r} starts from zero parameters, where every label sequence "
                 "has the same score: its maximum over the incorrect outputs is not "
@@ -284,7 +292,7 @@ def train_stages(est, objective, loss, prior, solver, x0, from_zero, validation=
                 "(or warm_start=True after a CLL fit).", UserWarning, stacklevel=4)
     # A loss with an annealing schedule (e.g. labelwise with a list of
     # alpha) is trained stage by stage, each warm-started from the last.
-    stages = loss.stages() if hasattr(loss, "stages") else [loss]
+    stages = tags.stages
     info = FitInfo(init_n_iter=init_n_iter,
                    validation_scores=None if validation is None else [])
     callback, on_params = est.callback, None

@@ -8,14 +8,18 @@ for their models:
 1. each worker checks its partitions and counts their attributes and labels
    (the vocabulary is the sum of the counts, ``min_freq`` applied to it);
 2. each worker vectorises its partitions with that vocabulary (or the
-   hashing columns) into the compact CSR the kernels read, and keeps them,
-   bound to the parameter layout, as a
-   :class:`~sklearn_crfloss._objective.CRFObjective`;
-3. the solver (L-BFGS, OWL-QN, any batch solver, and the ``init='cll'``
+   hashing columns) into the compact CSR the kernels read;
+3. the sequences are redistributed once: each worker gets its share of
+   them (whole blocks of the kernels' sums, see
+   :mod:`sklearn_crfloss._distributed`), bound to the parameter layout as
+   one :class:`~sklearn_crfloss._objective.CRFObjective`;
+4. the solver (L-BFGS, OWL-QN, any batch solver, and the ``init='cll'``
    stage) runs in the client process; each evaluation of the objective
-   sends the parameter vector to every worker once, each partition returns
-   its loss and gradient, and the client adds them in partition order and
-   adds the prior.
+   sends the parameter vector to every worker once, each worker returns
+   its part, and the client adds the parts in a fixed order and adds the
+   prior. For the conditional log-likelihood on up to four workers the
+   sums are those of ``CRFTagger(n_jobs=1)``, rounding included, so the
+   fit follows the same path.
 
 Dask retries a failed task and recomputes the partitions a lost worker held
 from their graph; a fit that still fails raises and leaves the estimator
@@ -27,22 +31,21 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import effective_n_jobs
 
 from ._tagger import CRFTagger
 from ._compat import HasMethods, validate_params
-from ._objective import CRFObjective
+from ._label_bigrams import check_no_bigrams
 from ._params import ParameterLayout, observed_pairs
 from ._validation import (check_sample_weight, check_sequences, encode_known_labels,
                           encode_labels)
 from ._streaming import hashed_counts, renumber_sequences
 from ._vectorize import SequenceVectorizer, attribute_counts, column_counts
+from ._distributed import (RETRIES, DistributedObjective, ParameterMixing, WorkerData,
+                           assign_groups, select_sequences)
+from .solvers import SGD
+from .losses._base import get_loss_tags
 
 __all__ = ["DaskCRFTagger", "DistributedObjective"]
-
-#: Times dask retries a failed task of a fit.
-RETRIES = 3
-
 
 def _local(X, y, sample_weight, start, own_vocabulary):
     """Check one partition; vectorise feature dicts on the partition's own vocabulary.
@@ -125,102 +128,6 @@ def _pairs(shard, n_labels):
     return observed_pairs(Xc, y_enc, n_labels)
 
 
-def _bind(shard, layout, n_jobs):
-    """The partition's ``CRFObjective`` (None if it is empty); ``n_jobs`` as on this worker."""
-    Xc, y_enc, offsets, weights = shard
-    if offsets.shape[0] < 2:
-        return None
-    return CRFObjective(Xc, y_enc, offsets, layout, sample_weight=weights,
-                        n_threads=effective_n_jobs(n_jobs))
-
-
-def _loss_value_and_grad(theta, loss, *objectives):
-    """The summed loss and gradient of a worker's partitions, in their order."""
-    value, grad = 0.0, np.zeros(theta.shape[0])
-    for objective in objectives:
-        if objective is not None:
-            v, g = objective.loss_value_and_grad(theta, loss)
-            value += v
-            grad += g
-    return value, grad
-
-
-class DistributedObjective:
-    """A :class:`~sklearn_crfloss._objective.CRFObjective` whose data sit on dask workers.
-
-    Parameters
-    ----------
-    client : dask.distributed.Client
-    parts : list of dask.distributed.Future
-        One bound ``CRFObjective`` (or None for an empty partition) per
-        partition, on the worker that holds it.
-    layout : ParameterLayout
-
-    Attributes
-    ----------
-    n_params : int
-    n_evaluations : int
-        Evaluations so far (one broadcast of ``theta`` each).
-    """
-
-    def __init__(self, client, parts, layout):
-        self.client = client
-        self.parts = parts
-        self.layout = layout
-        # The partitions grouped by the worker that holds them (in partition
-        # order): one task and one gradient sent back per worker.
-        from distributed import wait
-
-        wait(parts)
-        for part in parts:
-            if part.status == "error":
-                part.result()  # raises the partition's error here
-        holders = client.who_has(parts)
-        groups = {}
-        for part in parts:
-            where = holders.get(part.key) or (None,)
-            groups.setdefault(sorted(where)[0], []).append(part)
-        self.groups = list(groups.items())
-        self.n_params = layout.n_params
-        self.n_evaluations = 0
-
-    def loss_value_and_grad(self, theta, loss):
-        """Sum over the partitions of ``loss``'s value and gradient at ``theta``.
-
-        ``theta`` is sent to every worker once, as an argument of its task
-        (not scattered: a task's arguments survive the loss of a worker);
-        each worker adds its partitions' results and sends one back; the
-        client adds those in a fixed order, so that the sum does not depend
-        on which worker answers first (nor on a worker lost and replaced).
-
-        Parameters
-        ----------
-        theta : ndarray of float64 of shape (n_params,)
-        loss : loss object
-
-        Returns
-        -------
-        value : float
-        grad : ndarray of shape (n_params,)
-        """
-        self.n_evaluations += 1
-        theta = np.ascontiguousarray(theta, dtype=np.float64)
-        futures = [self.client.submit(_loss_value_and_grad, theta, loss, *group, pure=False,
-                                      retries=RETRIES, workers=None if worker is None else [worker],
-                                      allow_other_workers=True)
-                   for worker, group in self.groups]
-        results = self.client.gather(futures)
-        value = 0.0
-        grad = np.zeros(self.n_params)
-        for v, g in results:
-            value += v
-            grad += g
-        return value, grad
-
-    # ``loss + prior`` and its gradient, the prior added in this process.
-    value_and_grad = CRFObjective.value_and_grad
-
-
 def _predict_partition(X, model, method):
     return getattr(model, method)(list(X))
 
@@ -234,12 +141,14 @@ class DaskCRFTagger(CRFTagger):
     :meth:`fit` takes :class:`dask.bag.Bag`\\ s of sequences and of label
     sequences with the same partitions (or lists, split into one partition
     per worker): the vocabulary is counted on the workers, each partition is
-    vectorised and kept on the worker that holds it, and the batch solver
-    runs here, each evaluation summed from the workers (see
-    :mod:`sklearn_crfloss.dask`). The fitted model is the one
-    :class:`~sklearn_crfloss.CRFTagger` trains on the concatenated data
-    (the same objective, rounding apart); :meth:`to_local` returns it as a
-    plain :class:`~sklearn_crfloss.CRFTagger`, which pickles.
+    vectorised on the worker that holds it, the sequences are shared out
+    among the workers once, and the batch solver runs here, each
+    evaluation summed from the workers (see :mod:`sklearn_crfloss.dask`).
+    The fitted model is the one :class:`~sklearn_crfloss.CRFTagger` trains
+    on the concatenated data: for the conditional log-likelihood on up to
+    four workers bitwise that of ``CRFTagger(n_jobs=1)``, otherwise the same
+    objective up to the order of the additions; :meth:`to_local` returns it
+    as a plain :class:`~sklearn_crfloss.CRFTagger`, which pickles.
 
     Parameters
     ----------
@@ -249,17 +158,22 @@ class DaskCRFTagger(CRFTagger):
     **params
         The parameters of :class:`~sklearn_crfloss.CRFTagger`. ``n_jobs`` is
         the number of kernel threads per task on a worker. Batch solvers
-        only (``'lbfgs'``, ``'owlqn'``, ``'quickprop'``, ``'rprop'``, a loss
-        whose default is one of them, and ``init='cll'``); ``warm_start``
-        and ``early_stopping`` are not available.
+        (``'lbfgs'``, ``'owlqn'``, ``'quickprop'``, ``'rprop'``, a loss
+        whose default is one of them, and ``init='cll'``) and ``'sgd'``, by
+        iterative parameter mixing (every epoch, each worker runs one epoch
+        over its sequences from the mixed parameters; the client averages
+        them, weighted by the workers' shares of the sequences; see
+        :class:`~sklearn_crfloss._distributed.ParameterMixing`). The
+        perceptron, MIRA and schedules are not available, nor
+        ``warm_start`` and ``early_stopping``.
 
     Attributes
     ----------
     n_partitions_ : int
         Partitions of the training bags.
     n_evaluations_ : int
-        Objective evaluations (one broadcast of the parameters, and one
-        gradient per partition sent back, each).
+        Objective evaluations (the parameters sent to every worker and one
+        reply from each, each).
     **attributes
         Those of :class:`~sklearn_crfloss.CRFTagger`.
 
@@ -272,7 +186,8 @@ class DaskCRFTagger(CRFTagger):
     XGBoost's ``xgboost.dask`` and LightGBM's ``lightgbm.dask`` estimators
     (the interface); R. McDonald, K. Hall, G. Mann (2010), Distributed
     training strategies for the structured perceptron, NAACL (the sum of
-    per-shard gradients for batch training, Section 2).
+    per-shard gradients for batch training, Section 2; iterative parameter
+    mixing for ``solver='sgd'``, Section 3, Figure 2).
 
     Examples
     --------
@@ -358,7 +273,9 @@ class DaskCRFTagger(CRFTagger):
         Raises
         ------
         ValueError
-            On invalid parameters, an online solver, ``warm_start`` or
+            On invalid parameters, a solver other than a batch solver or
+            ``'sgd'``, a loss that is not a
+            sum over sequences (``'mce_f'``), ``warm_start`` or
             ``early_stopping``, partitions that do not match, no client,
             or inconsistent data (the message names the sequence's index in
             X); the estimator is then left as it was.
@@ -372,9 +289,14 @@ class DaskCRFTagger(CRFTagger):
         if self.warm_start or self.early_stopping:
             raise ValueError("DaskCRFTagger supports neither warm_start nor early_stopping.")
         loss, prior, solver = self._components()
-        if solver.dense_states or getattr(solver, "unit", "iter") != "iter":
+        tags = get_loss_tags(loss)
+        if not tags.additive:
+            raise ValueError(f"DaskCRFTagger sums the loss over the partitions: loss="
+                             f"{tags.name or loss!r} is not a sum over sequences.")
+        mixing = isinstance(solver, SGD)  # iterative parameter mixing
+        if not mixing and (solver.dense_states or getattr(solver, "unit", "iter") != "iter"):
             raise ValueError(f"DaskCRFTagger trains with batch solvers (e.g. 'lbfgs', "
-                             f"'owlqn'), not {getattr(solver, 'name', solver)!r}.")
+                             f"'owlqn') or 'sgd', not {getattr(solver, 'name', solver)!r}.")
         client = self._client()
         X_parts, y_parts, w_parts = self._bags(client, X, y, sample_weight)
 
@@ -441,23 +363,37 @@ class DaskCRFTagger(CRFTagger):
         if not dense:
             pairs = client.gather([submit(_pairs, s, L) for s in shards])
             state_index = np.unique(np.concatenate(pairs)) if pairs else np.zeros(0, np.intp)
+        check_no_bigrams(features, "DaskCRFTagger")
         layout = ParameterLayout(features.n_features, L, state_index)
-        if hasattr(loss, "set_classes"):
+        if tags.needs_classes:
             loss.set_classes(classes)
+        # The sequences redistributed once: each worker gets its share of the
+        # chunks (whole blocks of the kernels' sums: see _distributed).
         layout_f = submit(_hold, layout)
-        parts = [submit(_bind, s, layout_f, self.n_jobs) for s in shards]
-        del shards  # they live on in the bound objectives
-        objective = DistributedObjective(client, parts, layout)
+        workers = sorted(client.scheduler_info()["workers"])
+        n_groups, groups, pad = assign_groups(len(workers))
+        pad = pad and not mixing  # SGD steps on every sequence held: no fillers
+        parts = []
+        for worker, held in zip(workers, groups):
+            pieces = [submit(select_sequences, shard, start, n_groups, held, where=shard)
+                      for shard, start in zip(shards, starts)]
+            parts.append((worker, client.submit(
+                WorkerData, pieces, layout_f, n_groups, held, pad, self.n_jobs, pure=False,
+                retries=RETRIES, workers=[worker], allow_other_workers=True)))
+        del shards, pieces  # they live on in the workers' data (and their graph)
+        objective = DistributedObjective(client, parts, layout, int(np.sum(sizes)), pad)
         if self.verbose >= 2:
-            print(f"vectorised {int(np.sum(sizes))} sequences in {len(parts)} partitions on the "
-                  f"workers into {features.n_features} attributes in "
+            print(f"vectorised {int(np.sum(sizes))} sequences in {len(X_parts)} partitions on "
+                  f"{len(parts)} workers into {features.n_features} attributes in "
                   f"{time.perf_counter() - t0:.2f} s", flush=True)
         # 3. Train here, each evaluation summed from the workers.
+        if mixing:
+            solver = ParameterMixing(solver)
         theta, info = self._train(
             objective, loss, prior, solver, layout.zeros(), from_zero=True,
             snapshot=lambda t: self._snapshot(features, classes, layout, t, loss, prior))
         self._set_fitted(features, classes, layout, theta, info, loss, prior)
-        self.n_partitions_ = len(parts)
+        self.n_partitions_ = len(X_parts)
         self.n_evaluations_ = objective.n_evaluations
         return self
 

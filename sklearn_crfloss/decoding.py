@@ -33,7 +33,7 @@ import numpy as np
 from ._compat import validate_parameter_constraints
 from ._docstring import fill_doc
 from ._registry import resolve
-from .inference import forward_backward, viterbi, viterbi_nbest
+from .inference import PositionTransitions, forward_backward, viterbi, viterbi_nbest
 from .segments import split_label
 
 __all__ = ["CONSTRAINTS", "DECODERS", "apply_allowed", "check_decoding", "decode", "get_allowed",
@@ -56,8 +56,9 @@ def apply_allowed(transition, start, allowed):
 
     Parameters
     ----------
-    transition : ndarray of shape (n_labels, n_labels)
-        Transition potentials.
+    transition : ndarray of shape (n_labels, n_labels) or PositionTransitions
+        Transition potentials (position-dependent ones: every matrix of
+        the table gets the constraint).
     start : ndarray of shape (n_labels,)
         Potentials of the first label.
     allowed : tuple (allowed_transitions, allowed_start[, allowed_end]) or None
@@ -79,16 +80,20 @@ def apply_allowed(transition, start, allowed):
     """
     if allowed is None:
         return transition, start
-    transition = np.asarray(transition, dtype=np.float64)
+    by_position = isinstance(transition, PositionTransitions)
+    shared = np.asarray(transition.table[0] if by_position else transition, dtype=np.float64)
     start = np.asarray(start, dtype=np.float64)
-    if (len(allowed) not in (2, 3) or np.shape(allowed[0]) != transition.shape
+    if (len(allowed) not in (2, 3) or np.shape(allowed[0]) != shared.shape
             or any(np.shape(a) != start.shape for a in allowed[1:])):
         raise ValueError(
-            f"allowed must be two boolean arrays of shapes {transition.shape} and "
+            f"allowed must be two boolean arrays of shapes {shared.shape} and "
             f"{start.shape} (one row and column per label; a third of shape {start.shape} "
             f"for the allowed last labels), got shapes {tuple(np.shape(a) for a in allowed)}")
-    return (transition + np.where(allowed[0], 0.0, -np.inf),
-            start + np.where(allowed[1], 0.0, -np.inf))
+    forbid = np.where(allowed[0], 0.0, -np.inf)
+    start = start + np.where(allowed[1], 0.0, -np.inf)
+    if by_position:  # every matrix of the table
+        return transition._replace(table=np.asarray(transition.table, np.float64) + forbid), start
+    return shared + forbid, start
 
 
 def _allowed_end(end, allowed):

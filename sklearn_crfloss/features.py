@@ -26,6 +26,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ._attributes import crfsuite_attributes
+from ._bigram import BIGRAM_PREFIX
 
 __all__ = ["CONLL2000_TEMPLATE", "SUZUKI2006_TEMPLATE", "TemplateFeatures", "crfsuite_attributes"]
 
@@ -131,7 +132,7 @@ U27:%x[0,0]/%x[1,0]
 """
 
 _MACRO_RE = re.compile(r"%x\[([-+]?\d+),(\d+)\]")
-_UNIGRAM_RE = re.compile(r"(U[^:%\s]*)(?::(.*))?", re.DOTALL)
+_UNIGRAM_RE = re.compile(r"([^:%\s]*)(?::(.*))?", re.DOTALL)
 
 
 def _template_lines(template):
@@ -158,11 +159,63 @@ def _template_lines(template):
     return list(enumerate(lines, start=1))
 
 
+def _compile_body(lineno, raw, body):
+    """``(macros, literals)`` of a template's text; ValueError on a bad macro."""
+    macros, literals, pos = [], [], 0
+    for mm in _MACRO_RE.finditer(body):
+        literals.append(body[pos : mm.start()])
+        macros.append((int(mm.group(1)), int(mm.group(2))))
+        pos = mm.end()
+    literals.append(body[pos:])
+    if any("%" in lit for lit in literals):
+        raise ValueError(
+            f"Template line {lineno} {raw!r}: invalid macro; the only "
+            "macro is %x[row,col] with integer row (relative position) "
+            "and non-negative integer col (column index), without spaces "
+            "(Wapiti's %X, %t and %m commands and its [@row,col] and "
+            "[*row,col] positions are not supported)."
+        )
+    return tuple(macros), tuple(literals)
+
+
+def _template_entries(lineno, raw, line):
+    """``[(key, body), ...]`` of one non-comment template line (none for a plain ``B``).
+
+    Bigram entries get the key prefix ``BIGRAM_PREFIX``.
+    """
+    kind = line[0]
+    if kind in "ub*" and line[1:2] in ("", ":"):  # Wapiti: the text before the first macro names the observation
+        cut = line.find("%")
+        key, body = (line, "") if cut < 0 else (line[:cut], line[cut:])
+        if kind == "b" and "%" not in line:
+            return []  # a plain label bigram: the dense transition matrix
+        return ([(key, body)] if kind in "u*" else []) + (
+            [(BIGRAM_PREFIX + key, body)] if kind in "b*" and "%" in line else [])
+    if kind not in "UB":
+        raise ValueError(
+            f"Template line {lineno} {raw!r}: unknown template type "
+            f"{kind!r}; lines must start with 'U' (unigram), 'B' "
+            "(bigram), '#' (comment), or Wapiti's 'u:', 'b:' or '*:'."
+        )
+    if kind == "B" and "%" not in line:
+        return []  # plain 'B' / 'Bxx': the dense transition matrix
+    m = _UNIGRAM_RE.fullmatch(line[1:])
+    if m is None:
+        raise ValueError(
+            f"Template line {lineno} {raw!r}: expected '{kind}id:text' where "
+            "'id' contains no ':', '%' or whitespace and 'text' may "
+            "contain %x[row,col] macros, e.g. 'U05:%x[-1,0]/%x[0,0]'."
+        )
+    key = kind + m.group(1)
+    return [(key if kind == "U" else BIGRAM_PREFIX + key, m.group(2) or "")]
+
+
 def _parse_template(template):
     """Compile a CRF++ template into ``[(key, macros, literals), ...]``.
 
     ``macros`` is a tuple of ``(offset, column)`` pairs and ``literals`` a
-    tuple of ``len(macros) + 1`` literal strings surrounding them.
+    tuple of ``len(macros) + 1`` literal strings surrounding them; the keys
+    of bigram templates start with ``BIGRAM_PREFIX``.
     """
     compiled = []
     seen = {}
@@ -170,50 +223,15 @@ def _parse_template(template):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        kind = line[0]
-        if kind == "B":
-            if "%" in line:
+        for key, body in _template_entries(lineno, raw, line):
+            if key in seen:
                 raise ValueError(
-                    f"Template line {lineno} {raw!r}: bigram templates with "
-                    "macros (observation-dependent label-bigram features) are "
-                    "not supported; the CRF always uses a dense label "
-                    "transition matrix, which is what a plain 'B' line means."
+                    f"Template line {lineno} {raw!r}: duplicate identifier {key!r} "
+                    f"(already used on line {seen[key]})."
                 )
-            continue  # plain 'B' / 'Bxx': the dense transition matrix
-        if kind != "U":
-            raise ValueError(
-                f"Template line {lineno} {raw!r}: unknown template type "
-                f"{kind!r}; lines must start with 'U' (unigram), 'B' "
-                "(bigram) or '#' (comment)."
-            )
-        m = _UNIGRAM_RE.fullmatch(line)
-        if m is None:
-            raise ValueError(
-                f"Template line {lineno} {raw!r}: expected 'Uid:text' where "
-                "'id' contains no ':', '%' or whitespace and 'text' may "
-                "contain %x[row,col] macros, e.g. 'U05:%x[-1,0]/%x[0,0]'."
-            )
-        key, body = m.group(1), m.group(2) or ""
-        if key in seen:
-            raise ValueError(
-                f"Template line {lineno} {raw!r}: duplicate identifier {key!r} "
-                f"(already used on line {seen[key]})."
-            )
-        seen[key] = lineno
-        macros, literals, pos = [], [], 0
-        for mm in _MACRO_RE.finditer(body):
-            literals.append(body[pos : mm.start()])
-            macros.append((int(mm.group(1)), int(mm.group(2))))
-            pos = mm.end()
-        literals.append(body[pos:])
-        if any("%" in lit for lit in literals):
-            raise ValueError(
-                f"Template line {lineno} {raw!r}: invalid macro; the only "
-                "macro is %x[row,col] with integer row (relative position) "
-                "and non-negative integer col (column index), without spaces."
-            )
-        compiled.append((key, tuple(macros), tuple(literals)))
-    if not compiled:
+            seen[key] = lineno
+            compiled.append((key, *_compile_body(lineno, raw, body)))
+    if not any(not key.startswith(BIGRAM_PREFIX) for key, _, _ in compiled):
         raise ValueError(
             "The template has no unigram ('U') lines, so it would generate no "
             "features."
@@ -243,10 +261,22 @@ class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
     - Positions before the start of the sentence expand to CRF++'s boundary
       symbols ``_B-1``, ``_B-2``, ... and positions after the end to ``_B+1``,
       ``_B+2``, ... (CRF++ limits ``|row|`` to 8; here any row is allowed).
-    - ``B`` or ``Bid`` without macros -- a label-bigram template.  It is
+    - ``B`` or ``Bid`` without macros -- the plain label bigram.  It is
       accepted and ignored: the CRF always has a dense label transition
-      matrix.  Bigram lines with macros (observation-dependent transition
-      features) raise a :class:`ValueError`.
+      matrix.
+    - ``Bid:text`` with macros, e.g. ``B01:%x[0,1]`` -- an
+      observation-dependent label bigram: the entry
+      ``{"~Bid": expanded text}`` (key prefix ``"~"``), written for
+      every token but the first of a sentence (it scores the edge from the
+      previous token). :class:`~sklearn_crfloss.CRFTagger` gives such an
+      attribute an ``(n_labels, n_labels)`` block of transition weights
+      (``bigram_coef_``) instead of state weights, as CRF++ does.
+    - Wapiti's pattern lines ``u:text``, ``b:text`` and ``*:text`` (``*``:
+      both a unigram and a bigram entry): the key is the line up to its
+      first macro (``"u:wrd="`` for ``u:wrd=%x[0,0]``; a bigram key gets the
+      ``"~"`` prefix), and a ``b`` line without macros is the plain label
+      bigram. Only the ``%x`` command is supported (not ``%X``, ``%t``,
+      ``%m``), and the boundary symbols are CRF++'s.
     - Blank lines and lines starting with ``#`` are ignored; leading and
       trailing whitespace of a line is ignored.
 
@@ -268,7 +298,9 @@ class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
         tuple of ``len(macros) + 1`` literal strings that surround the
         macros.
     keys_ : list of str
-        The template identifiers, i.e. the keys of every feature dictionary.
+        The template identifiers, i.e. the keys of the feature dictionaries
+        (bigram keys, starting with ``"~"``, are absent at the first token
+        of a sentence).
     n_columns_ : int
         The number of token columns the template needs (largest column index
         used plus one).
@@ -307,6 +339,9 @@ class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
     19
     >>> feats.get_feature_names_out()
     array(['U00', 'U01'], dtype=object)
+    >>> bigram = TemplateFeatures(["U00:%x[0,0]", "B01:%x[0,1]"]).fit([])
+    >>> bigram.transform(X)[0]  # the bigram key from the second token on
+    [{'U00': 'He'}, {'U00': 'reckons', '~B01': 'VBZ'}]
     """
 
     def __init__(self, template=CONLL2000_TEMPLATE):
@@ -332,8 +367,7 @@ class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
         ------
         ValueError
             If a template line is invalid (the message quotes the line), an
-            identifier is used twice, a bigram line has macros, or there is
-            no unigram line.
+            identifier is used twice, or there is no unigram line.
         TypeError
             If ``template`` has an unsupported type.
         """
@@ -386,6 +420,7 @@ class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
         bos = [f"_B-{k}" for k in range(left, 0, -1)]
         eos = [f"_B+{k}" for k in range(1, right + 1)]
         used_cols = sorted({c for _, macros, _ in compiled for _, c in macros})
+        bigram_keys = [key for key in keys if key.startswith(BIGRAM_PREFIX)]
 
         # Per template: (1, padded offset, col) for a bare macro, (0, text,
         # None) without macros, (3, sep.join, ((padded offset, col), ...))
@@ -439,7 +474,10 @@ class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
                     )
                 else:
                     values.append(repeat(a, n))
-            out.append([dict(zip(keys, row)) for row in zip(*values)])
+            rows = [dict(zip(keys, row)) for row in zip(*values)]
+            for key in bigram_keys:  # no edge into the first token
+                del rows[0][key]
+            out.append(rows)
         return out
 
     def get_feature_names_out(self, input_features=None):

@@ -23,15 +23,17 @@ from typing import NamedTuple
 
 import numpy as np
 
-from scipy.special import logsumexp
-
+from ._bigram import (PositionTransitions, position_forward_backward, position_gold_counts,
+                      position_scores, position_viterbi)
 from ._forward_backward import Accumulators, accumulator_blocks, exp_potentials, scratch_width
+from ._log_space import marginals_vjp_log_space
 from ._simd import (forward_backward_batch, marginals_vjp_batch, max_incorrect_batch,
                     max_marginals_batch, n_best_batch, segment_margins_batch, viterbi_batch)
 
 __all__ = [
     "ForwardBackwardResult",
     "MaxMarginalsResult",
+    "PositionTransitions",
     "check_potentials",
     "forward_backward",
     "inner_positions",
@@ -74,12 +76,15 @@ def _chain_doc(func):
 
 
 @_chain_doc
-def check_potentials(unary, transition, start, end, offsets):
+def check_potentials(unary, transition, start, end, offsets, positions=False):
     """Validate and convert CRF potentials to the kernels' layout.
 
     Parameters
     ----------
     {chain_parameters}
+    positions : bool, default=False
+        Whether the caller takes position-dependent transitions
+        (:class:`~sklearn_crfloss.inference.PositionTransitions`).
 
     Returns
     -------
@@ -92,10 +97,18 @@ def check_potentials(unary, transition, start, end, offsets):
     ------
     ValueError
         If shapes disagree, there are no labels (``n_labels == 0``), or
-        offsets are not integers forming a valid partition of the tokens.
+        offsets are not integers forming a valid partition of the tokens;
+        if ``transition`` is position-dependent and ``positions`` is False.
     """
     unary = np.ascontiguousarray(unary, dtype=np.float64)
-    transition = np.ascontiguousarray(transition, dtype=np.float64)
+    by_position = isinstance(transition, PositionTransitions)
+    if by_position and not positions:
+        raise ValueError(
+            "position-dependent transitions (observation-dependent label bigrams) are taken "
+            "by forward_backward, marginals_vjp, viterbi, viterbi_nbest and sequence_scores "
+            "only, not by this function")
+    if not by_position:
+        transition = np.ascontiguousarray(transition, dtype=np.float64)
     start = np.ascontiguousarray(start, dtype=np.float64)
     end = np.ascontiguousarray(end, dtype=np.float64)
     raw_offsets = np.asarray(offsets)
@@ -110,7 +123,9 @@ def check_potentials(unary, transition, start, end, offsets):
     if n_labels == 0:
         raise ValueError("unary potentials have no labels (shape "
                          f"{unary.shape}); a chain needs at least one label")
-    if transition.shape != (n_labels, n_labels):
+    if by_position:
+        transition = transition.checked(n_tokens, n_labels)
+    elif transition.shape != (n_labels, n_labels):
         raise ValueError(
             f"transition must have shape {(n_labels, n_labels)}, got {transition.shape}"
         )
@@ -143,9 +158,9 @@ class _Chain(NamedTuple):
     n_threads: int
 
     @classmethod
-    def checked(cls, unary, transition, start, end, offsets, n_threads):
+    def checked(cls, unary, transition, start, end, offsets, n_threads, positions=False):
         """:func:`check_potentials` and a valid thread count (at least 1)."""
-        return cls(*check_potentials(unary, transition, start, end, offsets),
+        return cls(*check_potentials(unary, transition, start, end, offsets, positions),
                    max(1, int(n_threads)))
 
     @property
@@ -220,7 +235,10 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
     Scaled forward-backward (each alpha row normalised, the log of its sum
     kept; exponentials of the transitions once per call and of each unary
     row once). A sequence whose scaled pass underflows (potentials of
-    magnitude ~700 or more) is recomputed in log space.
+    magnitude ~700 or more) is recomputed in log space. ``transition`` may
+    be a :class:`~sklearn_crfloss.inference.PositionTransitions`
+    (observation-dependent label bigrams): the pass then runs in log space
+    and ``transition_counts`` has the shape of its table.
 
     Parameters
     ----------
@@ -241,7 +259,9 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
     ValueError
         On inconsistent shapes (see :func:`check_potentials`).
     """
-    c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
+    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
+    if isinstance(c.transition, PositionTransitions):
+        return ForwardBackwardResult(*position_forward_backward(*c[:5], sample_weight))
     L = c.n_labels
     weights = (np.ones(c.n_seq) if sample_weight is None
                else np.ascontiguousarray(sample_weight, dtype=np.float64))
@@ -318,6 +338,10 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
 
     Notes
     -----
+    With position-dependent transitions
+    (:class:`~sklearn_crfloss.inference.PositionTransitions`) every sequence
+    runs in log space (NumPy, per token: the general path, slower than the
+    compiled kernel) and ``d_transition`` has the shape of their table.
     A sequence whose scaled pass underflows (potentials of magnitude ~700)
     is recomputed in log space, after shifting ``grad_marginals`` by a
     constant per row (which leaves the covariance unchanged) so that it is
@@ -330,7 +354,7 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     Z. Li, J. Eisner (2009). First- and second-order expectation semirings
     with applications to minimum-risk training on translation forests. EMNLP.
     """
-    c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
+    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     L = c.n_labels
     grad = np.ascontiguousarray(grad_marginals, dtype=np.float64)
     if grad.shape != c.unary.shape:
@@ -340,6 +364,8 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     if not np.all(np.isfinite(grad)):
         raise ValueError("grad_marginals contains NaN or infinite values")
     d_unary = np.zeros((c.n_tokens, L))
+    if isinstance(c.transition, PositionTransitions):  # the general path, in log space
+        return _position_vjp(c, grad, d_unary)
     nonempty, sub_offsets = _nonempty(c.offsets)
     if nonempty.shape[0] == 0:
         return d_unary, np.zeros((L, L)), np.zeros(L), np.zeros(L)
@@ -358,7 +384,7 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     d_start, d_end = boundary_acc.sum(axis=0)
     for k in np.flatnonzero(failed):
         s, e = sub_offsets[k], sub_offsets[k + 1]
-        dU, dT, ds, de = _marginals_vjp_log_space(
+        dU, dT, ds, de = marginals_vjp_log_space(
             c.unary[s:e], c.transition, c.start, c.end, grad[s:e]
         )
         d_unary[s:e] = dU
@@ -368,54 +394,18 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     return d_unary, d_trans, d_start, d_end
 
 
-def _marginals_vjp_log_space(unary, transition, start, end, grad):
-    """:func:`marginals_vjp` of one non-empty sequence, in log space (the fallback).
-
-    ``grad`` is shifted per row to be >= 1 (adding a constant to a row adds
-    a constant to ``g(y)``, which leaves every covariance unchanged), so the
-    expectation-semiring quantities are positive and have logarithms. The
-    rows are normalised as the scaled kernel's (alpha_hat, beta_hat), in log
-    space: every value keeps the magnitude of the potentials rather than of
-    log Z, so that rounding errors do not grow with the position.
-    """
-    n, L = unary.shape
-    G = grad - grad.min(axis=1, keepdims=True) + 1.0
-    log_G = np.log(G)
-    la = np.empty((n, L))   # log alpha_hat
-    lA = np.empty((n, L))   # log A (prefix-weighted by g), scaled as alpha_hat
-    lc = np.empty(n)        # log of the normalisers
-    x = start + unary[0]
-    X = x + log_G[0]
-    for t in range(n):
-        if t:
-            x = logsumexp(la[t - 1][:, None] + transition, axis=0) + unary[t]
-            X = np.logaddexp(logsumexp(lA[t - 1][:, None] + transition, axis=0) + unary[t],
-                             x + log_G[t])
-        lc[t] = logsumexp(x)
-        la[t] = x - lc[t]
-        lA[t] = X - lc[t]
-    lc_end = logsumexp(la[n - 1] + end)
-    lb = np.empty((n, L))   # log beta_hat
-    lB = np.full((n, L), -np.inf)  # log B (suffix-weighted by g), scaled as beta_hat
-    lb[n - 1] = end - lc_end
-    for t in range(n - 2, -1, -1):
-        nxt = unary[t + 1] + lb[t + 1]
-        lb[t] = logsumexp(transition + nxt[None, :], axis=1) - lc[t + 1]
-        lB[t] = logsumexp(
-            transition + unary[t + 1][None, :]
-            + np.logaddexp(lB[t + 1], log_G[t + 1] + lb[t + 1])[None, :], axis=1) - lc[t + 1]
-    gbar = np.exp(logsumexp(lA[n - 1] + end) - lc_end)
-    mu = np.exp(la + lb)
-    d_unary = np.exp(lA + lb) + np.exp(la + lB) - gbar * mu
-    d_trans = np.zeros((L, L))
-    for t in range(1, n):
-        step = transition + unary[t][None, :] - lc[t]
-        base = la[t - 1][:, None] + step
-        pair = np.exp(base + lb[t][None, :])
-        d_trans += (np.exp(lA[t - 1][:, None] + step + lb[t][None, :])
-                    + np.exp(base + np.logaddexp(lB[t], log_G[t] + lb[t])[None, :])
-                    - gbar * pair)
-    return d_unary, d_trans, d_unary[0].copy(), d_unary[n - 1].copy()
+def _position_vjp(c, grad, d_unary):
+    """:func:`marginals_vjp` with position-dependent transitions: each sequence in log space."""
+    table, index = c.transition
+    d_table, d_start, d_end = np.zeros_like(table), np.zeros(c.n_labels), np.zeros(c.n_labels)
+    for s, e in zip(c.offsets[:-1].tolist(), c.offsets[1:].tolist()):
+        if e > s:
+            d_unary[s:e], dT, ds, de = marginals_vjp_log_space(
+                c.unary[s:e], table, c.start, c.end, grad[s:e], index[s:e])
+            d_table += dT
+            d_start += ds
+            d_end += de
+    return d_unary, d_table, d_start, d_end
 
 
 @_chain_doc
@@ -424,6 +414,8 @@ def viterbi(unary, transition, start, end, offsets, n_threads=1):
 
     Max-product in the score domain (no exponentials): ``-inf`` transitions
     (forbidden pairs, e.g. decode-time constraints) are allowed.
+    ``transition`` may be a
+    :class:`~sklearn_crfloss.inference.PositionTransitions`.
 
     Parameters
     ----------
@@ -444,7 +436,9 @@ def viterbi(unary, transition, start, end, offsets, n_threads=1):
     ValueError
         On inconsistent shapes (see :func:`check_potentials`).
     """
-    c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
+    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
+    if isinstance(c.transition, PositionTransitions):
+        return position_viterbi(*c[:5])
     path = np.zeros(c.n_tokens, dtype=np.intp)
     score = np.zeros(c.n_seq)
     viterbi_batch(c.unary, c.transition, c.start, c.end, c.offsets, path, score,
@@ -513,7 +507,8 @@ def viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=1):
     ``n_best`` Viterbi passes in time, a backpointer table of
     ``n_tokens * n_best * n_labels`` int32 in memory. ``-inf`` potentials
     (decode-time constraints) are allowed: a sequence of score ``-inf`` is
-    never listed.
+    never listed. ``transition`` may be a
+    :class:`~sklearn_crfloss.inference.PositionTransitions`.
 
     Parameters
     ----------
@@ -553,12 +548,14 @@ def viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=1):
     """
     if isinstance(n_best, bool) or not isinstance(n_best, Integral) or n_best < 1:
         raise ValueError(f"n_best must be an integer >= 1, got {n_best!r}")
-    c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
+    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
+    table, index = (c.transition if isinstance(c.transition, PositionTransitions)
+                    else (c.transition[None], np.zeros(0, dtype=np.intp)))
     n_best = _n_labellings_cap(int(n_best), c.n_labels, np.diff(c.offsets))
     paths = np.zeros((n_best, c.n_tokens), dtype=np.intp)
     scores = np.full((c.n_seq, n_best), -np.inf)
     scores[np.diff(c.offsets) == 0, 0] = 0.0
-    n_best_batch(c.unary, c.transition, c.start, c.end, c.offsets, n_best, paths, scores,
+    n_best_batch(c.unary, table, index, c.start, c.end, c.offsets, n_best, paths, scores,
                  c.rows(n_best, dtype=np.int32), c.scratch(2 * n_best * c.n_labels),
                  np.empty((c.n_threads, n_best), dtype=np.int32), c.n_threads)
     return paths, scores
@@ -795,8 +792,9 @@ def sequence_scores(unary, transition, start, end, y, offsets):
     ----------
     unary : ndarray of shape (n_tokens, n_labels)
         Unary potentials (checked with :func:`check_potentials`).
-    transition : ndarray of shape (n_labels, n_labels)
-        Transition potentials, ``[i, j]`` for label ``i`` then ``j``.
+    transition : ndarray of shape (n_labels, n_labels) or PositionTransitions
+        Transition potentials, ``[i, j]`` for label ``i`` then ``j``
+        (position-dependent: :class:`~sklearn_crfloss.inference.PositionTransitions`).
     start, end : ndarray of shape (n_labels,)
         Potentials of the first and of the last label of a sequence.
     y : ndarray of int of shape (n_tokens,)
@@ -815,9 +813,11 @@ def sequence_scores(unary, transition, start, end, y, offsets):
         On inconsistent shapes (see :func:`check_potentials`) or labels out
         of range.
     """
-    c = _Chain.checked(unary, transition, start, end, offsets, 1)
+    c = _Chain.checked(unary, transition, start, end, offsets, 1, positions=True)
     unary, transition, start, end, offsets = c.unary, c.transition, c.start, c.end, c.offsets
     y = c.labels(y, "y")
+    if isinstance(transition, PositionTransitions):
+        return position_scores(unary, transition, start, end, y, offsets)
     n_seq = offsets.shape[0] - 1
     lengths = np.diff(offsets)
     seq_id = np.repeat(np.arange(n_seq), lengths)

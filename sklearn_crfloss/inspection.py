@@ -147,7 +147,13 @@ def transition_features(crf):
     """
     check_is_fitted(crf)
     labels = _label_list(crf)
-    return _nonzero_items(crf.transition_, labels, labels)
+    items = _nonzero_items(crf.transition_, labels, labels)
+    blocks = getattr(crf, "bigram_coef_", None)
+    if blocks is not None:  # observation-dependent label bigrams
+        for name, block in zip(crf.bigram_attributes_.tolist(), blocks):
+            items.update({(name, *pair): w for pair, w in
+                          _nonzero_items(block, labels, labels).items()})
+    return items
 
 
 @fill_doc(**TOP_STATE_FEATURES_DOC)
@@ -275,6 +281,9 @@ def explain_token(crf, x, token, *, against=None):
     {explain_returns}
     """
     check_is_fitted(crf)
+    if getattr(crf, "bigram_coef_", None) is not None:
+        raise ValueError("explain does not support taggers with observation-dependent label "
+                         "bigrams (bigram_coef_)")
     Xc, offsets = crf._vectorize([x])
     Xc.sum_duplicates()  # one entry per active attribute
     n = Xc.shape[0]

@@ -158,6 +158,8 @@ def export_crfsuite(estimator, path):
         saying why: non-zero start or end potentials (CRFsuite has none:
         train with ``boundary_potentials=False``), array input (CRFsuite
         attributes are named), hashed features (the names are unknown),
+        observation-dependent label bigrams (``bigram_coef_``: CRFsuite's
+        transitions are one matrix),
         non-string labels, MEA decoding or decode-time constraints (the
         CRFsuite tagger runs plain Viterbi), or two attributes with the
         same python-crfsuite name. Nothing is written then.
@@ -193,7 +195,8 @@ def export_crfsuite(estimator, path):
     elif separator(estimator._features) is None:
         why = ("it uses hashed features (feature_hashing), whose attribute names are "
                "unknown; train without feature_hashing")
-    elif estimator.transition_.shape != 2 * estimator.classes_.shape:
+    elif (estimator.transition_.shape != 2 * estimator.classes_.shape
+          or getattr(estimator, "bigram_coef_", None) is not None):
         why = "its transitions depend on the observations; CRFsuite's are one matrix"
     elif not all(isinstance(c, str) and "\0" not in c for c in estimator.classes_.tolist()):
         why = "CRFsuite labels are strings (without NUL characters); its labels are not"

@@ -36,6 +36,7 @@ from scipy.special import softmax
 from ._attributes import attribute_key, join_nested_keys
 from ._compat import Interval, StrOptions, validate_params
 from ._fit_args import check_validation_set, keyword_only_after_y
+from ._label_bigrams import check_no_bigrams
 from ._params import ParameterLayout
 from ._persistence import VersionedStateMixin
 from ._tagger import CRFTagger
@@ -488,6 +489,7 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
         features = SequenceVectorizer(base_params.get("min_freq", 1),
                                       base_params.get("feature_hashing"))
         Xc = sp.csr_matrix(features.fit_transform(kind, tokens, offsets))
+        check_no_bigrams(features, "LOPTagger")
         types = [entity_type(c) for c in classes]
         type_names = sorted({t for t in types if t is not None})
         inferred = {}

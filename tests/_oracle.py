@@ -16,7 +16,7 @@ from scipy.special import logsumexp
 from sklearn_crfloss.losses import enumerate_paths, loss_by_enumeration
 
 __all__ = ["brute_force", "enumerate_paths", "loss_by_enumeration", "markov_loss_by_enumeration",
-           "max_incorrect_by_enumeration", "path_score", "random_problem",
+           "max_incorrect_by_enumeration", "path_score", "position_brute_force", "random_problem",
            "segment_margin_by_enumeration", "two_best_by_enumeration", "window_log_prob"]
 
 
@@ -127,3 +127,36 @@ def segment_margin_by_enumeration(unary, transition, start, end, begin, stop, la
     carry = np.all(paths[:, begin:stop] == np.asarray(labels)[None, :], axis=1)
     other = scores[~carry].max() if np.any(~carry) else -np.inf
     return scores[carry].max(), other
+
+
+def position_brute_force(unary, transitions, start, end, offsets, sample_weight=None):
+    """log Z, marginals, expected counts per position and Viterbi by enumeration.
+
+    ``transitions`` of shape (n_tokens, L, L): the edge into token t scores
+    ``transitions[t]`` (observation-dependent label bigrams). Returns
+    ``log_z, marginals, pair (n_tokens, L, L) weighted, start_counts,
+    end_counts, best_path, best_score``.
+    """
+    n_tokens, L = unary.shape
+    w = np.ones(len(offsets) - 1) if sample_weight is None else np.asarray(sample_weight)
+    out = {"marg": np.zeros((n_tokens, L)), "pair": np.zeros((n_tokens, L, L)),
+           "bounds": np.zeros((2, L)), "path": np.zeros(n_tokens, dtype=np.intp)}
+    log_z, best = np.zeros(len(w)), np.zeros(len(w))
+    for k, (a, b) in enumerate(zip(offsets[:-1], offsets[1:])):
+        if a == b:
+            continue
+        paths, scores = enumerate_paths(unary[a:b], np.zeros((L, L)), start, end)
+        for t in range(1, b - a):  # the position's own transitions
+            scores = scores + transitions[a + t][paths[:, t - 1], paths[:, t]]
+        log_z[k] = logsumexp(scores)
+        prob = np.exp(scores - log_z[k])
+        for t in range(b - a):
+            out["marg"][a + t] = np.bincount(paths[:, t], weights=prob, minlength=L)
+            if t:
+                np.add.at(out["pair"][a + t], (paths[:, t - 1], paths[:, t]), w[k] * prob)
+        np.add.at(out["bounds"], (0, paths[:, 0]), w[k] * prob)
+        np.add.at(out["bounds"], (1, paths[:, -1]), w[k] * prob)
+        out["path"][a:b] = paths[np.argmax(scores)]
+        best[k] = scores.max()
+    return (log_z, out["marg"], out["pair"], out["bounds"][0], out["bounds"][1], out["path"],
+            best)

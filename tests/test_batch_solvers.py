@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn_crfloss import CRFTagger
 from sklearn_crfloss._objective import CRFObjective
 from sklearn_crfloss._params import ParameterLayout
-from sklearn_crfloss.losses import ConditionalLogLikelihood, get_loss
+from sklearn_crfloss.losses import ConditionalLogLikelihood, get_loss, get_loss_tags
 from sklearn_crfloss.priors import GaussianPrior, LaplacianPrior, get_prior
 from sklearn_crfloss.solvers import (
     LBFGS,
@@ -254,7 +254,7 @@ def test_default_mce_schedule_warms_up_from_zero_only():
     assert zero.n_parameters_ == fit.n_parameters_  # SGD trains the CLL layout
     assert fit.n_iter_ == 6  # from a CLL fit: QuickProp alone, on the CLL layout
     assert_array_equal(fit.coef_, qp.coef_)
-    schedule = make_solver(get_loss("mce_f").default_solver)
+    schedule = make_solver(get_loss_tags(get_loss("mce_f")).default_solver)
     assert schedule.for_start(from_zero=False).name == "quickprop"
     assert schedule.for_start(from_zero=True) is schedule
 

@@ -163,11 +163,14 @@ def test_contract_violations_are_named(loss, check, detail):
 
 def test_false_convexity_claim_fails():
     class ConvexPointwise(PointwiseLoss):
-        convex = True
+        def __loss_tags__(self):
+            tags = super().__loss_tags__()
+            tags.convex = True
+            return tags
 
     report = check_loss(ConvexPointwise(), raise_on_failure=False)
     assert {r.check for r in report.failed} == {"convexity"}
-    assert "convex = True, but the value is not convex along" in report.failed[0].detail
+    assert "declares convex, but the value is not convex along" in report.failed[0].detail
 
 
 def test_loss_without_definition_is_reported_as_skipped():

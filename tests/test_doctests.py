@@ -7,7 +7,7 @@ import pytest
 
 MODULES = [
     "sklearn_crfloss._tagger",
-    "sklearn_crfloss.metrics",
+    "sklearn_crfloss._segment_metrics",
     "sklearn_crfloss._flat",
     "sklearn_crfloss._attributes",
     "sklearn_crfloss.priors",
@@ -18,6 +18,7 @@ MODULES = [
     "sklearn_crfloss.lop",
     "sklearn_crfloss.dask",
     "sklearn_crfloss.losses._base",
+    "sklearn_crfloss.losses._registry",
     "sklearn_crfloss.losses._check",
     "sklearn_crfloss.io",
     "sklearn_crfloss._naming",

@@ -99,8 +99,9 @@ def test_literal_braces_and_percent_free_text():
         ("U00:%x[0, 0]", "invalid macro"),
         ("U%x[0,0]", "expected 'Uid:text'"),
         ("U 00:%x[0,0]", "expected 'Uid:text'"),
-        ("B00:%x[0,0]", "bigram templates with macros"),
-        ("B:%x[-1,0]/%x[0,0]", "bigram templates with macros"),
+        ("u:w=%X[0,0]", "Wapiti's %X, %t and %m"),
+        ("b:%x[@0,0]", "invalid macro"),
+        ("B 01:%x[0,0]", "expected 'Bid:text'"),
     ],
 )
 def test_invalid_template_lines(line, match):

@@ -8,6 +8,8 @@ rule applied after), with the definitions by enumeration, and with finite
 differences of the objective itself.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -18,7 +20,7 @@ from sklearn_crfloss._fused import fused_value_and_grad
 from sklearn_crfloss._objective import CRFObjective
 from sklearn_crfloss._params import ParameterLayout
 from sklearn_crfloss.losses import (BaseLoss, HammingCost, LabelwiseAccuracyLoss, PointwiseLoss, Risk,
-                                    SoftmaxMargin, check_loss)
+                                    SoftmaxMargin, check_loss, get_loss_tags)
 from sklearn_crfloss.losses._check import enumerate_paths
 from sklearn_crfloss.priors import GaussianPrior
 
@@ -196,13 +198,8 @@ class ThroughFeatures(BaseLoss):
         self.inner.set_classes(classes)
         return self
 
-    @property
-    def supports_token_weight(self):
-        return self.inner.supports_token_weight
-
-    @property
-    def convex(self):
-        return self.inner.convex
+    def __loss_tags__(self):
+        return dataclasses.replace(get_loss_tags(self.inner), stages=None)
 
     def value_and_grad(self, unary, transition, start, end, y, offsets, sample_weight=None,
                        n_threads=1, token_weight=None):

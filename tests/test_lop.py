@@ -236,7 +236,7 @@ def test_pool_and_experts_are_fitted_taggers():
     assert pool.n_iter_ == lop.weights_n_iter_ > 0
     assert pool.converged_ is True and len(pool.loss_curve_) == pool.n_iter_
     # objective_: the pool's negative training log-likelihood at its weights.
-    unary, offsets = pool._potentials(X)
+    unary, offsets, _ = pool._potentials(X)
     y_enc = np.searchsorted(pool.classes_, np.concatenate(y))
     nll = ConditionalLogLikelihood().value_and_grad(unary, pool.transition_, pool.start_,
                                                     pool.end_, y_enc, offsets)[0]
@@ -317,7 +317,7 @@ def test_cv_weights_maximise_the_held_out_likelihood():
         Xt, yt = [X[i] for i in test], [y[i] for i in test]
         unary_offsets = [e._potentials(Xt) for e in fold.experts_]
         parts = [(u, e.transition_, e.start_, e.end_)
-                 for (u, _), e in zip(unary_offsets, fold.experts_)]
+                 for (u, _, _), e in zip(unary_offsets, fold.experts_)]
         y_enc = np.searchsorted(fold.classes_, np.concatenate(yt))
         blocks.append((parts, y_enc, unary_offsets[0][1]))
     expected, _ = _fit_weights(blocks, max_iter=200, tol=1e-7)

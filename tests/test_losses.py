@@ -22,6 +22,7 @@ from sklearn_crfloss.losses import (
     SoftmaxMargin,
     check_loss,
     get_loss,
+    get_loss_tags,
 )
 from sklearn_crfloss.losses._check import _finite_differences
 from sklearn_crfloss.priors import PRIORS, GaussianPrior, HyperbolicPrior, get_prior
@@ -230,7 +231,7 @@ def test_convex_flag_holds_along_random_lines(name):
     # potentials (linear in the parameters): check it both ways.
     loss = named_loss(name)
     bad = _along_line_violations(loss, np.random.default_rng(11))
-    if loss.convex:
+    if get_loss_tags(loss).convex:
         assert bad == 0
     else:
         assert bad > 0

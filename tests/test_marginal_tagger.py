@@ -53,7 +53,7 @@ def test_iob2_constraints_by_enumeration(decoder):
     crf.transition_[o, inp] += 2.0  # favour invalid O -> I-NP and I-NP -> I-VP
     crf.transition_[inp, ivp] += 2.0
     crf.start_[inp] += 2.0
-    unary, offsets = crf._potentials(X)
+    unary, offsets, _ = crf._potentials(X)
     classes = crf.classes_
     rules = iob2_allowed(classes)
     L = classes.shape[0]

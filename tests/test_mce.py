@@ -199,6 +199,7 @@ from sklearn_crfloss.losses import (  # noqa: E402
     MinimumClassificationError,
     SegmentFScoreMCE,
     get_loss,
+    get_loss_tags,
 )
 
 from _oracle import loss_by_enumeration  # noqa: E402
@@ -395,7 +396,7 @@ def test_mce_f_needs_class_names_and_valid_params():
 def test_registry_names():
     assert isinstance(get_loss("mce"), MinimumClassificationError)
     assert isinstance(get_loss("mce_f"), SegmentFScoreMCE)
-    assert not get_loss("mce_f").convex and get_loss("mce").needs_init
+    assert not get_loss_tags(get_loss("mce_f")).convex and get_loss_tags(get_loss("mce")).needs_init
 
 
 # ----------------------------------------------------------- the estimator

@@ -8,7 +8,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_crfloss import CRFTagger
-from sklearn_crfloss.losses import MIRA, MaxMargin, StructuredPerceptron
+from sklearn_crfloss.losses import MIRA, MaxMargin, StructuredPerceptron, get_loss_tags
 
 from _oracle import enumerate_paths, random_problem
 from conftest import make_toy_chunks
@@ -126,5 +126,7 @@ def test_mira_step_is_clipped_by_C():
 
 
 def test_loss_flags():
-    assert not MaxMargin.smooth and MaxMargin.default_solver == "sgd"
-    assert StructuredPerceptron.default_solver == "perceptron" and MIRA.default_solver == "mira"
+    tags = get_loss_tags(MaxMargin())
+    assert not tags.smooth and tags.default_solver == "sgd"
+    assert get_loss_tags(StructuredPerceptron()).default_solver == "perceptron"
+    assert get_loss_tags(MIRA()).default_solver == "mira"

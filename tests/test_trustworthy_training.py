@@ -14,6 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_crfloss import CRFTagger
 from sklearn_crfloss.solvers import ConvergenceMonitor
+from sklearn_crfloss.losses import SegmentFScoreMCE
 
 from conftest import make_toy_chunks
 
@@ -243,8 +244,13 @@ def test_mce_f_sees_chunks_not_their_encoding(toy):
     assert values[1] == pytest.approx(values[0], rel=1e-12)
     assert values[2] == pytest.approx(values[0], rel=1e-12)
     assert fits[1][0].tag_schemes_ == ("iob1", "iob2")
-    # As given, IOB1 labels give MCE-F two encodings of one chunk: fit says so.
-    _, caught = _fit(CRFTagger(loss="mce_f", init="cll", max_iter=2), X, iob1)
+    # As given, IOB1 labels give MCE-F on label strings two encodings of one
+    # chunk: fit says so; on chunks there is nothing to say.
+    labels = SegmentFScoreMCE(segment_match="labels")
+    _, caught = _fit(CRFTagger(loss=labels, init="cll", max_iter=2), X, iob1)
     assert any("tag_scheme='iob2'" in m for _, m in caught)
-    _, caught = _fit(CRFTagger(loss="mce_f", init="cll", max_iter=2), X, y)
+    _, caught = _fit(CRFTagger(loss=labels, init="cll", max_iter=2), X, y)
+    assert not any("tag_scheme='iob2'" in m for _, m in caught)
+    chunks = SegmentFScoreMCE(segment_match="chunks")
+    _, caught = _fit(CRFTagger(loss=chunks, init="cll", max_iter=2), X, iob1)
     assert not any("tag_scheme='iob2'" in m for _, m in caught)

@@ -3,8 +3,8 @@
 Each loss family lives in its own module and registers its classes in
 :data:`LOSSES` under the name accepted by ``CRFTagger(loss=...)``. To add a
 loss: subclass :class:`BaseLoss`, implement ``value_and_grad`` on potentials,
-declare the hyperparameters' ranges in ``_parameter_constraints``, set the
-class flags, declare its definition by enumeration
+declare the hyperparameters' ranges in ``_parameter_constraints``, declare
+its capabilities (:class:`LossTags`, returned by ``__loss_tags__``), declare its definition by enumeration
 (:meth:`BaseLoss.enumerated_loss`), add it to :data:`LOSSES`, and
 :func:`check_loss` (run on every registered loss by ``tests/test_losses.py``)
 checks its value against that definition and its gradient against finite
@@ -12,7 +12,7 @@ differences. A loss of one's own, not registered, is checked the same way
 with ``check_loss(MyLoss())``.
 """
 
-from ._base import BaseLoss
+from ._base import BaseLoss, LossTags, get_loss_tags
 from ._check import (
     LossCheckError,
     LossCheckReport,
@@ -39,6 +39,8 @@ __all__ = ["LOSSES", "BaseLoss", "ConditionalLogLikelihood", "CostSensitiveLoss"
            "JensenRiskBound", "LabelCost", "LabelwiseAccuracyLoss", "MIRA", "MaxMargin",
            "MinimumClassificationError", "MixedLoss", "PointwiseLoss", "Risk",
            "SegmentFScoreMCE", "SoftmaxMargin", "StructuredPerceptron", "get_loss",
+           # the declared capabilities of a loss
+           "LossTags", "get_loss_tags",
            # checking a loss (the loss author's tools)
            "LossCheckError", "LossCheckReport", "LossCheckResult", "check_loss",
            "enumerate_paths", "loss_by_enumeration"]

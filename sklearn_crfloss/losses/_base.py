@@ -1,12 +1,14 @@
 """Base class of training losses: the contract every loss implements."""
 
+from dataclasses import dataclass, field
+
 import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator
 
 from ..inference import inner_positions
 
-__all__ = ["BaseLoss"]
+__all__ = ["BaseLoss", "LossTags", "get_loss_tags"]
 
 
 class BaseLoss(BaseEstimator):
@@ -36,31 +38,26 @@ class BaseLoss(BaseEstimator):
     ----------
     name : str
         The registry name (``CRFTagger(loss=name)``).
-    convex : bool, default=True
-        Whether the loss is convex in the parameters (the registry tests
-        check it along random lines).
-    smooth : bool, default=True
-        Whether it is differentiable everywhere. The ``'lbfgs'`` solver
-        refuses a loss that is not, unless the loss names it as its
-        ``default_solver`` (MCE: smooth but at ties of its best incorrect
-        output).
-    needs_init : bool, default=False
-        Whether training should start from a CLL fit (``init='cll'``):
-        :class:`~sklearn_crfloss.CRFTagger` warns when such a loss that is
-        not smooth starts L-BFGS from zero.
-    default_solver : str, default='lbfgs'
-        The solver of :data:`sklearn_crfloss.solvers.SOLVERS` used when the
-        estimator's ``solver`` is None. A loss whose default is a
-        mistake-driven rule (``'perceptron'``, ``'mira'``) accepts no other.
-    supports_token_weight : bool, default=False
-        Whether :meth:`value_and_grad` accepts ``token_weight=`` (per-token
-        weights, ``CRFTagger.fit(token_weight=...)``); the objective passes
-        them only to such losses.
 
-    The estimator reads nothing else from a loss but the two methods
-    :meth:`set_classes` and :meth:`stages`, which objects not derived from
-    this class may omit (the defaults below apply), and
-    :meth:`value_and_grad`.
+    What a loss is (convex, smooth, its default solver, ...) is declared in
+    one record, :class:`LossTags`, which :meth:`__loss_tags__` returns and
+    which training reads through :func:`get_loss_tags`, as scikit-learn's
+    ``__sklearn_tags__`` is for estimators. A subclass changes the fields
+    that differ from its parent's:
+
+    >>> from sklearn_crfloss.losses import BaseLoss, get_loss_tags
+    >>> class MyLoss(BaseLoss):
+    ...     name = "my_loss"
+    ...     def __loss_tags__(self):
+    ...         tags = super().__loss_tags__()
+    ...         tags.convex = False
+    ...         return tags
+    >>> get_loss_tags(MyLoss()).convex
+    False
+
+    The estimator reads nothing else from a loss but this record and
+    :meth:`value_and_grad` (and :meth:`set_classes` when the record's
+    ``needs_classes`` is set).
 
     A loss may also declare its **definition by enumeration**, a slow
     reference that :func:`~sklearn_crfloss.losses.check_loss` compares
@@ -83,11 +80,26 @@ class BaseLoss(BaseEstimator):
     _parameter_constraints: dict = {}
 
     name = None
-    convex = True
-    smooth = True
-    needs_init = False
-    default_solver = "lbfgs"
-    supports_token_weight = False
+
+    def __loss_tags__(self):
+        """The loss's declared capabilities (see :class:`LossTags`).
+
+        Override it in a subclass to change fields: call
+        ``super().__loss_tags__()``, set them, return the record.
+
+        Returns
+        -------
+        LossTags
+            Here: ``name`` from the class attribute, ``convex=True``,
+            ``needs_classes=True``, ``stages`` from :meth:`stages`, and the
+            other fields at their defaults.
+
+        Raises
+        ------
+        ValueError
+            If :meth:`stages` refuses the loss's schedule.
+        """
+        return LossTags(name=self.name, convex=True, needs_classes=True, stages=self.stages())
 
     def stages(self):
         """The losses to train in turn, each from the last one's solution.
@@ -251,6 +263,96 @@ class BaseLoss(BaseEstimator):
             Gradients of ``value`` with respect to each potential.
         """
         raise NotImplementedError
+
+
+@dataclass
+class LossTags:
+    """The capabilities of a loss that training reads (``BaseLoss.__loss_tags__``).
+
+    Parameters
+    ----------
+    name : str or None, default=None
+        The registry name (``CRFTagger(loss=name)``); None for a loss that
+        is not registered.
+    convex : bool, default=False
+        Whether the loss is convex in the parameters
+        (:func:`~sklearn_crfloss.losses.check_loss` then checks it along
+        random lines). :class:`BaseLoss` declares True.
+    smooth : bool, default=True
+        Whether it is differentiable everywhere. The ``'lbfgs'`` solver
+        refuses a loss that is not, unless the loss names it as its
+        ``default_solver`` or ``needs_init`` is set (MCE: smooth but at ties
+        of its best incorrect output).
+    needs_init : bool, default=False
+        Whether training should start from a CLL fit (``init='cll'``):
+        :class:`~sklearn_crfloss.CRFTagger` warns when such a loss that is
+        not smooth starts L-BFGS from zero.
+    default_solver : str, default='lbfgs'
+        The solver of :data:`sklearn_crfloss.solvers.SOLVERS` used when the
+        estimator's ``solver`` is None. A loss whose default is a
+        mistake-driven rule (``'perceptron'``, ``'mira'``) accepts no other.
+    supports_token_weight : bool, default=False
+        Whether ``value_and_grad`` accepts ``token_weight=`` (per-token
+        weights, ``CRFTagger.fit(token_weight=...)``); the objective passes
+        them only to such losses.
+    additive : bool, default=True
+        Whether the value is a sum over sequences (of ``sample_weight``
+        times the loss of each), so that the loss of a batch is the sum of
+        the losses of its parts. :class:`~sklearn_crfloss.dask.DaskCRFTagger`
+        sums the parts held by its workers and refuses a loss that is not
+        (a ratio of corpus-level sums such as an F-score).
+    needs_classes : bool, default=False
+        Whether training calls ``set_classes(classes)`` (the label names)
+        before the first evaluation. :class:`BaseLoss` declares True.
+    stages : list of loss objects or None, default=None
+        The losses to train in turn, each from the last one's solution (an
+        annealing schedule); None: the loss itself, one stage.
+    """
+
+    name: str = None
+    convex: bool = False
+    smooth: bool = True
+    needs_init: bool = False
+    default_solver: str = "lbfgs"
+    supports_token_weight: bool = False
+    additive: bool = True
+    needs_classes: bool = False
+    stages: list = field(default=None, repr=False)
+
+
+def get_loss_tags(loss):
+    """The declared capabilities of a loss: ``loss.__loss_tags__()``.
+
+    The one place where the defaults of a loss object that declares no
+    record (an object with ``value_and_grad`` only) are set.
+
+    Parameters
+    ----------
+    loss : loss object
+        A :class:`BaseLoss` or any object with ``value_and_grad``.
+
+    Returns
+    -------
+    LossTags
+        Its ``stages`` always a non-empty list (``[loss]`` for one stage).
+
+    Raises
+    ------
+    ValueError
+        If the loss's schedule of stages is invalid.
+
+    Examples
+    --------
+    >>> from sklearn_crfloss.losses import get_loss, get_loss_tags
+    >>> tags = get_loss_tags(get_loss("mce"))
+    >>> tags.smooth, tags.needs_init, tags.default_solver
+    (False, True, 'suzuki2006')
+    """
+    method = getattr(type(loss), "__loss_tags__", None)
+    tags = LossTags() if method is None else method(loss)
+    if tags.stages is None:
+        tags.stages = [loss]
+    return tags
 
 
 def gold_counts(y, offsets, n_labels, sample_weight=None):

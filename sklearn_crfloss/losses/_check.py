@@ -16,6 +16,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .._compat import Interval, validate_parameter_constraints
+from ._base import get_loss_tags
 
 __all__ = ["LossCheckError", "LossCheckReport", "LossCheckResult", "check_loss",
            "enumerate_paths", "loss_by_enumeration"]
@@ -394,7 +395,7 @@ def check_loss(loss, *, classes=DEFAULT_CLASSES, lengths=(1, 2, 5, 3), n_problem
         grad_atol + grad_rtol |numeric|``; a failure names the worst entry
         (e.g. ``d_transition[0, 2]``).
     ``convexity``
-        If the loss claims ``convex = True``: the value is convex along 10
+        If the loss declares ``convex`` (:class:`~sklearn_crfloss.losses.LossTags`): the value is convex along 10
         random lines in potential space.
 
     A non-smooth loss (max-margin, perceptron) is checked where it is
@@ -486,10 +487,11 @@ def check_loss(loss, *, classes=DEFAULT_CLASSES, lengths=(1, 2, 5, 3), n_problem
         raise ValueError(f"classes must name at least 2 labels, got {classes!r}")
     if not lengths or min(lengths) < 1:
         raise ValueError(f"lengths must be sequence lengths >= 1, got {lengths!r}")
-    if callable(getattr(loss, "set_classes", None)):
+    tags = get_loss_tags(loss)
+    if tags.needs_classes:
         loss.set_classes(classes)
     rng = check_random_state(random_state)
-    token_weighted = bool(getattr(loss, "supports_token_weight", False))
+    token_weighted = tags.supports_token_weight
     report = LossCheckReport(loss=repr(loss), setup=(
         f"{n_problems} random draws (random_state={random_state!r}) of {len(lengths)} "
         f"sequences of lengths {lengths} over the labels {[str(c) for c in classes]}, "
@@ -531,7 +533,7 @@ def _run_checks(report, k, loss, prob, rng, value_rtol, grad_rtol, grad_atol, ep
         record(name, lambda weighted=weighted, name=name: _value_result(
             name, k, loss, prob, weighted, value_rtol))
     record("gradient", lambda: _gradient_result(k, loss, prob, grad_rtol, grad_atol, eps))
-    if getattr(loss, "convex", False):
+    if get_loss_tags(loss).convex:
         record("convexity", lambda: _convexity_result(k, loss, prob, rng))
 
 
@@ -562,5 +564,5 @@ def _gradient_result(k, loss, prob, rtol, atol, eps):
 def _convexity_result(k, loss, prob, rng, n_lines=10):
     bad = _convexity_violations(loss, prob, rng, n_lines)
     return LossCheckResult("convexity", k, "failed" if bad else "passed",
-                           detail=f"convex = True, but the value is not convex along {bad} of "
+                           detail=f"declares convex, but the value is not convex along {bad} of "
                            f"{n_lines} random lines in potential space")

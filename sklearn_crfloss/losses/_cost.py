@@ -230,8 +230,6 @@ class SoftmaxMargin(CostSensitiveLoss):
     """
 
     name = "softmax_margin"
-    convex = True
-    smooth = True
 
     def value_and_grad(self, unary, transition, start, end, y, offsets,
                        sample_weight=None, n_threads=1):
@@ -259,8 +257,12 @@ class _ExpectedCostLoss(CostSensitiveLoss):
     Eq. 7), they are trained by L-BFGS from a CLL fit.
     """
 
-    convex = False
-    needs_init = True
+    def __loss_tags__(self):
+        # Docstring inherited.
+        tags = super().__loss_tags__()
+        tags.convex = False
+        tags.needs_init = True
+        return tags
 
 
 @fill_doc(cost_sections=COST_LOSS_SECTIONS)

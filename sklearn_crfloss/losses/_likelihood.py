@@ -3,7 +3,7 @@
 import numpy as np
 from scipy.special import logsumexp
 
-from ..inference import forward_backward
+from ..inference import PositionTransitions, forward_backward, position_gold_counts
 from ._base import BaseLoss, enumerated_gold_score, gold_counts
 
 __all__ = ["ConditionalLogLikelihood"]
@@ -30,8 +30,6 @@ class ConditionalLogLikelihood(BaseLoss):
     """
 
     name = "cll"
-    convex = True
-    smooth = True
 
     def value_and_grad(self, unary, transition, start, end, y, offsets,
                        sample_weight=None, n_threads=1):
@@ -42,6 +40,9 @@ class ConditionalLogLikelihood(BaseLoss):
         token_weight, gold_trans, gold_start, gold_end = gold_counts(
             y, offsets, n_labels, sample_weight
         )
+        if isinstance(transition, PositionTransitions):  # counts per matrix of the table
+            gold_trans = position_gold_counts(transition, y, offsets, sample_weight)
+            transition = transition.table
         # sum_i w_i score(y_i), from the gold counts: no per-sequence pass.
         rows = np.arange(y.shape[0])
         gold_unary = unary[rows, y]

@@ -52,9 +52,13 @@ class MaxMargin(CostSensitiveLoss):
     """
 
     name = "max_margin"
-    convex = True
-    smooth = False
-    default_solver = "sgd"
+
+    def __loss_tags__(self):
+        # Docstring inherited.
+        tags = super().__loss_tags__()
+        tags.smooth = False
+        tags.default_solver = "sgd"
+        return tags
 
     def value_and_grad(self, unary, transition, start, end, y, offsets,
                        sample_weight=None, n_threads=1):
@@ -87,9 +91,13 @@ class StructuredPerceptron(BaseLoss):
     """
 
     name = "perceptron"
-    convex = True
-    smooth = False
-    default_solver = "perceptron"
+
+    def __loss_tags__(self):
+        # Docstring inherited.
+        tags = super().__loss_tags__()
+        tags.smooth = False
+        tags.default_solver = "perceptron"
+        return tags
 
     def value_and_grad(self, unary, transition, start, end, y, offsets,
                        sample_weight=None, n_threads=1):
@@ -121,6 +129,9 @@ class MIRA(MaxMargin):
     """
 
     name = "mira"
-    convex = True
-    smooth = False
-    default_solver = "mira"
+
+    def __loss_tags__(self):
+        # Docstring inherited.
+        tags = super().__loss_tags__()
+        tags.default_solver = "mira"
+        return tags

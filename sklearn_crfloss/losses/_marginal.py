@@ -88,7 +88,19 @@ def _enumerated_pointwise(paths, scores, gold, token_weight):
     return -float(np.dot(tw, np.log(mu)))
 
 
-class PointwiseLoss(BaseLoss):
+class _MarginalLoss(BaseLoss):
+    """What the losses of the marginals share: nonconvex, from a CLL fit, token weights."""
+
+    def __loss_tags__(self):
+        # Docstring inherited.
+        tags = super().__loss_tags__()
+        tags.convex = False
+        tags.needs_init = True
+        tags.supports_token_weight = True
+        return tags
+
+
+class PointwiseLoss(_MarginalLoss):
     """Pointwise (marginal) log loss (``loss='pointwise'``).
 
     ``L_0 = - sum_i w_i sum_t w_t log p(y_t = y*_t | x_i)``, Tsuboi & Kashima
@@ -110,10 +122,6 @@ class PointwiseLoss(BaseLoss):
     """
 
     name = "pointwise"
-    convex = False
-    smooth = True
-    needs_init = True
-    supports_token_weight = True
 
     def value_and_grad(self, unary, transition, start, end, y, offsets,
                        sample_weight=None, n_threads=1, token_weight=None):
@@ -141,7 +149,7 @@ class PointwiseLoss(BaseLoss):
         return _enumerated_pointwise(paths, scores, gold, token_weight)
 
 
-class MixedLoss(BaseLoss):
+class MixedLoss(_MarginalLoss):
     """λ-mixed loss of Tsuboi & Kashima (``loss='mixed'``).
 
     ``L_λ = λ L_1 + (1 - λ) L_0`` (Definition 3, Eqs. (3.6)-(3.7)): ``L_1``
@@ -183,10 +191,6 @@ class MixedLoss(BaseLoss):
     """
 
     name = "mixed"
-    convex = False
-    smooth = True
-    needs_init = True
-    supports_token_weight = True
 
     _parameter_constraints: dict = {
         "lam": [Interval(Real, 0, 1, closed="both")],
@@ -252,7 +256,7 @@ class MixedLoss(BaseLoss):
                                                                token_weight)
 
 
-class LabelwiseAccuracyLoss(BaseLoss):
+class LabelwiseAccuracyLoss(_MarginalLoss):
     """Maximum labelwise accuracy (Gross et al. 2006), ``loss='labelwise'``.
 
     Gross et al. maximise (Eq. (9))
@@ -304,10 +308,6 @@ class LabelwiseAccuracyLoss(BaseLoss):
     """
 
     name = "labelwise"
-    convex = False
-    smooth = True
-    needs_init = True
-    supports_token_weight = True
 
     _parameter_constraints: dict = {
         "alpha": [_POSITIVE, "array-like"],

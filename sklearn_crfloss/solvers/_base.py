@@ -2,6 +2,8 @@
 
 from sklearn.base import BaseEstimator
 
+from ..losses._base import get_loss_tags
+
 __all__ = ["BaseSolver"]
 
 
@@ -65,7 +67,7 @@ class BaseSolver(BaseEstimator):
             solver is not that rule. Subclasses add their own conditions
             and call this one.
         """
-        default = getattr(loss, "default_solver", None)
+        default = get_loss_tags(loss).default_solver
         if isinstance(default, str) and default in ("perceptron", "mira") \
                 and default != self.name:
             raise ValueError(f"loss={default!r} is trained by its own online rule; leave "

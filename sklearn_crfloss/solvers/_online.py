@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
+from ..losses._base import get_loss_tags
 from ._base import BaseSolver
 
 __all__ = ["MIRA", "OnlineState", "StructuredPerceptron", "random_generator"]
@@ -177,9 +178,10 @@ class _MistakeDriven(_OnlineSolver):
 
     def check(self, loss, prior):
         # Docstring inherited.
-        if getattr(loss, "default_solver", None) != self.name:
+        tags = get_loss_tags(loss)
+        if tags.default_solver != self.name:
             raise ValueError(f"solver={self.name!r} trains loss={self.name!r} only, not "
-                             f"{getattr(loss, 'name', loss)!r}.")
+                             f"{tags.name or loss!r}.")
 
     def _start(self, params, prior, C, n_seq):
         self._sums = [np.zeros_like(p) for p in params] if self.average else None

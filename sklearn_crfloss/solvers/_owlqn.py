@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from ..losses._base import get_loss_tags
 from ._base import BaseSolver
 
 __all__ = ["OWLQN", "minimize_liblbfgs"]
@@ -161,9 +162,10 @@ def check_line_search_loss(loss, solver):
     ValueError
         Naming ``solver`` and the loss.
     """
-    if not getattr(loss, "smooth", True) and not getattr(loss, "needs_init", False):
+    tags = get_loss_tags(loss)
+    if not tags.smooth and not tags.needs_init:
         raise ValueError(
-            f"loss={getattr(loss, 'name', loss)!r} is not differentiable where its best "
+            f"loss={tags.name or loss!r} is not differentiable where its best "
             f"path changes: {solver} does not apply, use solver='sgd'.")
 
 

@@ -1,4 +1,9 @@
-"""Schedules of solvers: ``solver=[('sgd', 10), 'quickprop']``."""
+"""Schedules of solvers (``solver=[('sgd', 10), 'quickprop']``) and the solver registry.
+
+A schedule resolves its stages by :func:`make_solver`, and :func:`make_solver`
+turns a list into a schedule: both live here, with :data:`SOLVERS`, so that
+no two modules of the package import each other.
+"""
 
 import copy
 import warnings
@@ -7,9 +12,17 @@ from numbers import Integral
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .._registry import resolve
+from ..losses._base import get_loss_tags
 from ._base import BaseSolver
+from ._lbfgs import LBFGS
+from ._online import MIRA, StructuredPerceptron
+from ._owlqn import OWLQN
+from ._quickprop import QuickProp
+from ._rprop import Rprop
+from ._sgd import SGD
 
-__all__ = ["Schedule", "Suzuki2006"]
+__all__ = ["SOLVERS", "Schedule", "Suzuki2006", "default_solver", "make_solver"]
 
 
 def _child_monitor(parent, max_iter, stage, offset):
@@ -135,8 +148,6 @@ class Schedule(BaseSolver):
         ValueError
             On an empty list, a malformed stage or an unknown name.
         """
-        from . import make_solver
-
         stages = self.stages
         if isinstance(stages, (str, BaseSolver)) or not hasattr(stages, "__len__"):
             raise ValueError(f"a schedule is a list of stages, got {stages!r}")
@@ -269,3 +280,91 @@ class Suzuki2006(Schedule):
 
     def __init__(self, stages=(("sgd", 10), "quickprop"), warm_up=1):
         super().__init__(stages, warm_up=warm_up)
+
+
+#: Registry of solver names accepted by ``CRFTagger(solver=...)``.
+SOLVERS = {
+    "lbfgs": LBFGS,
+    "owlqn": OWLQN,
+    "rprop": Rprop,
+    "quickprop": QuickProp,
+    "sgd": SGD,
+    "perceptron": StructuredPerceptron,
+    "mira": MIRA,
+    "suzuki2006": Suzuki2006,
+}
+
+# What CRFTagger reads of a solver besides ``solve`` (BaseSolver defines them all).
+_SOLVER_INTERFACE = ("check", "name", "dense_states", "default_max_iter")
+
+
+def make_solver(solver, **params):
+    """A solver of the registry, a solver object or a schedule, ready to train.
+
+    Parameters
+    ----------
+    solver : str, BaseSolver or list
+        A key of :data:`SOLVERS`; a solver object (an unfitted copy is
+        used, its hyperparameters as given); or a list (or tuple) of stages,
+        which becomes a :class:`Schedule` (see there for the syntax,
+        e.g. ``[('sgd', 10), 'quickprop']``).
+    **params
+        Candidate hyperparameters (e.g. the estimator's ``eta0``,
+        ``average``, ``random_state``) for a named solver and the named
+        stages of a schedule; those a solver's ``__init__`` does not take
+        are ignored.
+
+    Returns
+    -------
+    BaseSolver
+
+    Raises
+    ------
+    ValueError
+        If a name is not registered, or a schedule is malformed.
+    TypeError
+        If ``solver`` is neither a name, a list nor an object with ``solve``,
+        or an object without the rest of :class:`BaseSolver`'s interface
+        (``check``, ``name``, ``dense_states``, ``default_max_iter``).
+    """
+    if isinstance(solver, (list, tuple)):
+        solver = Schedule(list(solver))
+    obj = resolve(solver, SOLVERS, "solver", method="solve")
+    if isinstance(obj, Schedule):
+        return obj.bind(**params)
+    if not isinstance(solver, str):
+        missing = [a for a in _SOLVER_INTERFACE if not hasattr(obj, a)]
+        if missing:
+            raise TypeError(
+                f"The solver object {type(obj).__name__} has 'solve' but not "
+                f"{', '.join(repr(a) for a in missing)}, which training also uses: derive it "
+                "from sklearn_crfloss.solvers.BaseSolver (which defines them) or define them.")
+        return obj
+    return obj.set_params(**{k: v for k, v in params.items()
+                             if k in obj.get_params(deep=False)})
+
+
+def default_solver(loss, prior):
+    """The solver ``CRFTagger(solver=None)`` trains ``loss`` with ``prior`` by.
+
+    The loss's ``default_solver`` (``'lbfgs'`` for smooth losses; a
+    schedule for ``'mce'`` and ``'mce_f'``; the online rules for the margin
+    losses), except that a smooth loss with ``prior='l1'`` or ``'elasticnet'`` trains with
+    ``'owlqn'`` (OWL-QN; see the solvers guide for the measurements).
+
+    Parameters
+    ----------
+    loss : loss object
+    prior : prior object
+
+    Returns
+    -------
+    str or tuple
+        A name of :data:`SOLVERS` or a schedule (for :func:`make_solver`).
+    """
+    from ..priors import LaplacianPrior
+
+    default = get_loss_tags(loss).default_solver
+    if isinstance(default, str) and default == "lbfgs" and isinstance(prior, LaplacianPrior):
+        return "owlqn"
+    return default

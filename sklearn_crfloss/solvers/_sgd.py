@@ -44,8 +44,10 @@ import warnings
 import numpy as np
 
 from .._compat import Interval, StrOptions, validate_parameter_constraints
+from .._objective import kernel_csr
 from .._sgd import batch_potentials, sgd_pass, sgd_step
 from ..losses import ConditionalLogLikelihood, MaxMargin, SoftmaxMargin
+from ..losses._base import get_loss_tags
 from ..priors import GaussianPrior, NoPrior
 from .._vectorize import column_counts
 from ._base import BaseSolver
@@ -84,7 +86,6 @@ class _ScaledModel:
 
     def __init__(self, objective, x0, loss, kind, cost, average_start, resume=None):
         layout = objective.layout
-        from .._objective import _kernel_csr  # _objective imports the solvers
 
         X = objective._X  # as stored (int8 indicators stay int8: no float64 copy)
         L = layout.n_labels
@@ -101,7 +102,7 @@ class _ScaledModel:
                  else np.arange(X.shape[1]))
         self.rank = np.empty_like(order)
         self.rank[order] = np.arange(order.shape[0])
-        indptr, indices, data, binary = _kernel_csr(X)
+        indptr, indices, data, binary = kernel_csr(X)
         self.csr = (indptr, np.ascontiguousarray(self.rank[indices], dtype=np.int32), data,
                     binary)
         self.y = np.ascontiguousarray(objective.y, dtype=np.intp)
@@ -111,7 +112,7 @@ class _ScaledModel:
         self.weights = (np.ones(n_seq) if objective.sample_weight is None
                         else np.ascontiguousarray(objective.sample_weight, dtype=np.float64))
         self.token_weight = (objective.token_weight
-                             if getattr(loss, "supports_token_weight", False) else None)
+                             if get_loss_tags(loss).supports_token_weight else None)
         if resume is not None:
             self.W, self.tail, self.mask, self.BW, self.Btail, self.state = (
                 resume.W, resume.tail, resume.mask, resume.BW, resume.Btail, resume.state)
@@ -450,15 +451,19 @@ class SGD(BaseSolver):
             return n_seq if self.average else None
         return int(self.average)
 
-    def solve(self, objective, loss, prior, C, x0, monitor):
-        # Docstring inherited.
-        self.check(loss, prior)
-        n_seq = objective.offsets.shape[0] - 1
+    def _start(self, objective, x0, loss, average_start):
+        """The scaled model of a run from ``x0`` and its minibatch size."""
         kind, cost = _compiled_kind(loss, objective.layout.n_labels)
         batch = self.batch_size
         if batch == "auto":
             batch = 1 if kind is not None else self.generic_batch_size
-        model = _ScaledModel(objective, x0, loss, kind, cost, self._average_start(n_seq))
+        return _ScaledModel(objective, x0, loss, kind, cost, average_start), batch
+
+    def solve(self, objective, loss, prior, C, x0, monitor):
+        # Docstring inherited.
+        self.check(loss, prior)
+        n_seq = objective.offsets.shape[0] - 1
+        model, batch = self._start(objective, x0, loss, self._average_start(n_seq))
         rng = random_generator(self.random_state)
         lam = 0.0 if isinstance(prior, NoPrior) else 1.0 / (C * n_seq)
         lam_s = lam if lam > 0 else 1.0 / n_seq
@@ -482,6 +487,58 @@ class SGD(BaseSolver):
         monitor.finish(stopped, f"reached max_iter={monitor.max_iter} epochs without "
                        "early stopping", solver="SGD")
         return model.theta()
+
+    def shard_epoch(self, objective, loss, prior, C, theta, n_total, seen, eta0, rng):
+        """One epoch over a shard of the data from ``theta`` (iterative parameter mixing).
+
+        The step of :class:`~sklearn_crfloss.dask.DaskCRFTagger`'s SGD
+        (McDonald et al. 2010, Figure 2, with SGD for the perceptron): every
+        worker runs one epoch over its sequences from the mixed parameters,
+        and the client averages the results. The schedule is that of a
+        single run over all ``n_total`` sequences: ``lam = 1 / (C
+        n_total)``, ``seen`` sequences before the epoch; no averaging of
+        the iterates within the epoch (the mixing averages them).
+
+        Parameters
+        ----------
+        objective : CRFObjective
+            The shard.
+        loss, prior, C
+            As for :meth:`solve`.
+        theta : ndarray of float64 of shape (n_params,)
+            The mixed parameters to start from.
+        n_total : int
+            Sequences of all shards.
+        seen : int
+            Sequences the whole run has seen before this epoch.
+        eta0 : float or None
+            The first step size; None: calibrated here on the shard
+            (``eta0='auto'``, see the class) and nothing else is done.
+        rng : numpy.random.Generator
+            The order of the sequences (and the calibration sample).
+
+        Returns
+        -------
+        theta : ndarray of float64 of shape (n_params,)
+            The parameters after the epoch (``theta`` itself after a
+            calibration).
+        value : float
+            The summed weighted losses of the shard's sequences, each before
+            its step (0 after a calibration).
+        eta0 : float
+        """
+        self.check(loss, prior)
+        n_seq = objective.offsets.shape[0] - 1
+        model, batch = self._start(objective, theta, loss, None)
+        lam = 0.0 if isinstance(prior, NoPrior) else 1.0 / (C * n_total)
+        lam_s = lam if lam > 0 else 1.0 / n_total
+        if eta0 is None:
+            return theta, 0.0, self._calibrate(model, rng, lam, lam_s, batch,
+                                               SimpleNamespace(verbose=0))
+        model.state[1] = seen
+        power = 1.0 if self.power_t is None else self.power_t
+        value = model.run(rng.permutation(n_seq), (eta0, lam, lam_s, power), batch_size=batch)
+        return model.theta(averaged=False), value, eta0
 
     def partial_solve(self, X, y, offsets, sample_weight, loss, prior, C, state, verbose=0):
         """One epoch over a batch, continuing the run held in ``state`` (``partial_fit``).

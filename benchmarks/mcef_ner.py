@@ -1,0 +1,85 @@
+"""MCE-F from MAP on CoNLL-2002 Spanish NER (Suzuki et al. 2006's NER direction).
+
+MAP (``loss='cll'``, L2) with C chosen on esp.testa from ``--map-C-grid``;
+then MCE-F (``loss='mce_f'``, package defaults otherwise) warm-started from
+that MAP model with its own C chosen on esp.testa from ``--mcef-C-grid``
+(the start's C stays MAP's). The chosen pair is tested on esp.testb against
+MAP: paired bootstrap of segment F1 over sentences
+(:func:`sklearn_crfloss.metrics.paired_bootstrap_test`) and McNemar's test
+on sentence and token correctness (:func:`sklearn_crfloss.metrics.mcnemar_test`).
+Features: ``featurize`` of ``examples/conll2002_cost_losses.py``. Run from a
+checkout, with ``nice`` on a shared machine::
+
+    SKLEARN_CRFLOSS_DATA=../shared/data nice -n 15 python benchmarks/mcef_ner.py \\
+        --map-C-grid 5 50 --mcef-C-grid 5 50 500
+"""
+
+import argparse
+import copy
+import os
+import sys
+import time
+import warnings
+
+from sklearn.exceptions import ConvergenceWarning
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, os.pardir, "examples"))
+
+from _common import add_bootstrap_arguments, paired_tests_line  # noqa: E402
+from conll2002_cost_losses import featurize  # noqa: E402
+from conll2002_significance import as_lists  # noqa: E402
+
+from sklearn_crfloss import CRFTagger, metrics  # noqa: E402
+from sklearn_crfloss.datasets import load_conll2002  # noqa: E402
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--map-C-grid", type=float, nargs="+", default=[5.0, 50.0])
+    p.add_argument("--mcef-C-grid", type=float, nargs="+", default=[5.0, 50.0, 500.0])
+    p.add_argument("--mcef-max-iter", type=int, default=None,
+                   help="max_iter of the MCE-F stage (default: the estimator's)")
+    p.add_argument("--n-jobs", type=int, default=1)
+    add_bootstrap_arguments(p)
+    args = p.parse_args(argv)
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    print("command:", " ".join(["python"] + sys.argv), flush=True)
+    (X_tr, y_tr), (X_a, y_a), (X_b, y_b) = (load_conll2002("esp", part)
+                                            for part in ("train", "testa", "testb"))
+    if args.train_sentences:
+        X_tr, y_tr = X_tr[:args.train_sentences], y_tr[:args.train_sentences]
+    F_tr, F_a, F_b = featurize(X_tr), featurize(X_a), featurize(X_b)
+
+    def evaluate(crf, name, secs):
+        pred_a, pred_b = as_lists(crf.predict(F_a)), as_lists(crf.predict(F_b))
+        f1_a = metrics.segment_f1_score(y_a, pred_a)
+        print(f"  {name}: testa F1 {100 * f1_a:.2f}, {crf.n_iter_} iterations, "
+              f"{secs:.0f} s, stop {crf.stop_reason_}", flush=True)
+        return f1_a, pred_b
+
+    maps = {}
+    for C in args.map_C_grid:
+        t0 = time.perf_counter()
+        crf = CRFTagger(loss="cll", C=C, n_jobs=args.n_jobs).fit(F_tr, y_tr)
+        maps[C] = (crf,) + evaluate(crf, f"MAP C={C:g}", time.perf_counter() - t0)
+    map_C = max(maps, key=lambda c: maps[c][1])
+    start, _, map_b = maps[map_C]
+    mcefs = {}
+    for C in args.mcef_C_grid:
+        crf = copy.deepcopy(start).set_params(loss="mce_f", C=C, warm_start=True)
+        if args.mcef_max_iter:
+            crf.set_params(max_iter=args.mcef_max_iter)
+        t0 = time.perf_counter()
+        crf.fit(F_tr, y_tr)
+        mcefs[C] = evaluate(crf, f"MCE-F from MAP(C={map_C:g}) C={C:g}",
+                            time.perf_counter() - t0)
+    mcef_C = max(mcefs, key=lambda c: mcefs[c][0])
+    pred_b = mcefs[mcef_C][1]
+    print(f"\nesp.testb, MCE-F from MAP (C={mcef_C:g}) vs MAP (C={map_C:g}): "
+          + paired_tests_line(y_b, pred_b, map_b, args.n_resamples, args.random_state),
+          flush=True)
+
+if __name__ == "__main__":
+    main()

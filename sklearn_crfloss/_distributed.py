@@ -1,0 +1,452 @@
+"""The training data of :class:`~sklearn_crfloss.dask.DaskCRFTagger`, laid out on the workers.
+
+The vectorised partitions are redistributed once, so that each worker
+holds one :class:`~sklearn_crfloss._objective.CRFObjective` over a fixed
+share of the sequences, and every evaluation of the objective is one task
+per worker (the parameters sent once to each, one reply from each).
+
+Which sequences a worker holds makes the sums exact. The batch kernels add
+sequence ``k`` (its global index in X) into block ``(k // CHUNK) %
+N_BLOCKS`` (8 sequences a chunk, 4 blocks) and add the blocks in block
+order, so that ``CRFTagger(n_jobs=1)`` and ``n_jobs=2`` give the same sums,
+rounding included. With at most ``N_BLOCKS`` workers, each worker holds
+whole blocks (worker ``i`` the blocks ``array_split(range(4), n)[i]``), its
+chunks at the positions they have in X modulo ``8 * 4`` (the other blocks'
+chunks replaced by 8 one-token sequences of weight 0, which add exact
+zeros), and returns its blocks unreduced: the client adds them in block
+order and obtains, for the conditional log-likelihood, the value and
+gradient that one process computes (bitwise, when the observed counts are
+integers: binary features, no or integer sample weights). With more
+workers each holds every ``n``-th chunk and returns its summed loss and
+gradient (the same objective, up to the order of the additions).
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import effective_n_jobs
+
+from ._forward_backward import CHUNK, N_BLOCKS, Accumulators, exp_potentials, row_width
+from ._objective import CRFObjective
+from .losses import ConditionalLogLikelihood
+
+__all__ = ["DistributedObjective", "ParameterMixing", "assign_groups", "select_sequences"]
+
+#: Times dask retries a failed task of a fit.
+RETRIES = 3
+
+
+def assign_groups(n_workers):
+    """How the chunks of X are dealt to the workers.
+
+    Parameters
+    ----------
+    n_workers : int
+
+    Returns
+    -------
+    n_groups : int
+        Chunk ``c`` belongs to group ``c % n_groups``.
+    groups : list of ndarray
+        The groups of each worker (consecutive).
+    pad : bool
+        Whether a worker's chunks keep their positions modulo
+        ``CHUNK * n_groups`` (the exact layout: ``n_workers <= N_BLOCKS``).
+    """
+    n_groups = max(N_BLOCKS, n_workers)
+    groups = [g for g in np.array_split(np.arange(n_groups), n_workers) if g.size]
+    return n_groups, groups, n_groups == N_BLOCKS
+
+
+def select_sequences(shard, start, n_groups, groups):
+    """The sequences of one partition that fall in ``groups``.
+
+    Parameters
+    ----------
+    shard : tuple
+        ``(X, y, offsets, sample_weight)`` of a vectorised partition.
+    start : int
+        Global index of its first sequence.
+    n_groups : int
+    groups : ndarray of int
+
+    Returns
+    -------
+    tuple
+        ``(X, y, lengths, sample_weight or None, global_index)`` of the
+        selected sequences, in order.
+    """
+    X, y, offsets, weights = shard
+    lengths = np.diff(offsets)
+    index = start + np.arange(lengths.shape[0])
+    keep = np.isin((index // CHUNK) % n_groups, groups)
+    tokens = np.repeat(keep, lengths)
+    return (X[tokens], y[tokens], lengths[keep], None if weights is None else weights[keep],
+            index[keep])
+
+
+class WorkerData:
+    """One worker's share of the training data, bound for evaluations.
+
+    Parameters
+    ----------
+    pieces : list of tuple
+        :func:`select_sequences` of every partition, in partition order.
+    layout : ParameterLayout
+    n_groups : int
+    groups : ndarray of int
+        The groups this worker holds.
+    pad : bool
+        Keep the chunks' positions modulo ``CHUNK * n_groups`` (one-token
+        sequences of weight 0 where the other workers' chunks are).
+    n_jobs : int or None
+        Kernel threads on this worker.
+
+    Attributes
+    ----------
+    objective : CRFObjective or None
+        None if the worker holds no sequence.
+    global_index : ndarray of intp
+        Global index of each of its sequences.
+    sample_weight : ndarray or None
+        Their weights.
+    real : ndarray of intp
+        Their positions among the objective's sequences.
+    """
+
+    def __init__(self, pieces, layout, n_groups, groups, pad, n_jobs):
+        self.groups = np.asarray(groups)
+        self.layout = layout
+        self.first = int(self.groups[0]) == 0
+        self.global_index = np.concatenate([p[4] for p in pieces]).astype(np.intp)
+        lengths = np.concatenate([p[2] for p in pieces]).astype(np.intp)
+        weighted = any(p[3] is not None for p in pieces)
+        self.sample_weight = (np.concatenate([np.ones(p[2].shape[0]) if p[3] is None
+                                              else np.asarray(p[3], np.float64) for p in pieces])
+                              if weighted else None)
+        n_real = lengths.shape[0]
+        if n_real == 0:
+            self.objective, self.real = None, np.zeros(0, np.intp)
+            return
+        X = sp.vstack([p[0] for p in pieces], format="csr")
+        y = np.concatenate([p[1] for p in pieces]).astype(np.intp)
+        if pad:
+            chunk = self.global_index // CHUNK
+            other = ~np.isin(np.arange(chunk[-1] + 1) % n_groups, self.groups)
+            pads = CHUNK * np.concatenate([[0], np.cumsum(other)])
+            self.real = np.arange(n_real) + pads[chunk]
+            all_lengths = np.ones(n_real + pads[chunk[-1]], dtype=np.intp)
+            all_lengths[self.real] = lengths
+            offsets = np.concatenate([[0], np.cumsum(all_lengths)]).astype(np.intp)
+            starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+            position = (np.repeat(offsets[self.real] - starts, lengths)
+                        + np.arange(X.shape[0]))
+            row_nnz = np.zeros(offsets[-1], dtype=np.int64)
+            row_nnz[position] = np.diff(X.indptr)
+            X = sp.csr_matrix((X.data, X.indices, np.concatenate([[0], np.cumsum(row_nnz)])),
+                              shape=(offsets[-1], X.shape[1]))
+            full_y = np.zeros(offsets[-1], dtype=np.intp)
+            full_y[position] = y
+            y = full_y
+            weights = np.zeros(all_lengths.shape[0])
+            weights[self.real] = 1.0 if self.sample_weight is None else self.sample_weight
+        else:
+            self.real = np.arange(n_real)
+            offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.intp)
+            weights = self.sample_weight
+        self.objective = CRFObjective(X, y, offsets, layout, sample_weight=weights,
+                                      n_threads=effective_n_jobs(n_jobs))
+
+    def describe(self):
+        """``(global_index, sample_weight, observed counts, n_blocks)`` (None, None if empty)."""
+        if self.objective is None:
+            return self.global_index, self.sample_weight, None, None
+        return (self.global_index, self.sample_weight, self.objective.observed_counts(),
+                self.objective.n_blocks)
+
+    def evaluate(self, theta, loss, exact):
+        """This worker's part of the loss and gradient at ``theta``.
+
+        Parameters
+        ----------
+        theta : ndarray of float64 of shape (n_params,)
+        loss : loss object
+        exact : bool
+            Return the conditional log-likelihood's blocks (every worker
+            holds whole blocks, as many as one process sums).
+
+        Returns
+        -------
+        dict
+            For the conditional log-likelihood with ``exact``: ``blocks``
+            (the groups held), ``log_z`` of its sequences, ``state`` (one
+            vector, the blocks' sum in block order, if this worker holds
+            block 0; else one per block), ``pair``, ``direct``,
+            ``boundary`` of its blocks and ``n_fallback``. Otherwise
+            ``value`` and ``grad``.
+        """
+        if exact and type(loss) is ConditionalLogLikelihood:
+            if self.objective is None:  # exact zeros in every block
+                L, n_state = self.layout.n_labels, self.layout.n_state
+                Lp, nb = row_width(L), self.groups.shape[0]
+                return {"blocks": self.groups, "log_z": np.zeros(0),
+                        "state": np.zeros((1 if self.first else nb, n_state)),
+                        "pair": np.zeros((nb, L, Lp)), "direct": np.zeros((nb, L, L)),
+                        "boundary": np.zeros((nb, 2, Lp)), "n_fallback": 0}
+            log_z, state, pair, direct, boundary, n_fallback = self.objective.cll_blocks(theta)
+            held = slice(self.groups[0], self.groups[-1] + 1)  # consecutive blocks: views
+            mine = state[held]
+            if self.first:  # blocks 0, 1, ...: their sum in block order, in place
+                for block in mine[1:]:
+                    mine[0] += block
+                mine = mine[:1]
+            return {"blocks": self.groups, "log_z": log_z[self.real], "state": mine,
+                    "pair": pair[held], "direct": direct[held], "boundary": boundary[held],
+                    "n_fallback": n_fallback}
+        if self.objective is None:
+            return {"value": 0.0, "grad": np.zeros(theta.shape[0])}
+        value, grad = self.objective.loss_value_and_grad(theta, loss)
+        return {"value": value, "grad": grad}
+
+
+def _shard_epoch(sgd, theta, loss, prior, C, n_total, seen, eta0, seed, data):
+    """One SGD epoch over a worker's sequences: ``(theta, value, n_sequences, eta0)``."""
+    n = data.global_index.shape[0]
+    if data.objective is None:
+        return theta, 0.0, 0, eta0
+    theta, value, eta0 = sgd.shard_epoch(data.objective, loss, prior, C, theta, n_total, seen,
+                                         eta0, np.random.default_rng(seed))
+    return theta, value, n, eta0
+
+
+def _evaluate(theta, loss, exact, data):
+    return data.evaluate(theta, loss, exact)
+
+
+def _describe(data):
+    return data.describe()
+
+
+class DistributedObjective:
+    """A :class:`~sklearn_crfloss._objective.CRFObjective` whose data sit on dask workers.
+
+    Parameters
+    ----------
+    client : dask.distributed.Client
+    parts : list of (str, dask.distributed.Future)
+        The worker each :class:`WorkerData` was made for and its future,
+        in group order.
+    layout : ParameterLayout
+    n_sequences : int
+        Sequences in X.
+    pad : bool
+        Whether the workers hold the exact layout (:func:`assign_groups`).
+
+    Attributes
+    ----------
+    n_params : int
+    n_evaluations : int
+        Evaluations so far (one broadcast of ``theta`` each).
+    """
+
+    def __init__(self, client, parts, layout, n_sequences, pad):
+        self.client = client
+        self.parts = parts
+        self.layout = layout
+        self.n_params = layout.n_params
+        self.n_evaluations = 0
+        described = client.gather([self._submit(_describe, part) for part in parts])
+        self.sample_weight = None
+        if any(d[1] is not None for d in described):
+            self.sample_weight = np.ones(n_sequences)
+            for index, weights, _, _ in described:
+                if weights is not None:
+                    self.sample_weight[index] = weights
+        self._index = [d[0] for d in described]
+        # Integer counts when the features are binary and the weights whole.
+        self.observed = np.zeros(self.n_params)
+        for _, _, observed, _ in described:
+            if observed is not None:
+                self.observed += observed
+        self.n_sequences = n_sequences
+        #: Whether the CLL sums are those of one process (see the module's notes).
+        self.exact = pad and all(d[3] in (None, N_BLOCKS) for d in described)
+
+    def _submit(self, fn, part, *args):
+        worker, future = part
+        return self.client.submit(fn, *args, future, pure=False, retries=RETRIES,
+                                  workers=[worker], allow_other_workers=True)
+
+    def loss_value_and_grad(self, theta, loss):
+        """Sum over the workers of ``loss``'s value and gradient at ``theta``.
+
+        ``theta`` is sent to every worker once, as an argument of its task
+        (not scattered: a task's arguments survive the loss of a worker);
+        the client adds the replies in a fixed order (the conditional
+        log-likelihood's blocks in block order, see the module's notes), so
+        that the sum does not depend on which worker answers first, nor on a
+        worker lost and replaced.
+
+        Parameters
+        ----------
+        theta : ndarray of float64 of shape (n_params,)
+        loss : loss object
+
+        Returns
+        -------
+        value : float
+        grad : ndarray of shape (n_params,)
+        """
+        self.n_evaluations += 1
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        replies = self.client.gather([self._submit(_evaluate, part, theta, loss, self.exact)
+                                      for part in self.parts])
+        if "blocks" in replies[0]:
+            return self._cll(theta, replies)
+        value, grad = 0.0, np.zeros(self.n_params)
+        for reply in replies:
+            value += reply["value"]
+            grad += reply["grad"]
+        return value, grad
+
+    def _cll(self, theta, replies):
+        """The CLL value and gradient from the workers' blocks, as one process adds them."""
+        layout = self.layout
+        log_z = np.empty(self.n_sequences)
+        state = None
+        L = layout.n_labels
+        acc = Accumulators(1, L)
+        n_fallback = 0
+        for index, reply in zip(self._index, replies):
+            log_z[index] = reply["log_z"]
+            for block in reply["state"]:
+                if state is None:
+                    state = block.copy()
+                else:
+                    state += block
+            blocks = reply["blocks"]
+            acc.pair[blocks], acc.direct[blocks] = reply["pair"], reply["direct"]
+            acc.boundary[blocks] = reply["boundary"]
+            n_fallback += reply["n_fallback"]
+        transition, start, end = (np.ascontiguousarray(a, dtype=np.float64)
+                                  for a in layout.unpack_tail(theta))
+        exp_trans = exp_potentials(transition, start, end)[0]
+        weights = (np.ones(self.n_sequences) if self.sample_weight is None
+                   else self.sample_weight)
+        value = float(np.dot(weights, log_z)) - float(np.dot(theta, self.observed))
+        grad = np.empty(self.n_params)
+        grad[:layout.n_state] = state
+        grad[layout.n_state:] = layout.pack_tail(*acc.counts(exp_trans, n_fallback))
+        grad -= self.observed
+        return value, grad
+
+    # ``loss + prior`` and its gradient, the prior added in this process.
+    value_and_grad = CRFObjective.value_and_grad
+
+
+class ParameterMixing:
+    """SGD on a dask cluster by iterative parameter mixing (McDonald et al. 2010).
+
+    A batch-solver-like object for :func:`~sklearn_crfloss._training.train_stages`:
+    every epoch, each worker runs one epoch of ``sgd`` over the sequences it
+    holds, from the mixed parameters (:meth:`SGD.shard_epoch
+    <sklearn_crfloss.solvers.SGD.shard_epoch>`), and the client mixes the
+    workers' parameters, each weighted by its share of the sequences.
+
+    Parameters
+    ----------
+    sgd : SGD
+        The estimator's SGD (step size, ``power_t``, ``batch_size``,
+        ``average``, ``random_state``).
+
+    Attributes
+    ----------
+    eta0_ : float
+        The first step size (calibrated on the first worker's sequences for
+        ``eta0='auto'``).
+
+    Notes
+    -----
+    With ``average`` (the default), the parameters returned are the mean of
+    the mixed parameters of the epochs after the first (an average of the
+    iterates at the end of each epoch, not of every step as single-process
+    ASGD does); else the last mixed parameters. The reported objective of an
+    epoch is the sum of the workers' losses, each sequence's before its own
+    step, plus the penalty of the mixed parameters.
+
+    References
+    ----------
+    R. McDonald, K. Hall, G. Mann (2010). Distributed training strategies for
+    the structured perceptron. NAACL. Section 3, Figure 2 (iterative
+    parameter mixing).
+    """
+
+    name = "sgd"
+    unit = "epoch"
+    dense_states = False
+
+    def __init__(self, sgd):
+        self.sgd = sgd
+        self.default_max_iter = sgd.default_max_iter
+
+    def check(self, loss, prior):
+        """As :meth:`SGD.check <sklearn_crfloss.solvers.SGD.check>`."""
+        self.sgd.check(loss, prior)
+
+    def solve(self, objective, loss, prior, C, x0, monitor):
+        """Train by iterative parameter mixing on ``objective``'s workers.
+
+        Parameters
+        ----------
+        objective : DistributedObjective
+        loss, prior, C, x0, monitor
+            As for a solver's ``solve``.
+
+        Returns
+        -------
+        ndarray of float64 of shape (n_params,)
+        """
+        from sklearn.utils import check_random_state
+
+        from .priors import NoPrior
+
+        sgd = self.sgd
+        self.check(loss, prior)
+        n_total = objective.n_sequences
+        seeds = check_random_state(sgd.random_state).randint(2**31 - 1, size=len(objective.parts))
+        theta = np.array(x0, dtype=np.float64)
+        eta0 = None if sgd.eta0 == "auto" else float(sgd.eta0)
+        if eta0 is None:  # calibrated on the first worker's sequences
+            eta0 = objective.client.gather(objective._submit(
+                _shard_epoch, objective.parts[0], sgd, theta, loss, prior, C, n_total, 0, None,
+                [seeds[0], 0]))[3]
+        self.eta0_ = eta0
+        lam = 0.0 if isinstance(prior, NoPrior) else 1.0 / (C * n_total)
+        average = sgd.average is not False
+        total, n_averaged, stopped = None, 0, False
+        for epoch in range(monitor.max_iter):
+            replies = objective.client.gather([
+                objective._submit(_shard_epoch, part, sgd, theta, loss, prior, C, n_total,
+                                  epoch * n_total, eta0, [seed, epoch + 1])
+                for part, seed in zip(objective.parts, seeds)])
+            mixed = np.zeros_like(theta)
+            value = 0.0
+            for part_theta, part_value, n, _ in replies:
+                mixed += (n / n_total) * part_theta
+                value += part_value
+            theta = mixed
+            value += 0.5 * lam * n_total * float(np.dot(theta, theta))
+            if average and epoch >= 1:
+                total = theta.copy() if total is None else total + theta
+                n_averaged += 1
+            eta = eta0 / (1.0 + eta0 * (lam or 1.0 / n_total) * (epoch + 1) * n_total)
+            if monitor.report(value, theta=lambda: self._result(theta, total, n_averaged),
+                              check=False, eta=eta):
+                stopped = True
+                break
+        monitor.finish(stopped, f"reached max_iter={monitor.max_iter} epochs without "
+                       "early stopping", solver="SGD")
+        return self._result(theta, total, n_averaged)
+
+    @staticmethod
+    def _result(theta, total, n_averaged):
+        return theta if total is None else total / n_averaged

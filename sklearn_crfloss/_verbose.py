@@ -1,0 +1,15 @@
+"""The ``verbose`` header of :meth:`CRFTagger.fit <sklearn_crfloss.CRFTagger.fit>`."""
+
+__all__ = ["print_header"]
+
+
+def print_header(estimator, loss, prior, solver, Xc, offsets, n_labels, n_params):
+    """Print what is trained, how, and on how much data (``verbose >= 1``)."""
+    def name(obj):
+        return repr(getattr(obj, "name", None) or type(obj).__name__)
+
+    print(f"CRFTagger: loss={name(loss)}, prior={name(prior)}, C={float(estimator.C):g}, "
+          f"solver={name(solver)}, init={estimator.init!r}, tol={estimator.tol:g}, "
+          f"max_iter={estimator.max_iter or solver.default_max_iter} per stage", flush=True)
+    print(f"data: {offsets.shape[0] - 1} sequences, {Xc.shape[0]} tokens, "
+          f"{Xc.shape[1]} attributes, {n_labels} labels, {n_params} parameters", flush=True)
