@@ -467,6 +467,53 @@ cdef inline double row_sum_padded(const double* u, Py_ssize_t Lp) noexcept nogil
     return (((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])))
 
 
+
+cdef inline int scaled_forward_padded(double* psi, double* alpha, double* rs, Py_ssize_t n,
+                                      Py_ssize_t L, Py_ssize_t Lp, const double* E,
+                                      const double* es, double t_range,
+                                      double* lz) noexcept nogil:
+    """The scaled forward pass over n padded rows. 0, or 1 on underflow or range.
+
+    On entry psi holds the n rows of U (pads -inf); on return psi[t] =
+    exp(U[t] - max U[t]), alpha[t] = alpha_hat[t] (rows normalised to sum
+    1 by c_t; alpha_hat[0] from exp_start es), rs[t] = 1 / c_t and lz the
+    sum of the row maxima and log c_t. 1 when a row's range plus t_range
+    passes MAX_RANGE (:func:`row_too_wide`) or a normaliser underflows.
+    """
+    cdef Py_ssize_t t, j
+    cdef double m, c, r, total = lz[0]  # a local: lz may alias the rows
+    cdef double* row
+    cdef double* a
+    for t in range(n):
+        row = psi + t * Lp
+        if row_too_wide(t_range, row, L):
+            return 1
+        m = row_max_padded(row, Lp)
+        total += m
+        for j in range(Lp):
+            row[j] = exp_nonpos(row[j] - m)
+    for t in range(n):
+        a = alpha + t * Lp
+        row = psi + t * Lp
+        if t == 0:  # the "previous row times expT" of token 0: exp_start
+            for j in range(Lp):
+                a[j] = es[j] * row[j]
+        else:
+            vec_mat_padded(alpha + (t - 1) * Lp, E, a, L, Lp)
+            for j in range(Lp):
+                a[j] *= row[j]
+        c = row_sum_padded(a, Lp)
+        if not scale_ok(c):
+            return 1
+        r = 1.0 / c
+        rs[t] = r
+        for j in range(Lp):
+            a[j] *= r
+        total += log(c)
+    lz[0] = total
+    return 0
+
+
 # ---------------------------------------------------------------- sparse features
 
 cdef extern from *:
@@ -513,8 +560,16 @@ cdef inline long long _entry(const int* indices, const double* data, bint binary
     """
     if p + PREFETCH_FAR < nnz:
         prefetch(&code[indices[p + PREFETCH_FAR]])
+    cdef long long c
+    cdef const double* row
+    cdef Py_ssize_t j
     if p + PREFETCH_NEAR < nnz:
-        prefetch(_weights_of(code[indices[p + PREFETCH_NEAR]], w, W_hot, Lp))
+        c = code[indices[p + PREFETCH_NEAR]]
+        row = _weights_of(c, w, W_hot, Lp)
+        prefetch(row)
+        if c < 0:  # every cache line of a dense row
+            for j in range(8, Lp, 8):
+                prefetch(row + j)
     v[0] = scale if binary else scale * data[p]
     return code[indices[p]]
 

@@ -24,6 +24,46 @@ from libc.math cimport INFINITY
 from _chain cimport argmax_sum, backtrace, deviated_backtrace, deviated_viterbi, max_plus_step
 
 
+cdef extern from *:
+    """
+    /* The backward max-plus step: cur[j] = max_i (M[i, j] + u[i]) + b[i],
+       bp[j] = the first such i, with M the transpose of the transitions
+       (its rows contiguous). Restrict pointers and a plain row loop: it
+       compiles to vector compare-and-select like crf_max_plus (_chain.pxd),
+       with the AVX2 version picked at run time in a portable build. The
+       sums are rounded as ((T + U) + beta), as the other kernels do. */
+    static inline __attribute__((always_inline)) void crf_max_plus_back_generic(
+            const double* restrict u, const double* restrict b, const double* restrict M,
+            double* restrict cur, int* restrict bp, ptrdiff_t L) {
+        for (ptrdiff_t j = 0; j < L; j++) { cur[j] = -INFINITY; bp[j] = 0; }
+        for (ptrdiff_t i = 0; i < L; i++) {
+            const double c = u[i], d = b[i];
+            const double* restrict row = M + i * L;
+            for (ptrdiff_t j = 0; j < L; j++) {
+                const double v = (row[j] + c) + d;
+                if (v > cur[j]) { cur[j] = v; bp[j] = (int)i; }
+            }
+        }
+    }
+    #ifdef CRF_DISPATCH
+    __attribute__((target("avx2,fma"))) static void crf_max_plus_back_avx2(
+            const double* u, const double* b, const double* M, double* cur, int* bp,
+            ptrdiff_t L) {
+        crf_max_plus_back_generic(u, b, M, cur, bp, L);
+    }
+    #endif
+    static inline void crf_max_plus_back(const double* u, const double* b, const double* M,
+                                         double* cur, int* bp, ptrdiff_t L) {
+    #ifdef CRF_DISPATCH
+        if (crf_has_avx2()) { crf_max_plus_back_avx2(u, b, M, cur, bp, L); return; }
+    #endif
+        crf_max_plus_back_generic(u, b, M, cur, bp, L);
+    }
+    """
+    void max_plus_back "crf_max_plus_back"(const double* u, const double* b, const double* M,
+                                           double* cur, int* bp, Py_ssize_t L) noexcept nogil
+
+
 cdef void _max_marginals_sequence(
     const double[:, ::1] unary, const double[:, ::1] transition,
     const double[:, ::1] transition_t,
@@ -33,12 +73,11 @@ cdef void _max_marginals_sequence(
     int[:, ::1] bp_fwd, int[:, ::1] bp_bwd,
 ) noexcept nogil:
     # Forward: the max-plus step of _chain.pxd. Backward: the same with the
-    # previous label outermost over the contiguous rows of the transpose, so
-    # that the inner loop vectorises too; strict '>' over increasing i keeps
-    # the smallest label among ties.
+    # previous label outermost over the contiguous rows of the transpose
+    # (max_plus_back), so that the inner loop vectorises too; strict '>' over
+    # increasing i keeps the smallest label among ties.
     cdef Py_ssize_t L = unary.shape[1]
-    cdef Py_ssize_t t, i, j
-    cdef double v, c, b
+    cdef Py_ssize_t t, j
     for j in range(L):
         alpha[s, j] = start[j] + unary[s, j]
         bp_fwd[s, j] = 0
@@ -50,17 +89,9 @@ cdef void _max_marginals_sequence(
         beta[e - 1, j] = end[j]
         bp_bwd[e - 1, j] = 0
     for t in range(e - 2, s - 1, -1):
-        for j in range(L):
-            beta[t, j] = -INFINITY
-            bp_bwd[t, j] = 0
-        for i in range(L):
-            c = unary[t + 1, i]
-            b = beta[t + 1, i]
-            for j in range(L):
-                v = transition_t[i, j] + c + b  # (T + U) + beta, as the other kernels round
-                if v > beta[t, j]:
-                    beta[t, j] = v
-                    bp_bwd[t, j] = <int>i
+        # (T + U) + beta, as the other kernels round
+        max_plus_back(&unary[t + 1, 0], &beta[t + 1, 0], &transition_t[0, 0], &beta[t, 0],
+                      &bp_bwd[t, 0], L)
 
 
 def max_marginals_batch(

@@ -31,10 +31,12 @@ loss's annealing ``stages``) evaluate the same bound data with another loss.
 import numpy as np
 import scipy.sparse as sp
 
-from ._forward_backward import (Accumulators, accumulator_blocks, cll_features_batch,
-                                exp_potentials, row_width, scratch_width)
+from ._forward_backward import (Accumulators, accumulator_blocks, exp_potentials, row_width,
+                                scratch_width)
+from ._fused import fused_value_and_grad
 from ._label_bigrams import BigramGroups
-from ._potentials import pair_counts, pair_gradient, pair_potentials
+from ._potentials import pair_counts
+from ._simd import cll_features_batch, pair_gradient, pair_potentials
 from ._vectorize import column_counts
 from .losses._base import get_loss_tags, gold_counts
 from .losses._likelihood import ConditionalLogLikelihood
@@ -197,6 +199,7 @@ class CRFObjective:
         # potentials (losses other than CLL), the observed counts (CLL).
         self._unary = None
         self._observed = None
+        self._fused_cache = {}  # _fused: softmax-margin's widened features
         # Observation-dependent label bigrams: the distinct rows of the bigram columns.
         self.bigram = (BigramGroups(X, offsets, layout.bigram_columns) if layout.n_bigram
                        else None)
@@ -271,11 +274,14 @@ class CRFObjective:
             self._observed = observed
         return self._observed
 
-    def _cll_kernel(self, theta, state_out):
+    def _cll_kernel(self, theta, state_out, extra_columns=None):
         """Run the fused CLL kernel at ``theta``: log Z and the per-block sums, unreduced.
 
         ``state_out`` (the state block of a gradient) is the accumulator
-        itself when there is a single block.
+        itself when there is a single block. With ``extra_columns`` (a
+        ``_fused.CostColumns``) the kernel runs on its widened features
+        (softmax-margin); the returned dense-row accumulators then include
+        the extra rows after the state weights' own.
         """
         L = self.n_labels
         transition, start, end = self.layout.unpack_tail(theta)
@@ -289,26 +295,33 @@ class CRFObjective:
         acc = Accumulators(self.n_threads, L)
         max_length = int(np.diff(self.offsets).max())
         scratch = np.empty((self.n_threads, scratch_width(L, max_length)))
+        csr, (code, w, W_hot), all_hot = self._csr, self._weights.weights(self._state(theta)), hot_acc
+        if extra_columns is not None:
+            csr, code = extra_columns.csr, extra_columns.code
+            W_hot, all_hot = extra_columns.weights(W_hot, hot_acc)
         n_fallback = cll_features_batch(
-            *self._csr, *self._weights.weights(self._state(theta)), transition, start, end,
-            exp_trans, exp_start, exp_end, self.offsets, weights, log_z, grad_acc, hot_acc,
+            *csr, code, w, W_hot, transition, start, end,
+            exp_trans, exp_start, exp_end, self.offsets, weights, log_z, grad_acc, all_hot,
             acc.pair, acc.direct, acc.boundary, scratch, max_length, shifts[1], shifts[2], shifts[0],
             self.n_threads,
         )
-        return weights, log_z, grad_acc, hot_acc, acc, exp_trans, n_fallback
+        return weights, log_z, grad_acc, all_hot, acc, exp_trans, n_fallback
 
-    def _cll_value_and_grad(self, theta):
+    def _cll_value_and_grad(self, theta, extra_columns=None):
         """The conditional log-likelihood and its gradient by the fused kernel.
 
-        ``sum_i w_i log Z_i - theta . observed`` and ``expected - observed``.
+        ``sum_i w_i log Z_i - theta . observed`` and ``expected - observed``;
+        with ``extra_columns`` (a ``_fused.CostColumns``) on its widened
+        features (softmax-margin).
         """
         layout = self.layout
         grad = np.empty(self.n_params)
         weights, log_z, grad_acc, hot_acc, acc, exp_trans, n_fallback = self._cll_kernel(
-            theta, grad[:layout.n_state])
+            theta, grad[:layout.n_state], extra_columns)
         observed = self.observed_counts()
         value = float(np.dot(weights, log_z)) - float(np.dot(theta, observed))
-        self._weights.gradient(grad_acc, hot_acc, grad[:layout.n_state])
+        self._weights.gradient(grad_acc, hot_acc[:, :self._weights.W_hot.shape[0]],
+                               grad[:layout.n_state])
         grad[layout.n_state:] = layout.pack_tail(*acc.counts(exp_trans, n_fallback))
         grad -= observed
         return value, grad
@@ -364,6 +377,9 @@ class CRFObjective:
         """
         if type(loss) is ConditionalLogLikelihood and self.bigram is None:
             return self._cll_value_and_grad(theta)
+        fused = fused_value_and_grad(self, theta, loss)
+        if fused is not None:
+            return fused
         unary, T, start, end = self.potentials(theta)
         extra = {}
         if self.token_weight is not None and get_loss_tags(loss).supports_token_weight:

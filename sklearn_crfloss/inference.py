@@ -25,12 +25,10 @@ import numpy as np
 
 from ._bigram import (PositionTransitions, position_forward_backward, position_gold_counts,
                       position_scores, position_viterbi)
-from ._forward_backward import (Accumulators, accumulator_blocks, exp_potentials,
-                                forward_backward_batch, scratch_width)
+from ._forward_backward import Accumulators, accumulator_blocks, exp_potentials, scratch_width
 from ._log_space import marginals_vjp_log_space
-from ._marginal_vjp import marginals_vjp_batch
-from ._max_marginals import max_marginals_batch, segment_margins_batch
-from ._viterbi import max_incorrect_batch, n_best_batch, viterbi_batch
+from ._simd import (forward_backward_batch, marginals_vjp_batch, max_incorrect_batch,
+                    max_marginals_batch, n_best_batch, segment_margins_batch, viterbi_batch)
 
 __all__ = [
     "ForwardBackwardResult",

@@ -233,11 +233,16 @@ class SoftmaxMargin(CostSensitiveLoss):
 
     def value_and_grad(self, unary, transition, start, end, y, offsets,
                        sample_weight=None, n_threads=1):
-        # Docstring inherited. cost(y*, y*) = 0, so the gold score under the
-        # augmented potentials is the plain one: this is CLL on U + cost.
-        return ConditionalLogLikelihood().value_and_grad(
+        # Docstring inherited. CLL on U + cost, whose gold score counts
+        # cost(y*, y*) (0 for the package's costs): added back, as Eq. 6 has
+        # the plain score(y*).
+        value, *grads = ConditionalLogLikelihood().value_and_grad(
             self._augmented(unary, y), transition, start, end, y, offsets,
             sample_weight=sample_weight, n_threads=n_threads)
+        own = self._cost_rows(y, unary.shape[1])[np.arange(y.shape[0]), y]
+        if sample_weight is not None:
+            own = own * np.repeat(sample_weight, np.diff(offsets))
+        return (value + float(own.sum()), *grads)
 
     def enumerated_loss(self, paths, scores, gold, token_weight=None):
         # Docstring inherited: log sum_y exp(score(y) + cost(gold, y)) - score(gold), Eq. 6.

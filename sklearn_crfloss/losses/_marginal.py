@@ -37,8 +37,17 @@ _POSITIVE = Interval(Real, 0, None, closed="neither")
 _TINY = 1e-300
 
 
-def _token_weights(y, offsets, sample_weight, token_weight):
-    """Per-token weight: sample_weight of the token's sequence times token_weight."""
+def token_weights(y, offsets, sample_weight, token_weight):
+    """Per-token weight: sample_weight of the token's sequence times token_weight.
+
+    Also used by the fused kernels' path (``sklearn_crfloss._fused``).
+
+    Raises
+    ------
+    ValueError
+        If ``token_weight`` does not have one weight per token, or has a
+        negative or non-finite one.
+    """
     w = np.ones(y.shape[0])
     if sample_weight is not None:
         w = np.repeat(np.asarray(sample_weight, dtype=np.float64), np.diff(offsets))
@@ -130,7 +139,7 @@ class PointwiseLoss(_MarginalLoss):
         ValueError
             If ``token_weight`` has the wrong shape or negative entries.
         """
-        w = _token_weights(y, offsets, sample_weight, token_weight)
+        w = token_weights(y, offsets, sample_weight, token_weight)
         value, grad_mu = _pointwise(unary, transition, start, end, y, offsets, w, n_threads)
         return (value, *marginals_vjp(unary, transition, start, end, offsets, grad_mu,
                                       n_threads=n_threads))
@@ -230,7 +239,7 @@ class MixedLoss(_MarginalLoss):
         if lam == 1.0:
             return l1, d_unary, d_trans, d_start, d_end
         # Pointwise part L_0 through the marginal VJP.
-        w = _token_weights(y, offsets, sample_weight, token_weight)
+        w = token_weights(y, offsets, sample_weight, token_weight)
         l0, grad_mu = _pointwise(unary, transition, start, end, y, offsets, w, n_threads,
                                  fb=fb)
         pU, pT, ps, pe = marginals_vjp(unary, transition, start, end, offsets, grad_mu,
@@ -350,7 +359,7 @@ class LabelwiseAccuracyLoss(_MarginalLoss):
             :meth:`BaseLoss.value_and_grad`.
         """
         alpha = float(self.stages()[-1].alpha)
-        w = _token_weights(y, offsets, sample_weight, token_weight)
+        w = token_weights(y, offsets, sample_weight, token_weight)
         if self.q == "log":
             value, grad_mu = _pointwise(unary, transition, start, end, y, offsets, w,
                                         n_threads)

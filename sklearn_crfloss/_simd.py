@@ -1,0 +1,78 @@
+"""The chain kernels for this CPU: the widest vector build it can run.
+
+A portable build (the default; ``-Dnative_arch=true`` compiles everything
+for the building machine instead) compiles the kernels that the training
+objective and the inference functions call (``_potentials``,
+``_forward_backward``, ``_fused_losses``, ``_marginal_vjp``, ``_viterbi``,
+``_max_marginals``) three times: for the baseline x86-64 instruction set,
+with AVX2 + FMA (modules ``*_avx2``) and with AVX-512 (F, CD, BW, DQ, VL;
+modules ``*_avx512``). The widest copy whose instructions numpy's CPU
+detection reports is imported; elsewhere (other architectures, or a build
+without the copies) the baseline kernels run. All give the same results up
+to rounding (fused multiply-adds round once).
+"""
+
+import importlib
+
+__all__ = ["KERNEL_BUILD", "cll_features_batch", "forward_backward_batch",
+           "marginal_loss_features_batch", "marginals_vjp_batch", "max_incorrect_batch",
+           "max_marginals_batch", "n_best_batch", "pair_gradient", "pair_potentials",
+           "segment_margins_batch", "viterbi_batch"]
+
+#: The kernel modules that have vector builds.
+MODULES = ("_potentials", "_forward_backward", "_fused_losses", "_marginal_vjp", "_viterbi",
+           "_max_marginals")
+
+#: The CPU features each build needs (numpy's names), widest first.
+_BUILDS = {
+    "avx512": ("AVX2", "FMA3", "AVX512F", "AVX512CD", "AVX512BW", "AVX512DQ", "AVX512VL"),
+    "avx2": ("AVX2", "FMA3"),
+}
+
+
+def _cpu_features():
+    """numpy's run-time CPU feature detection, or {} if it is not there."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__
+    except ImportError:  # numpy < 2
+        try:
+            from numpy.core._multiarray_umath import __cpu_features__
+        except ImportError:
+            return {}
+    return __cpu_features__
+
+
+def kernel_modules(build):
+    """The kernel modules of a build ('baseline', 'avx2', 'avx512'), by name.
+
+    Raises ImportError if this installation has no such build.
+    """
+    suffix = "" if build == "baseline" else f"_{build}"
+    return {name: importlib.import_module(f"{__package__}.{name}{suffix}") for name in MODULES}
+
+
+def _select():
+    """The widest build the CPU runs and this installation has, and its modules."""
+    features = _cpu_features()
+    for build, needs in _BUILDS.items():
+        if all(features.get(f) for f in needs):
+            try:
+                return build, kernel_modules(build)
+            except ImportError:  # a native or non-x86 build has no copies
+                continue
+    return "baseline", kernel_modules("baseline")
+
+
+#: The build whose kernels run: 'avx512', 'avx2' or 'baseline'.
+KERNEL_BUILD, _modules = _select()
+pair_potentials = _modules["_potentials"].pair_potentials
+pair_gradient = _modules["_potentials"].pair_gradient
+cll_features_batch = _modules["_forward_backward"].cll_features_batch
+forward_backward_batch = _modules["_forward_backward"].forward_backward_batch
+marginal_loss_features_batch = _modules["_fused_losses"].marginal_loss_features_batch
+marginals_vjp_batch = _modules["_marginal_vjp"].marginals_vjp_batch
+viterbi_batch = _modules["_viterbi"].viterbi_batch
+n_best_batch = _modules["_viterbi"].n_best_batch
+max_incorrect_batch = _modules["_viterbi"].max_incorrect_batch
+max_marginals_batch = _modules["_max_marginals"].max_marginals_batch
+segment_margins_batch = _modules["_max_marginals"].segment_margins_batch
