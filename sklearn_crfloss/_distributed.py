@@ -298,8 +298,9 @@ class DistributedObjective:
         """
         self.n_evaluations += 1
         theta = np.ascontiguousarray(theta, dtype=np.float64)
+        # direct=True: the replies come from the workers, not through the scheduler
         replies = self.client.gather([self._submit(_evaluate, part, theta, loss, self.exact)
-                                      for part in self.parts])
+                                      for part in self.parts], direct=True)
         if "blocks" in replies[0]:
             return self._cll(theta, replies)
         value, grad = 0.0, np.zeros(self.n_params)
