@@ -193,14 +193,41 @@ cdef int _scaled_core(
     exponentials of the transition, start and end potentials.
     """
     cdef Py_ssize_t t, j
-    cdef double c, r, lz = 0.0
+    cdef double m, c, r, lz = 0.0
     cdef double* row
     cdef double* a
     cdef double* b = tmp
     cdef double* b2 = tmp + Lp
     cdef double* sw
-    if scaled_forward_padded(psi, alpha, rs, n, L, Lp, E, es, t_range, &lz):
-        return 1
+    # The scaled forward pass written out here, not a call of _chain's
+    # scaled_forward_padded: through the call the CLL evaluation at 44
+    # labels ran about 1.3x slower (0.305 against 0.229 s per iteration).
+    for t in range(n):
+        row = psi + t * Lp
+        if row_too_wide(t_range, row, L):
+            return 1
+        m = row_max_padded(row, Lp)
+        lz += m
+        for j in range(Lp):
+            row[j] = exp_nonpos(row[j] - m)
+    for t in range(n):
+        a = alpha + t * Lp
+        row = psi + t * Lp
+        if t == 0:  # the "previous row times expT" of token 0: exp_start
+            for j in range(Lp):
+                a[j] = es[j] * row[j]
+        else:
+            vec_mat_padded(alpha + (t - 1) * Lp, E, a, L, Lp)
+            for j in range(Lp):
+                a[j] *= row[j]
+        c = row_sum_padded(a, Lp)
+        if not scale_ok(c):
+            return 1
+        r = 1.0 / c
+        rs[t] = r
+        for j in range(Lp):
+            a[j] *= r
+        lz += log(c)
     # c_end = alpha_hat[n-1] . exp_end; beta_hat[n-1] = exp_end / c_end
     for j in range(Lp):
         b2[j] = alpha[(n - 1) * Lp + j] * ee[j]
