@@ -193,10 +193,14 @@ def test_crfsuite_export_refuses(tmp_path):
     assert not (tmp_path / "model.crfsuite").exists()
 
 
+class _UserLoss(ConditionalLogLikelihood):
+    """A user's loss: the estimator cannot know that it takes position-dependent transitions."""
+
+    name = "user_cll"
+
+
 @pytest.mark.parametrize("params, match", [
-    ({"loss": "mixed"}, "not supported by the loss 'mixed'"),
-    ({"solver": "sgd"}, "not supported by the solver 'sgd'"),
-    ({"loss": "perceptron"}, "not supported by the loss 'perceptron'"),
+    ({"loss": _UserLoss()}, "not supported by the loss 'user_cll'"),
     ({"feature_hashing": 64}, "cannot be hashed"),
 ])
 def test_unsupported_options_refuse_and_leave_nothing_fitted(params, match):

@@ -33,6 +33,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
+from .._bigram_rows import (local_chain, local_columns, local_transitions, pack_blocks,
+                           split_bigram_columns)
 from ..losses._base import get_loss_tags
 from ._base import BaseSolver
 
@@ -65,26 +67,26 @@ class _OnlineSolver(BaseSolver):
         weights = (np.ones(n_seq) if objective.sample_weight is None
                    else objective.sample_weight)
         params = [np.array(p, dtype=np.float64) for p in layout.unpack(x0)]
+        Xb = None
+        if layout.n_bigram:  # observation-dependent label bigrams: their blocks follow
+            params.append(np.array(layout.bigram_weights(x0)))
+            X, Xb = split_bigram_columns(X, offsets, layout.bigram_columns)
         # Potentials outside the layout (no start/end, a label expert's) stay 0.
         self._tail_masks = None if layout.full_tail else layout.tail_masks()
         self._start(params, prior, C, n_seq)
         rng = random_generator(self.random_state)
         # Each sequence's rows on its own columns, built once for all epochs.
-        blocks = []
-        for i in range(n_seq):
-            Xi = X[offsets[i]:offsets[i + 1]]
-            cols, local = np.unique(Xi.indices, return_inverse=True)
-            blocks.append((sp.csr_matrix((Xi.data, local, Xi.indptr - Xi.indptr[0]),
-                                         shape=(Xi.shape[0], cols.shape[0])), cols))
+        blocks = [local_columns(X[offsets[i]:offsets[i + 1]])
+                  + (() if Xb is None else local_columns(Xb[offsets[i]:offsets[i + 1]]))
+                  for i in range(n_seq)]
         value = None  # mistakes (updates) of the last epoch
         active = np.flatnonzero(weights > 0)  # a sequence of weight 0 takes no part
         for _ in range(monitor.max_iter):
             value = 0.0
             for i in rng.permutation(active):
-                Xs, cols = blocks[i]
-                value += self._step(params, loss, Xs, cols, y[offsets[i]:offsets[i + 1]],
+                value += self._step(params, loss, *blocks[i], y[offsets[i]:offsets[i + 1]],
                                     weights[i], C)
-            if monitor.report(value, theta=lambda: layout.pack(*self._result(params)),
+            if monitor.report(value, theta=lambda: pack_blocks(layout, *self._result(params)),
                               check=False):
                 break
             if value == 0:  # no update in a whole epoch: a fixed point of the rule
@@ -94,7 +96,7 @@ class _OnlineSolver(BaseSolver):
         else:
             monitor.finish(False, f"reached max_iter={monitor.max_iter}, the last epoch "
                            f"with {value:g} mistakes", solver=self.name)
-        return layout.pack(*self._result(params))
+        return pack_blocks(layout, *self._result(params))
 
     def partial_solve(self, X, y, offsets, sample_weight, loss, prior, C, state, verbose=0):
         """One epoch over a batch, continuing the run held in ``state`` (``partial_fit``).
@@ -116,12 +118,8 @@ class _OnlineSolver(BaseSolver):
         X = sp.csr_matrix(X, dtype=np.float64)
         value = 0.0
         for i in state.rng.permutation(n_seq):
-            Xi = X[offsets[i]:offsets[i + 1]]
-            cols, local = np.unique(Xi.indices, return_inverse=True)
-            Xs = sp.csr_matrix((Xi.data, local, Xi.indptr - Xi.indptr[0]),
-                               shape=(Xi.shape[0], cols.shape[0]))
-            value += self._step(state.params, loss, Xs, cols, y[offsets[i]:offsets[i + 1]],
-                                weights[i], C)
+            value += self._step(state.params, loss, *local_columns(X[offsets[i]:offsets[i + 1]]),
+                                y[offsets[i]:offsets[i + 1]], weights[i], C)
         state.count = self._count
         return value
 
@@ -130,8 +128,10 @@ class _OnlineSolver(BaseSolver):
         self._sums, self._count = state.sums, state.count
         return tuple(np.array(p) for p in self._result(state.params))
 
-    def _potentials(self, params, Xs, cols):
-        W, T, s, e = params
+    def _potentials(self, params, Xs, cols, Xb=None, bcols=None):
+        W, T, s, e = params[:4]
+        if Xb is not None:  # one transition matrix per token (bigram blocks)
+            T = local_transitions(T, params[4], Xb, bcols)
         return np.ascontiguousarray(Xs @ W[cols]), T, s, e
 
 
@@ -187,27 +187,30 @@ class _MistakeDriven(_OnlineSolver):
         self._sums = [np.zeros_like(p) for p in params] if self.average else None
         self._count = 1  # examples seen + 1
 
-    def _step(self, params, loss, Xs, cols, gold, weight, C):
-        unary, T, s, e = self._potentials(params, Xs, cols)
+    def _step(self, params, loss, Xs, cols, *rest):
+        *bigram, gold, weight, C = rest  # bigram: the sequence's (Xb, bcols), or none
+        unary, T, s, e = self._potentials(params, Xs, cols, *bigram)
         hinge, dU, dT, ds, de = loss.value_and_grad(unary, T, s, e, gold,
                                                     np.array([0, gold.shape[0]]))
         if not dU.any():  # the predicted path is the gold one
             self._count += 1
             return 0.0
+        grads, where = [Xs.T @ dU, dT, ds, de], [cols, slice(None), slice(None), slice(None)]
+        if bigram:  # the token-wise matrices' gradient: to the shared matrix and the blocks
+            grads[1], d_blocks = local_chain(dT, bigram[0])
+            grads.append(d_blocks)
+            where.append(bigram[1])
         if self._tail_masks is not None:
-            dT, ds, de = (g * m for g, m in zip((dT, ds, de), self._tail_masks))
-        G = Xs.T @ dU
-        tau = self._tau(hinge, G, dT, ds, de, C)
+            grads[1:4] = (g * m for g, m in zip(grads[1:4], self._tail_masks))
+        tau = self._tau(hinge, grads, C)
         if tau is None:
             self._count += 1
             return 0.0
         tau *= weight
-        for p, g, r in zip(params, (G, dT, ds, de), (cols, slice(None), slice(None),
-                                                     slice(None))):
+        for p, g, r in zip(params, grads, where):
             p[r] -= tau * g
         if self._sums is not None:
-            for q, g, r in zip(self._sums, (G, dT, ds, de),
-                               (cols, slice(None), slice(None), slice(None))):
+            for q, g, r in zip(self._sums, grads, where):
                 q[r] -= self._count * tau * g
         self._count += 1
         return 1.0
@@ -239,7 +242,7 @@ class StructuredPerceptron(_MistakeDriven):
 
     name = "perceptron"
 
-    def _tau(self, hinge, G, dT, ds, de, C):
+    def _tau(self, hinge, grads, C):
         return 1.0
 
 
@@ -271,8 +274,8 @@ class MIRA(_MistakeDriven):
     #: the tied paths Viterbi returns.
     tie_tolerance = 1e-9
 
-    def _tau(self, hinge, G, dT, ds, de, C):
-        norm = float((G * G).sum() + (dT * dT).sum() + ds @ ds + de @ de)
+    def _tau(self, hinge, grads, C):
+        norm = float(sum((g * g).sum() for g in grads))
         if hinge <= self.tie_tolerance or norm == 0:
             return None
         return min(C, hinge / norm)

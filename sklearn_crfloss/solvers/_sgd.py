@@ -44,6 +44,7 @@ import warnings
 import numpy as np
 
 from .._compat import Interval, StrOptions, validate_parameter_constraints
+from .._bigram_rows import pack_blocks, split_bigram_columns
 from .._objective import kernel_csr
 from .._sgd import batch_potentials, sgd_pass, sgd_step
 from ..losses import ConditionalLogLikelihood, MaxMargin, SoftmaxMargin
@@ -53,6 +54,7 @@ from .._vectorize import column_counts
 from ._base import BaseSolver
 from ._monitor import take_sequences
 from ._online import random_generator
+from ._sgd_blocks import ScaledBlocks
 
 __all__ = ["SGD", "SGDState"]
 
@@ -89,6 +91,9 @@ class _ScaledModel:
 
         X = objective._X  # as stored (int8 indicators stay int8: no float64 copy)
         L = layout.n_labels
+        self.blocks = None  # observation-dependent label bigrams (ScaledBlocks)
+        if resume is None and layout.n_bigram:
+            X, X_bigram = split_bigram_columns(X, objective.offsets, layout.bigram_columns)
         self.layout = layout
         self.L = L
         self.loss = loss
@@ -139,6 +144,9 @@ class _ScaledModel:
             self.BW, self.Btail = np.zeros_like(self.W), np.zeros_like(self.tail)
         self.state = np.array([1.0, 0.0, 0.0, 0.0, 0.0])
         self._allocate_scratch()
+        if layout.n_bigram:
+            self.blocks = ScaledBlocks(X_bigram, layout.bigram_weights(x0),
+                                       average_start is not None, self._int_scratch.shape[0] // L)
 
     def _allocate_scratch(self):
         L = self.L
@@ -169,7 +177,8 @@ class _ScaledModel:
                 *self.csr, self.y, self.offsets, self.weights, order, first, self.W,
                 self.mask, self.tail, self.tail_mask, self.BW, self.Btail, self.cost,
                 self.kind, self.state, eta0, lam, lam_s, power, avg_start, update,
-                self._scratch, self._int_scratch, self._path_scratch)
+                self._scratch, self._int_scratch, self._path_scratch,
+                **({} if self.blocks is None else self.blocks.kernel))
             total += value
             if stop < order.shape[0]:
                 # The scaled pass underflowed: the loss's own value_and_grad
@@ -187,12 +196,14 @@ class _ScaledModel:
         unary = np.empty((rows.shape[0], L))
         batch_potentials(*self.csr, self.offsets, seqs, self.W, a, unary)
         tail = a * self.tail
-        extra = {}
+        transition, extra, bigram = tail[:L * L].reshape(L, L), {}, None
+        if self.blocks is not None:  # one matrix per token
+            transition, *bigram = self.blocks.transitions(self.tail, a, rows)
         if self.token_weight is not None:
             extra["token_weight"] = self.token_weight[rows]
         try:
             value, d_unary, d_T, d_start, d_end = self.loss.value_and_grad(
-                unary, tail[:L * L].reshape(L, L), tail[L * L:L * L + L], tail[L * L + L:],
+                unary, transition, tail[L * L:L * L + L], tail[L * L + L:],
                 self.y[rows], local,
                 sample_weight=None if self.sample_weight is None else self.weights[seqs],
                 **extra)
@@ -206,12 +217,15 @@ class _ScaledModel:
         if update:
             eta0, lam, lam_s, power = schedule
             eta = eta0 / (1.0 + eta0 * lam_s * self.state[1]) ** power
+            blocks = {}
+            if bigram is not None:
+                d_T, blocks = self.blocks.chain(d_T, *bigram)
             d_tail = np.concatenate([np.ravel(d_T), np.ravel(d_start), np.ravel(d_end)])
             avg_start = np.inf if self.average_start is None else float(self.average_start)
             sgd_step(*self.csr, self.y, self.offsets, seqs, self.W, self.mask, self.tail,
                      self.tail_mask, self.BW, self.Btail,
                      np.ascontiguousarray(d_unary, dtype=np.float64), d_tail, self.state,
-                     eta, lam, avg_start)
+                     eta, lam, avg_start, **blocks)
         return float(value)
 
     # -------------------------------------------------------- parameters
@@ -219,30 +233,36 @@ class _ScaledModel:
     def squared_norm(self):
         """``||theta||^2`` of the current iterate."""
         w = self.W.ravel()
-        return self.state[0] ** 2 * (float(np.dot(w, w)) + float(np.dot(self.tail, self.tail)))
+        b = np.zeros(0) if self.blocks is None else self.blocks.B
+        return self.state[0] ** 2 * (float(np.dot(w, w)) + float(np.dot(self.tail, self.tail))
+                                     + float(np.dot(b, b)))
 
     def theta(self, averaged=True):
         """The flat parameters: the average of the iterates if averaging has
         begun (and ``averaged``), else the current iterate."""
         a, _, S, n_avg, _ = self.state
-        if averaged and self.average_start is not None and n_avg > 0:
+        averaged = averaged and self.average_start is not None and n_avg > 0
+        if averaged:
             W = (S * self.W - self.BW) / n_avg
             tail = (S * self.tail - self.Btail) / n_avg
         else:
             W, tail = a * self.W, a * self.tail
         L = self.L
-        return self.layout.pack(W[self.rank], tail[:L * L].reshape(L, L),
-                                tail[L * L:L * L + L], tail[L * L + L:])
+        return pack_blocks(self.layout, W[self.rank], tail[:L * L].reshape(L, L),
+                           tail[L * L:L * L + L], tail[L * L + L:],
+                           None if self.blocks is None else self.blocks.value(self.state,
+                                                                              averaged))
 
     def save(self, rows):
         """What :meth:`restore` needs to undo a calibration trial on ``rows``."""
         return (self.W[rows].copy(), self.tail.copy(), self.state.copy(),
-                self.W.copy() if np.any(self.W) else None)
+                self.W.copy() if np.any(self.W) else None,
+                None if self.blocks is None else self.blocks.B.copy())
 
     def restore(self, rows, saved):
         """Undo the steps since :meth:`save`: only ``rows`` of W changed,
         unless the scale was folded into every row."""
-        W_rows, tail, state, full = saved
+        W_rows, tail, state, full, blocks = saved
         if self.state[4] != state[4]:
             if full is None:
                 self.W[:] = 0.0
@@ -252,6 +272,8 @@ class _ScaledModel:
             self.W[rows] = W_rows
         self.tail[:] = tail
         self.state[:] = state
+        if blocks is not None:
+            self.blocks.B[:] = blocks
 
 
 class SGDState:
