@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 from test_bigram_tagger import TEMPLATE, _fit, _objective, _switch_data
 
+from sklearn_crfloss import CRFTagger
 from sklearn_crfloss._objective import CRFObjective
+from sklearn_crfloss.features import TemplateFeatures
 from sklearn_crfloss.losses import (ConditionalLogLikelihood, MaxMargin, MIRA, MixedLoss,
                                     SoftmaxMargin, StructuredPerceptron)
 from sklearn_crfloss.solvers._sgd import _compiled_kind, _ScaledModel
@@ -133,3 +135,40 @@ def test_route_learns_the_bigrams(params, n):
         f, crf = _fit(TEMPLATE, X, y, random_state=0, **params)
     assert crf.bigram_coef_.shape == (2, 2, 2)
     assert crf.score(f.transform(Xt), yt) > 0.95  # one transition matrix: below 0.8
+
+
+@pytest.mark.parametrize("loss", ["cll", "risk", "perceptron", "mira"])
+def test_partial_fit_one_call_is_one_epoch_of_fit(loss):
+    X, y = _switch_data(n=20)
+    F = TemplateFeatures(TEMPLATE).fit_transform(X)
+    rule = loss if loss in ("perceptron", "mira") else "sgd"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # max_iter reached
+        full = CRFTagger(loss=loss, solver=rule, max_iter=1, random_state=0).fit(F, y)
+    part = CRFTagger(loss=loss, random_state=0).partial_fit(F, y, classes=["A", "B"])
+    assert part.bigram_attributes_.tolist() == full.bigram_attributes_.tolist()
+    np.testing.assert_allclose(part.bigram_coef_, full.bigram_coef_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(part.transition_, full.transition_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(part.coef_, full.coef_, rtol=1e-10, atol=1e-12)
+    assert np.abs(part.bigram_coef_).max() > 1e-3
+
+
+@pytest.mark.parametrize("loss", ["cll", "perceptron"])
+def test_partial_fit_grows_the_blocks(loss):
+    """A later batch brings a new bigram attribute: its block is added, the old one kept."""
+    X, y = _switch_data(n=60)
+    Xt, yt = _switch_data(seed=1)
+    features = TemplateFeatures(TEMPLATE).fit([])
+    F, Ft = features.transform(X), features.transform(Xt)
+    first_batch = features.transform([[("A", "start"), ("w", "keep"), ("w", "keep")],
+                                      [("B", "start"), ("w", "keep")]])
+    crf = CRFTagger(loss=loss, C=10.0, random_state=0)
+    crf.partial_fit(first_batch, [["A", "A", "A"], ["B", "B"]], classes=["A", "B"])
+    assert crf.bigram_attributes_.tolist() == ["~B01:keep"]
+    first = crf.bigram_coef_.copy()
+    crf.predict(Ft)  # works between calls
+    for _ in range(3):
+        crf.partial_fit(F, y)
+    assert crf.bigram_attributes_.tolist() == ["~B01:keep", "~B01:flip"]
+    assert crf.bigram_coef_.shape == (2, 2, 2) and not np.allclose(crf.bigram_coef_[0], first)
+    assert crf.score(Ft, yt) > 0.95

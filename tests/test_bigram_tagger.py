@@ -218,8 +218,6 @@ def test_unsupported_options_refuse_and_leave_nothing_fitted(params, match):
 def test_other_routes_refuse():
     X, y = _switch_data(n=10)
     F = TemplateFeatures(TEMPLATE).fit_transform(X)
-    with pytest.raises(ValueError, match="partial_fit does not support"):
-        CRFTagger(solver="sgd").partial_fit(F, y, classes=["A", "B"])
     with pytest.raises(ValueError, match="LOPTagger does not support"):
         LOPTagger().fit(F, y)
     _, crf = _fit(TEMPLATE, X, y)

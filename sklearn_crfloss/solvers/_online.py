@@ -98,7 +98,8 @@ class _OnlineSolver(BaseSolver):
                            f"with {value:g} mistakes", solver=self.name)
         return pack_blocks(layout, *self._result(params))
 
-    def partial_solve(self, X, y, offsets, sample_weight, loss, prior, C, state, verbose=0):
+    def partial_solve(self, X, y, offsets, sample_weight, loss, prior, C, state, verbose=0,
+                      bigram_columns=()):
         """One epoch over a batch, continuing the run held in ``state`` (``partial_fit``).
 
         The arguments of :meth:`SGD.partial_solve
@@ -116,10 +117,15 @@ class _OnlineSolver(BaseSolver):
         self._sums, self._count = state.sums, state.count
         weights = np.ones(n_seq) if sample_weight is None else sample_weight
         X = sp.csr_matrix(X, dtype=np.float64)
+        Xb = None
+        if len(bigram_columns):
+            X, Xb = split_bigram_columns(X, offsets, np.asarray(bigram_columns, dtype=np.intp))
         value = 0.0
         for i in state.rng.permutation(n_seq):
-            value += self._step(state.params, loss, *local_columns(X[offsets[i]:offsets[i + 1]]),
-                                y[offsets[i]:offsets[i + 1]], weights[i], C)
+            rows = slice(offsets[i], offsets[i + 1])
+            value += self._step(state.params, loss, *local_columns(X[rows]),
+                                *(() if Xb is None else local_columns(Xb[rows])), y[rows],
+                                weights[i], C)
         state.count = self._count
         return value
 
@@ -145,7 +151,9 @@ class OnlineState:
     Attributes
     ----------
     params : list of ndarray
-        ``[W (n_features, n_labels), transition, start, end]``, dense.
+        ``[W (n_features, n_labels), transition, start, end]``, dense, and
+        the blocks (n_bigram, n_labels, n_labels) of the bigram attributes
+        once there are any.
     sums, count
         The averaging sums and step count (set by the first call).
     rng : numpy.random.Generator or None
@@ -156,8 +164,15 @@ class OnlineState:
         self.params = [np.zeros((n_features, L)), np.zeros((L, L)), np.zeros(L), np.zeros(L)]
         self.sums, self.count, self.rng = None, 1, None
 
-    def grow(self, n_features):
-        """Add zero rows for new attributes."""
+    def grow(self, n_features, n_bigram=0):
+        """Add zero rows for new attributes, zero blocks for new bigram attributes."""
+        L = self.params[0].shape[1]
+        if n_bigram:
+            for arrays in [self.params] + ([] if self.sums is None else [self.sums]):
+                if len(arrays) == 4:
+                    arrays.append(np.zeros((0, L, L)))
+                arrays[4] = np.concatenate(
+                    [arrays[4], np.zeros((n_bigram - arrays[4].shape[0], L, L))])
         extra = n_features - self.params[0].shape[0]
         if extra > 0:
             L = self.params[0].shape[1]

@@ -92,7 +92,7 @@ class _ScaledModel:
         X = objective._X  # as stored (int8 indicators stay int8: no float64 copy)
         L = layout.n_labels
         self.blocks = None  # observation-dependent label bigrams (ScaledBlocks)
-        if resume is None and layout.n_bigram:
+        if layout.n_bigram:
             X, X_bigram = split_bigram_columns(X, objective.offsets, layout.bigram_columns)
         self.layout = layout
         self.L = L
@@ -124,6 +124,9 @@ class _ScaledModel:
             self.tail_mask = np.ones(L * L + 2 * L)
             self.average_start = average_start
             self._allocate_scratch()
+            if layout.n_bigram:
+                self.blocks = ScaledBlocks(X_bigram, resume.B, resume.BB, L,
+                                           self._int_scratch.shape[0] // L)
             return
         W, T, s, e = layout.unpack(x0)
         self.W = np.ascontiguousarray(W[order])
@@ -145,8 +148,9 @@ class _ScaledModel:
         self.state = np.array([1.0, 0.0, 0.0, 0.0, 0.0])
         self._allocate_scratch()
         if layout.n_bigram:
-            self.blocks = ScaledBlocks(X_bigram, layout.bigram_weights(x0),
-                                       average_start is not None, self._int_scratch.shape[0] // L)
+            B = layout.bigram_weights(x0).ravel().copy()
+            self.blocks = ScaledBlocks(X_bigram, B, np.zeros_like(B) if average_start is not None
+                                       else np.zeros(0), L, self._int_scratch.shape[0] // L)
 
     def _allocate_scratch(self):
         L = self.L
@@ -304,6 +308,10 @@ class SGDState:
     mask : ndarray of uint8 of shape (n_features, n_labels) or (0, n_labels)
     BW, Btail : ndarray
         Averaging corrections (0 rows without averaging).
+    B, BB : ndarray of shape (n_bigram * n_labels ** 2,)
+        ``V``'s blocks of the bigram attributes (observation-dependent label
+        bigrams, in the order of their columns) and their averaging
+        corrections (empty without averaging).
     state : ndarray of shape (5,)
         ``[a, t, S, n_avg, n_folds]`` (scale, sequences seen, ...).
     n_seen : int
@@ -321,14 +329,22 @@ class SGDState:
         self.mask = np.zeros((0 if all_states else n_features, L), dtype=np.uint8)
         rows = n_features if average else 0
         self.BW, self.Btail = np.zeros((rows, L)), np.zeros(self.tail.shape[0] if average else 0)
+        self.B, self.BB, self.average = np.zeros(0), np.zeros(0), average
         self.state = np.array([1.0, 0.0, 0.0, 0.0, 0.0])
         self.n_seen = 0
         self.eta0 = None
         self.average_start = None
         self.rng = None
 
-    def grow(self, n_features):
-        """Add zero rows for new attributes (a vocabulary that grows with the stream)."""
+    def grow(self, n_features, n_bigram=0):
+        """Add zero rows for new attributes (a vocabulary that grows with the stream),
+        and zero blocks for new bigram attributes (their columns after the old ones)."""
+        L = self.W.shape[1]
+        extra = n_bigram * L * L - self.B.shape[0]
+        if extra > 0:  # (the scale multiplies zeros: no fold needed)
+            self.B = np.concatenate([self.B, np.zeros(extra)])
+            if self.average:
+                self.BB = np.concatenate([self.BB, np.zeros(extra)])
         extra = n_features - self.W.shape[0]
         if extra > 0:
             def pad(A):
@@ -349,16 +365,19 @@ class SGDState:
             self.mask[X.indices, rows] = 1
 
     def parameters(self):
-        """``(W, transition, start, end)``: the average of the iterates once
-        averaging has begun, else the current iterate (new arrays)."""
+        """``(W, transition, start, end, blocks)``: the average of the iterates once
+        averaging has begun, else the current iterate (new arrays); ``blocks`` of
+        shape (n_bigram, n_labels, n_labels)."""
         a, _, S, n_avg, _ = self.state
         if self.BW.shape[0] and n_avg > 0:
             W = (S * self.W - self.BW) / n_avg
             tail = (S * self.tail - self.Btail) / n_avg
+            B = (S * self.B - self.BB) / n_avg
         else:
-            W, tail = a * self.W, a * self.tail
+            W, tail, B = a * self.W, a * self.tail, a * self.B
         L = self.W.shape[1]
-        return W, tail[:L * L].reshape(L, L), tail[L * L:L * L + L], tail[L * L + L:]
+        return (W, tail[:L * L].reshape(L, L), tail[L * L:L * L + L], tail[L * L + L:],
+                B.reshape(-1, L, L))
 
 
 class SGD(BaseSolver):
@@ -562,7 +581,8 @@ class SGD(BaseSolver):
         value = model.run(rng.permutation(n_seq), (eta0, lam, lam_s, power), batch_size=batch)
         return model.theta(averaged=False), value, eta0
 
-    def partial_solve(self, X, y, offsets, sample_weight, loss, prior, C, state, verbose=0):
+    def partial_solve(self, X, y, offsets, sample_weight, loss, prior, C, state, verbose=0,
+                      bigram_columns=()):
         """One epoch over a batch, continuing the run held in ``state`` (``partial_fit``).
 
         Every sequence seen counts as a new one: after batches of ``N``
@@ -582,6 +602,9 @@ class SGD(BaseSolver):
         state : SGDState
             Updated in place.
         verbose : int, default=0
+        bigram_columns : array-like of int, default=()
+            The columns of X that are bigram attributes, in the order of
+            ``state``'s blocks.
 
         Returns
         -------
@@ -599,8 +622,11 @@ class SGD(BaseSolver):
         if state.rng is None:
             state.rng = random_generator(self.random_state)
             state.average_start = self._average_start(n_seq) if state.BW.shape[0] else None
+        columns = np.asarray(bigram_columns, dtype=np.intp)
         data = SimpleNamespace(_X=X, y=y, offsets=offsets, sample_weight=sample_weight,
-                               token_weight=None, layout=SimpleNamespace(n_labels=L))
+                               token_weight=None, layout=SimpleNamespace(
+                                   n_labels=L, n_bigram=columns.shape[0],
+                                   bigram_columns=columns))
         model = _ScaledModel(data, None, loss, kind, cost, state.average_start, resume=state)
         state.n_seen += n_seq
         lam = 0.0 if isinstance(prior, NoPrior) else 1.0 / (C * state.n_seen)

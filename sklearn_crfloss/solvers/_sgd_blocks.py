@@ -23,21 +23,22 @@ class ScaledBlocks:
     ----------
     X_bigram : scipy.sparse.csr_matrix of float64 of shape (n_tokens, n_bigram)
         The bigram rows (:func:`~sklearn_crfloss._bigram_rows.split_bigram_columns`).
-    blocks : ndarray of shape (n_bigram, n_labels, n_labels)
-        The starting blocks (``a = 1``).
-    average : bool
-        Whether the averaging corrections are kept.
+    B : ndarray of float64 of shape (n_bigram * n_labels ** 2,)
+        ``V_B``, updated in place (an SGD run's copy of the starting blocks,
+        or :class:`~sklearn_crfloss.solvers._sgd.SGDState`'s array).
+    BB : ndarray of float64 of shape (n_bigram * n_labels ** 2,) or (0,)
+        The averaging corrections (empty: no averaging), updated in place.
+    n_labels : int
     max_len : int
         The longest sequence (scratch of the compiled loop).
     """
 
-    def __init__(self, X_bigram, blocks, average, max_len):
-        self.L = L = blocks.shape[1]
+    def __init__(self, X_bigram, B, BB, n_labels, max_len):
+        self.L = L = n_labels
         self.rows = X_bigram
         data = X_bigram.data
         binary = data.shape[0] == 0 or (data.min() == 1 and data.max() == 1)
-        self.B = np.array(blocks, dtype=np.float64).ravel()
-        self.BB = np.zeros_like(self.B) if average else np.zeros(0)
+        self.B, self.BB = B, BB
         self.kernel = dict(bptr=np.ascontiguousarray(X_bigram.indptr, dtype=np.intp),
                            bind=np.ascontiguousarray(X_bigram.indices, dtype=np.int32),
                            bdata=np.zeros(0) if binary else np.ascontiguousarray(data),

@@ -1,0 +1,88 @@
+"""Observation-dependent label bigrams with SGD and the online rules on CoNLL-2000.
+
+Trains :class:`sklearn_crfloss.CRFTagger` on the full CoNLL-2000 chunking
+training set with CRF++'s template ``CONLL2000_TEMPLATE`` (one dense
+transition matrix) and with the same template plus ``B01:%x[0,1]`` and
+``B02:%x[-1,1]/%x[0,1]`` (an (n_labels, n_labels) block of transition
+weights per POS tag and POS bigram), for each route asked: ``sgd`` (CLL +
+L2, C=1, ``solver='sgd'``: averaged SGD, 10 epochs), ``perceptron`` and
+``max_margin`` (their default solvers, 10 epochs). Prints test F1
+(conlleval), epochs, wall and CPU time of the fit, and the load average.
+
+``--plain-sgd-epochs K`` only times K epochs of SGD on the plain template
+(CPU seconds per epoch, after eta0 calibration), to compare two builds of
+the SGD kernel.
+
+Usage::
+
+    SKLEARN_CRFLOSS_DATA=/path/to/data python benchmarks/bench_bigram_online.py \\
+        [--routes sgd perceptron max_margin] [--plain-sgd-epochs K]
+"""
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402
+
+from sklearn_crfloss import CRFTagger  # noqa: E402
+from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures  # noqa: E402
+from sklearn_crfloss.metrics import segment_f1_score  # noqa: E402
+from sklearn_crfloss.solvers import SGD  # noqa: E402
+
+BIGRAM_LINES = "B01:%x[0,1]\nB02:%x[-1,1]/%x[0,1]\n"
+ROUTES = {"sgd": dict(loss="cll", solver="sgd"), "perceptron": dict(loss="perceptron"),
+          "max_margin": dict(loss="max_margin")}
+
+
+def _load():
+    return open("/proc/loadavg").read().split()[:3]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--routes", nargs="+", choices=sorted(ROUTES), default=sorted(ROUTES))
+    parser.add_argument("--plain-sgd-epochs", type=int, default=0)
+    args = parser.parse_args()
+    _common.print_run_header(["sklearn_crfloss", "numpy", "scipy"])
+    X_train, y_train, X_test, y_test = _common.conll2000_run()
+    if args.plain_sgd_epochs:
+        F_train = TemplateFeatures(CONLL2000_TEMPLATE).fit_transform(X_train)
+        crf = CRFTagger(C=1.0, solver=SGD(eta0=0.1, random_state=0), n_jobs=1,
+                        max_iter=args.plain_sgd_epochs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # max_iter reached
+            c0 = time.process_time()
+            crf.fit(F_train, y_train)
+        cpu = time.process_time() - c0
+        print(f"plain SGD: {args.plain_sgd_epochs} epochs, fit CPU s {cpu:.2f}; "
+              f"load {_load()}", flush=True)
+        return
+    rows = []
+    for route in args.routes:
+        for name, template in [("plain", CONLL2000_TEMPLATE),
+                               ("+ B01, B02", CONLL2000_TEMPLATE + BIGRAM_LINES)]:
+            features = TemplateFeatures(template).fit([])
+            F_train, F_test = features.transform(X_train), features.transform(X_test)
+            crf = CRFTagger(C=1.0, n_jobs=1, random_state=0, **ROUTES[route])
+            load = _load()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # max_iter reached
+                t0, c0 = time.perf_counter(), time.process_time()
+                crf.fit(F_train, y_train)
+                seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+            f1 = segment_f1_score(y_test, crf.predict(F_test))
+            blocks = crf.bigram_attributes_
+            rows.append([route, name, f"{100 * f1:.2f}", crf.n_iter_, f"{seconds:.1f}",
+                         f"{cpu:.1f}", crf.n_parameters_, 0 if blocks is None else len(blocks),
+                         " ".join(load) + " / " + " ".join(_load())])
+            print(_common.format_table(["route", "template", "F1", "epochs", "fit wall s",
+                                        "fit CPU s", "parameters", "bigram attrs",
+                                        "load before / after"], rows), flush=True)
+
+
+if __name__ == "__main__":
+    main()
