@@ -175,12 +175,14 @@ def make_layout(features, n_features, n_labels, state_index, *, labels, boundary
         problem = "warm_start=True"
     if problem is None:
         return BigramLayout(n_features, n_labels, state_index, columns, boundary)
+    remedy = (f"train them with loss {', '.join(repr(c.name) for c in BIGRAM_LOSSES)} and "
+              f"solver {', '.join(map(repr, BIGRAM_SOLVERS))}" if labels is None
+              else "use another expert set")
     raise ValueError(
         f"Observation-dependent label bigrams (the {columns.shape[0]} feature keys starting "
         f"with {BIGRAM_PREFIX!r}, e.g. {features.attributes[columns[0]]!r}, from a template's "
-        f"'B' lines with macros) are not supported by {problem}: train them with "
-        f"loss {', '.join(repr(c.name) for c in BIGRAM_LOSSES)} and solver "
-        f"{', '.join(map(repr, BIGRAM_SOLVERS))}, or drop the bigram lines.")
+        f"'B' lines with macros) are not supported by {problem}: {remedy}, or drop the "
+        "bigram lines.")
 
 
 class BigramGroups:

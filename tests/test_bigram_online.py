@@ -8,11 +8,15 @@ import numpy as np
 import pytest
 from test_bigram_tagger import TEMPLATE, _fit, _objective, _switch_data
 
-from sklearn_crfloss import CRFTagger
+from sklearn_crfloss import CRFTagger, LOPTagger
+from sklearn_crfloss._label_bigrams import model_transitions
+from sklearn_crfloss._lop_parts import expert_parts
 from sklearn_crfloss._objective import CRFObjective
 from sklearn_crfloss.features import TemplateFeatures
+from sklearn_crfloss.inference import PositionTransitions
 from sklearn_crfloss.losses import (ConditionalLogLikelihood, MaxMargin, MIRA, MixedLoss,
                                     SoftmaxMargin, StructuredPerceptron)
+from sklearn_crfloss.lop import _pool_nll
 from sklearn_crfloss.solvers._sgd import _compiled_kind, _ScaledModel
 
 X_TINY = [[("a", "p"), ("b", "q"), ("a", "q"), ("b", "p")], [("b", "p")],
@@ -172,3 +176,47 @@ def test_partial_fit_grows_the_blocks(loss):
     assert crf.bigram_attributes_.tolist() == ["~B01:keep", "~B01:flip"]
     assert crf.bigram_coef_.shape == (2, 2, 2) and not np.allclose(crf.bigram_coef_[0], first)
     assert crf.score(Ft, yt) > 0.95
+
+
+def _vectorised(crf, F):
+    """A fitted tagger's feature matrix and offsets of the sequences F."""
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in F])]).astype(np.intp)
+    return crf._features.transform([t for s in F for t in s], offsets), offsets
+
+
+def test_lop_pool_sums_the_experts_position_transitions():
+    """The pool's matrix on every edge is the weighted sum of the experts' matrices."""
+    X, y = _switch_data(n=30)
+    Xt, yt = _switch_data(seed=1)
+    features = TemplateFeatures(TEMPLATE).fit([])
+    F, Ft = features.transform(X), features.transform(Xt)
+    groups = [lambda a: a.startswith("~") or a.startswith("U00"),
+              lambda a: not a.startswith("~")]
+    lop = LOPTagger(experts=groups, weights=[0.2, 0.3, 0.5]).fit(F, y)
+    assert [e.bigram_coef_ is not None for e in lop.experts_] == [True, True, False]
+    assert lop.score(Ft, yt) == 1.0  # the bigrams' experts dominate the pool
+    pool = lop.pool_
+    Xc, offsets = _vectorised(pool, Ft)
+    got = model_transitions(pool, Xc, offsets).dense()
+    expected = sum(w * np.broadcast_to(model_transitions(e, Xc[:, cols], offsets).dense()
+                                       if e.bigram_coef_ is not None else e.transition_,
+                                       got.shape)
+                   for w, e, cols in zip(lop.weights_, lop.experts_, lop.expert_columns_))
+    np.testing.assert_allclose(got, expected, atol=1e-12)
+    assert np.ptp(got[1:], axis=0).max() > 1e-3  # the transitions vary with the position
+
+
+def test_lop_weight_gradient_with_position_transitions():
+    X, y = _switch_data(n=20)
+    features = TemplateFeatures(TEMPLATE).fit([])
+    lop = LOPTagger(weights="fit").fit(features.transform(X), y)
+    pool = lop.pool_
+    Xc, offsets = _vectorised(pool, features.transform(X))
+    y_enc = np.searchsorted(lop.classes_, np.concatenate(y)).astype(np.intp)
+    parts = expert_parts(lop.experts_, lop.expert_columns_, Xc, offsets, pool.attributes_)
+    assert isinstance(parts[0][1], PositionTransitions)
+    w = np.array([0.6, 0.4])
+    value, grad = _pool_nll(w, parts, y_enc, offsets)
+    numeric = [(_pool_nll(w + 1e-6 * d, parts, y_enc, offsets)[0]
+                - _pool_nll(w - 1e-6 * d, parts, y_enc, offsets)[0]) / 2e-6 for d in np.eye(2)]
+    np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-6)
