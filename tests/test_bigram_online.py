@@ -141,15 +141,18 @@ def test_route_learns_the_bigrams(params, n):
     assert crf.score(f.transform(Xt), yt) > 0.95  # one transition matrix: below 0.8
 
 
-@pytest.mark.parametrize("loss", ["cll", "risk", "perceptron", "mira"])
-def test_partial_fit_one_call_is_one_epoch_of_fit(loss):
+# (max-margin with a fixed step: with eta0='auto' its one epoch here raises the
+# objective, and fit keeps the start; partial_fit has no such rule)
+@pytest.mark.parametrize("loss, params", [("cll", {}), ("max_margin", {"eta0": 0.05}),
+                                          ("perceptron", {}), ("mira", {})])
+def test_partial_fit_one_call_is_one_epoch_of_fit(loss, params):
     X, y = _switch_data(n=20)
     F = TemplateFeatures(TEMPLATE).fit_transform(X)
     rule = loss if loss in ("perceptron", "mira") else "sgd"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # max_iter reached
-        full = CRFTagger(loss=loss, solver=rule, max_iter=1, random_state=0).fit(F, y)
-    part = CRFTagger(loss=loss, random_state=0).partial_fit(F, y, classes=["A", "B"])
+        full = CRFTagger(loss=loss, solver=rule, max_iter=1, random_state=0, **params).fit(F, y)
+    part = CRFTagger(loss=loss, random_state=0, **params).partial_fit(F, y, classes=["A", "B"])
     assert part.bigram_attributes_.tolist() == full.bigram_attributes_.tolist()
     np.testing.assert_allclose(part.bigram_coef_, full.bigram_coef_, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(part.transition_, full.transition_, rtol=1e-10, atol=1e-12)
@@ -220,3 +223,22 @@ def test_lop_weight_gradient_with_position_transitions():
     numeric = [(_pool_nll(w + 1e-6 * d, parts, y_enc, offsets)[0]
                 - _pool_nll(w - 1e-6 * d, parts, y_enc, offsets)[0]) / 2e-6 for d in np.eye(2)]
     np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-6)
+
+
+def test_sgd_large_potentials_step_through_the_log_space_fallback():
+    """Potentials past the scaled pass's range: the sequence steps through the loss's
+    value_and_grad (log space), with the same result as the generic path."""
+    objective, layout, theta, *_ = _objective(X_TINY, Y_TINY, seed=3)
+    theta = 400.0 * theta
+    loss = ConditionalLogLikelihood()
+    order = np.array([2], dtype=np.intp)
+    compiled, generic = (_sgd_model(loss, objective, theta) for _ in range(2))
+    calls, fallback = [], compiled.generic_step
+    compiled.generic_step = lambda *args: calls.append(args) or fallback(*args)
+    value = compiled.run(order, (1e-3, 0.0, 1.0, 0.0))
+    assert len(calls) == 1 and np.isfinite(value)  # the compiled pass gave up
+    assert value == pytest.approx(generic.generic_step(order, (1e-3, 0.0, 1.0, 0.0)),
+                                  rel=1e-12)
+    np.testing.assert_allclose(compiled.theta(averaged=False), generic.theta(averaged=False),
+                               rtol=1e-12)
+    assert value == pytest.approx(_enumerated(objective, theta, loss, [2]), rel=1e-9)
