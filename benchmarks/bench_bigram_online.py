@@ -10,13 +10,17 @@ L2, C=1, ``solver='sgd'``: averaged SGD, 10 epochs), ``perceptron`` and
 (conlleval), epochs, wall and CPU time of the fit, and the load average.
 
 ``--plain-sgd-epochs K`` only times K epochs of SGD on the plain template
-(CPU seconds per epoch, after eta0 calibration), to compare two builds of
-the SGD kernel.
+(the fit's CPU seconds, ``eta0=0.1``), to compare two builds of the SGD
+kernel. ``--kernel-epochs K`` only times K epochs of the compiled SGD loop
+(CLL, from zero, a fixed step; no vectorisation, calibration or objective
+evaluation) on the first ``--train-sentences`` sentences, plain template
+beside the bigram template.
 
 Usage::
 
     SKLEARN_CRFLOSS_DATA=/path/to/data python benchmarks/bench_bigram_online.py \\
         [--routes sgd perceptron max_margin] [--plain-sgd-epochs K]
+        [--kernel-epochs K --train-sentences N]
 """
 
 import argparse
@@ -27,11 +31,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
+import numpy as np  # noqa: E402
 
 from sklearn_crfloss import CRFTagger  # noqa: E402
 from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures  # noqa: E402
 from sklearn_crfloss.metrics import segment_f1_score  # noqa: E402
+from sklearn_crfloss.losses import ConditionalLogLikelihood  # noqa: E402
 from sklearn_crfloss.solvers import SGD  # noqa: E402
+from sklearn_crfloss.solvers._sgd import _ScaledModel  # noqa: E402
 
 BIGRAM_LINES = "B01:%x[0,1]\nB02:%x[-1,1]/%x[0,1]\n"
 ROUTES = {"sgd": dict(loss="cll", solver="sgd"), "perceptron": dict(loss="perceptron"),
@@ -46,9 +53,21 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--routes", nargs="+", choices=sorted(ROUTES), default=sorted(ROUTES))
     parser.add_argument("--plain-sgd-epochs", type=int, default=0)
+    parser.add_argument("--kernel-epochs", type=int, default=0)
+    parser.add_argument("--train-sentences", type=int, default=None)
     args = parser.parse_args()
     _common.print_run_header(["sklearn_crfloss", "numpy", "scipy"])
     X_train, y_train, X_test, y_test = _common.conll2000_run()
+    if args.train_sentences:
+        X_train, y_train = X_train[:args.train_sentences], y_train[:args.train_sentences]
+    if args.kernel_epochs:
+        for name, template in [("plain", CONLL2000_TEMPLATE),
+                               ("+ B01, B02", CONLL2000_TEMPLATE + BIGRAM_LINES)]:
+            seconds = _kernel_epochs(TemplateFeatures(template).fit_transform(X_train), y_train,
+                                     args.kernel_epochs)
+            print(f"{name}: CPU s per epoch of the compiled loop "
+                  f"{' '.join(f'{t:.3f}' for t in seconds)}; load {_load()}", flush=True)
+        return
     if args.plain_sgd_epochs:
         F_train = TemplateFeatures(CONLL2000_TEMPLATE).fit_transform(X_train)
         crf = CRFTagger(C=1.0, solver=SGD(eta0=0.1, random_state=0), n_jobs=1,
@@ -82,6 +101,33 @@ def main():
             print(_common.format_table(["route", "template", "F1", "epochs", "fit wall s",
                                         "fit CPU s", "parameters", "bigram attrs",
                                         "load before / after"], rows), flush=True)
+
+
+def _kernel_epochs(F, y, k):
+    """CPU seconds of each of k epochs of the compiled CLL loop from zero (fixed step)."""
+    probe = CRFTagger(C=1.0, solver="sgd", max_iter=1)
+    captured = {}
+    original = probe._train
+
+    def capture(obj, loss, prior, solver, x0, from_zero, **kwargs):
+        captured["obj"] = obj
+        return original(obj, loss, prior, solver, x0, from_zero, **kwargs)
+
+    probe._train = capture
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        probe.fit(F, y)
+    obj = captured["obj"]
+    n = len(y)
+    seconds = []
+    for rep in range(k):
+        model = _ScaledModel(obj, np.zeros(obj.n_params), ConditionalLogLikelihood(), 0, None,
+                             None)
+        order = np.random.default_rng(rep).permutation(n)
+        c0 = time.process_time()
+        model.run(order, (0.05, 1.0 / n, 1.0 / n, 1.0))
+        seconds.append(time.process_time() - c0)
+    return seconds
 
 
 if __name__ == "__main__":
