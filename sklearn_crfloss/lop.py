@@ -289,7 +289,10 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
     weights_ : ndarray of shape (n_experts,)
         The pool's weights (sum 1).
     pool_ : CRFTagger
-        The pool as one fitted CRF: ``coef_`` etc. are the weighted sums;
+        The pool as one fitted CRF: ``coef_`` etc. are the weighted sums
+        (with observation-dependent label bigrams, ``bigram_coef_`` too: the
+        experts whose columns hold bigram attributes train their blocks,
+        which the pool sums like the rest; the label experts refuse them);
         its ``n_iter_``, ``converged_`` and ``loss_curve_`` are those of the
         weight fit (0, True and one value for fixed weights) and
         ``objective_`` the pool's negative training log-likelihood.

@@ -7,7 +7,10 @@ They visit one sequence at a time in an order shuffled every epoch with
 predicted path minus the gold ones) and touches only the weight rows of the
 attributes present in the sequence, so an epoch costs about one pass over
 the data. The parameters are dense: ``W`` (n_features, n_labels),
-transitions, start and end potentials (``dense_states = True``).
+transitions, start and end potentials (``dense_states = True``), and the
+blocks of the bigram attributes (observation-dependent label bigrams),
+which give every edge of the sequence its own matrix
+``T + sum_b x[t, b] B_b`` (``_bigram_rows.py``).
 
 - ``'perceptron'``: Collins (2002): if the Viterbi path differs from the gold
   one, add the gold features and subtract the predicted ones.

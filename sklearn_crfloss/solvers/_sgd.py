@@ -34,6 +34,12 @@ Two paths, the same update:
   ``'mce'``, ``'mce_f'``, and user losses): minibatches of ``batch_size``
   sequences, potentials and the scaled sparse step compiled, the gradient
   from the loss's own ``value_and_grad`` on the minibatch.
+
+Observation-dependent label bigrams (a layout with bigram blocks): the
+blocks are kept in the same scaled representation (``_sgd_blocks.py``);
+every edge with active bigram attributes gets its own matrix
+``T + sum_b x[t, b] B_b``, in the compiled loop and in the generic path
+alike, and the step reaches the blocks active in the sequence.
 """
 
 from numbers import Integral, Real
