@@ -39,8 +39,8 @@ from sklearn_crfloss.metrics import segment_f1_score  # noqa: E402
 from sklearn_crfloss.losses import ConditionalLogLikelihood  # noqa: E402
 from sklearn_crfloss.solvers import SGD  # noqa: E402
 from sklearn_crfloss.solvers._sgd import _ScaledModel  # noqa: E402
+from bench_bigram_templates import BIGRAM_LINES  # noqa: E402
 
-BIGRAM_LINES = "B01:%x[0,1]\nB02:%x[-1,1]/%x[0,1]\n"
 ROUTES = {"sgd": dict(loss="cll", solver="sgd"), "perceptron": dict(loss="perceptron"),
           "max_margin": dict(loss="max_margin")}
 
