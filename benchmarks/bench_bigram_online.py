@@ -20,7 +20,7 @@ Usage::
 
     SKLEARN_CRFLOSS_DATA=/path/to/data python benchmarks/bench_bigram_online.py \\
         [--routes sgd perceptron max_margin] [--plain-sgd-epochs K]
-        [--kernel-epochs K --train-sentences N]
+        [--kernel-epochs K --train-sentences N [--templates plain bigram]]
 """
 
 import argparse
@@ -55,6 +55,10 @@ def main():
     parser.add_argument("--plain-sgd-epochs", type=int, default=0)
     parser.add_argument("--kernel-epochs", type=int, default=0)
     parser.add_argument("--train-sentences", type=int, default=None)
+    parser.add_argument("--templates", nargs="+", choices=["plain", "bigram"],
+                        default=["plain", "bigram"],
+                        help="--kernel-epochs: which templates (plain alone runs with the "
+                             "kernel of a build without bigram support too)")
     args = parser.parse_args()
     _common.print_run_header(["sklearn_crfloss", "numpy", "scipy"])
     X_train, y_train, X_test, y_test = _common.conll2000_run()
@@ -63,6 +67,8 @@ def main():
     if args.kernel_epochs:
         for name, template in [("plain", CONLL2000_TEMPLATE),
                                ("+ B01, B02", CONLL2000_TEMPLATE + BIGRAM_LINES)]:
+            if ("plain" if name == "plain" else "bigram") not in args.templates:
+                continue
             seconds = _kernel_epochs(TemplateFeatures(template).fit_transform(X_train), y_train,
                                      args.kernel_epochs)
             print(f"{name}: CPU s per epoch of the compiled loop "
