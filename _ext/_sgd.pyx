@@ -33,14 +33,26 @@
 #   A sequence whose scaled pass underflows stops the loop (sgd_pass returns
 #   its position); the Python side steps on it through the loss's own
 #   value_and_grad (log-space fallback) and resumes.
+# * Observation-dependent label bigrams (optional): bigram attributes have
+#   (L, L) blocks B[b] (in the scaled representation too, V-side) and their
+#   own CSR rows (none at the first token of a sequence). A sequence with
+#   active ones gets one matrix per edge, M_t = a (T + sum_b x[t, b] B[b])
+#   (_position_matrices), a forward-backward over them
+#   (_position_sum_product_grad: exponentials per token, the pair marginals
+#   P_t overwrite them) or the max-product step per token; the update adds
+#   gain x[t, b] (P_t - gold pair) to B[b] (_scatter_blocks; for max-margin
+#   only the predicted and gold pairs), and the shrinkage, the folds and the
+#   averaging sums cover the blocks. A sequence without active bigram
+#   attributes takes the dense path above unchanged.
 # * Other losses (the generic path) compute dU on a minibatch in Python from
 #   the potentials of batch_potentials and apply it with sgd_step, which
 #   shares the update code (_apply) with the loop.
 # * Serial by nature (each step reads the previous one's parameters).
 
-from libc.math cimport exp, pow, NAN, isfinite, isnan
+from libc.math cimport exp, log, pow, NAN, isfinite, isnan
 
-from _chain cimport argmax_sum, backtrace, max_plus_step, scaled_forward, tail_range, vec_mat
+from _chain cimport (argmax_sum, backtrace, exp_row, finite_range, max_plus_step, row_too_wide,
+                     scale_ok, scale_row, scaled_forward, tail_range, vec_mat)
 
 cdef enum:
     KIND_SUM = 0
@@ -69,6 +81,16 @@ cdef struct Model:
     double* Btail
     # Cost rows added to the unary potentials (NULL: none).
     const double* cost
+    # Bigram attributes (bptr NULL: none): CSR rows of their entries (block
+    # indices; bdata NULL: all 1), blocks (n_b, L, L) scaled like W, their
+    # averaging corrections (NULL: no averaging), scratch (max_len, L, L).
+    const Py_ssize_t* bptr
+    const int* bind
+    const double* bdata
+    double* B
+    double* BB
+    Py_ssize_t n_b
+    double* E
     # Scratch: rows of the longest sequence and (L, L) tables.
     double* U
     double* psi
@@ -207,9 +229,11 @@ cdef double _sum_product_grad(Model* c, Py_ssize_t s, Py_ssize_t n, double a) no
     return lz + m_s + m_e + (n - 1) * m_t - _gold(c, s, n, a)
 
 
-cdef double _max_product_grad(Model* c, Py_ssize_t s, Py_ssize_t n, double a) noexcept nogil:
+cdef double _max_product_grad(Model* c, Py_ssize_t s, Py_ssize_t n, double a,
+                              bint position) noexcept nogil:
     """max_y score(y) - score(gold) on U (cost-augmented); marg <- onehot(best)
-    - onehot(y), dtail <- counts(best) - counts(gold)."""
+    - onehot(y), dtail <- counts(best) - counts(gold). With ``position`` the
+    edge into t has the matrix E[t] (_position_matrices) instead of a T."""
     cdef Py_ssize_t L = c.L, LL = c.L * c.L, t, j, best_j
     cdef double best
     cdef double* tm = c.work
@@ -227,7 +251,7 @@ cdef double _max_product_grad(Model* c, Py_ssize_t s, Py_ssize_t n, double a) no
         dT[LL + j] = 0.0
         dT[LL + L + j] = 0.0
     for t in range(1, n):
-        max_plus_step(prev, tm, cur, &c.bp[t * L], L, 0)
+        max_plus_step(prev, &c.E[t * LL] if position else tm, cur, &c.bp[t * L], L, 0)
         for j in range(L):
             cur[j] += c.U[t * L + j]
         tmp = prev
@@ -247,6 +271,174 @@ cdef double _max_product_grad(Model* c, Py_ssize_t s, Py_ssize_t n, double a) no
     return best - _gold(c, s, n, a)
 
 
+cdef inline bint _has_bigrams(Model* c, Py_ssize_t s, Py_ssize_t n) noexcept nogil:
+    """Whether bigram attributes are active on an edge of rows s:s+n."""
+    return c.bptr != NULL and c.bptr[s + n] > c.bptr[s]
+
+
+cdef double _position_matrices(Model* c, Py_ssize_t s, Py_ssize_t n, double a) noexcept nogil:
+    """E[t] = a (T + sum_b x[s + t, b] B[b]) for 0 < t < n; returns the gold
+    path's share of the blocks, sum_t (E[t] - a T)[y_{t-1}, y_t]."""
+    cdef Py_ssize_t L = c.L, LL = c.L * c.L, t, p, q, yp, yt
+    cdef double v, g = 0.0
+    cdef double* M
+    cdef const double* Bb
+    for t in range(1, n):
+        M = &c.E[t * LL]
+        for q in range(LL):
+            M[q] = c.tail[q]
+        for p in range(c.bptr[s + t], c.bptr[s + t + 1]):
+            Bb = &c.B[c.bind[p] * LL]
+            v = 1.0 if c.bdata == NULL else c.bdata[p]
+            for q in range(LL):
+                M[q] += v * Bb[q]
+        for q in range(LL):
+            M[q] *= a
+        yp = c.y[s + t - 1]
+        yt = c.y[s + t]
+        g += M[yp * L + yt] - a * c.tail[yp * L + yt]
+    return g
+
+
+cdef double _position_sum_product_grad(Model* c, Py_ssize_t s, Py_ssize_t n,
+                                       double a) noexcept nogil:
+    """_sum_product_grad with one matrix per edge (bigram attributes active).
+
+    On return E[t] (0 < t < n) holds the pair marginals minus the gold pair,
+    the gradient of the edge's matrix; dtail their sum (and the boundary
+    counts) minus the gold counts. NaN if the scaled pass would lose mass."""
+    cdef Py_ssize_t L = c.L, LL = c.L * c.L, t, i, j, q
+    cdef double m_s, m_e, lz = 0.0, c_t, x, lo, hi, t_range, g_blocks
+    cdef double* es = c.work
+    cdef double* ee = es + L
+    cdef double* v = ee + L
+    cdef double* b_next = v + L
+    cdef double* b_cur = b_next + L
+    cdef double* tmp
+    cdef double* M
+    cdef double* alpha = c.marg
+    cdef double* dT = c.dtail
+    cdef double* ds = c.dtail + LL
+    cdef double* de = ds + L
+    g_blocks = _position_matrices(c, s, n, a)
+    m_s = _rowmax(&c.tail[LL], L, a)
+    m_e = _rowmax(&c.tail[LL + L], L, a)
+    t_range = a * finite_range(&c.tail[LL], L)
+    for i in range(L):
+        es[i] = exp(a * c.tail[LL + i] - m_s)
+        ee[i] = exp(a * c.tail[LL + L + i] - m_e)
+    for q in range(LL):
+        dT[q] = 0.0
+    # Shifted exponentials of every edge's matrix (the shifts go into log Z).
+    for t in range(1, n):
+        M = &c.E[t * LL]
+        lo = M[0]
+        hi = M[0]
+        for q in range(1, LL):
+            lo = M[q] if M[q] < lo else lo
+            hi = M[q] if M[q] > hi else hi
+        t_range = hi - lo if hi - lo > t_range else t_range
+        lz += hi
+        for q in range(LL):
+            M[q] = exp(M[q] - hi)
+    t_range += log(<double>L)
+    for t in range(n):
+        if row_too_wide(t_range, &c.U[t * L], L):
+            return NAN
+        lz += exp_row(&c.U[t * L], &c.psi[t * L], L)
+    for t in range(n):
+        if t == 0:
+            for j in range(L):
+                alpha[j] = es[j] * c.psi[j]
+        else:
+            vec_mat(&alpha[(t - 1) * L], &c.E[t * LL], v, L)
+            for j in range(L):
+                alpha[t * L + j] = v[j] * c.psi[t * L + j]
+        c_t = scale_row(&alpha[t * L], &c.psi[t * L], L)
+        if c_t == 0.0:
+            return NAN
+        lz += log(c_t)
+    c_t = 0.0
+    for j in range(L):
+        c_t += alpha[(n - 1) * L + j] * ee[j]
+    if not scale_ok(c_t):
+        return NAN
+    lz += log(c_t)
+    # Backward pass (as in _sum_product_grad), the pair marginals in place
+    # of E[t]: P_t[i, j] = alpha_hat[t-1, i] E[t][i, j] psi[t, j] beta_hat[t, j].
+    c_t = 1.0 / c_t
+    for j in range(L):
+        b_next[j] = ee[j] * c_t
+        de[j] = alpha[(n - 1) * L + j] * b_next[j]
+    for t in range(n - 1, 0, -1):
+        M = &c.E[t * LL]
+        for j in range(L):
+            v[j] = c.psi[t * L + j] * b_next[j]
+        x = 0.0
+        for i in range(L):
+            c_t = 0.0
+            for j in range(L):
+                c_t += M[i * L + j] * v[j]
+            b_cur[i] = c_t
+            x += c_t
+        if not isfinite(x):
+            return NAN
+        for i in range(L):
+            x = alpha[(t - 1) * L + i]
+            for j in range(L):
+                M[i * L + j] *= x * v[j]
+                dT[i * L + j] += M[i * L + j]
+        M[c.y[s + t - 1] * L + c.y[s + t]] -= 1.0
+        for j in range(L):
+            alpha[t * L + j] *= b_next[j]
+        tmp = b_next
+        b_next = b_cur
+        b_cur = tmp
+    for j in range(L):
+        alpha[j] *= b_next[j]
+        ds[j] = alpha[j]
+    return lz + m_s + m_e - _gold(c, s, n, a) - g_blocks
+
+
+cdef void _scatter_blocks(Model* c, Py_ssize_t s, Py_ssize_t n, double gain, double S,
+                          int kind) noexcept nogil:
+    """B[b] += gain x[s + t, b] D_t (and BB[b] += S times that) for the bigram
+    entries of rows s:s+n: D_t = E[t] (KIND_SUM), or the predicted pair minus
+    the gold pair (KIND_MAX, path in c.path)."""
+    cdef Py_ssize_t L = c.L, LL = c.L * c.L, t, p, q, i0, j0, i1, j1
+    cdef double g, h
+    cdef double* Bb
+    cdef double* BBb
+    cdef const double* D
+    for t in range(1, n):
+        if kind == KIND_MAX:
+            i0 = c.path[t - 1]
+            j0 = c.path[t]
+            i1 = c.y[s + t - 1]
+            j1 = c.y[s + t]
+            if i0 == i1 and j0 == j1:
+                continue
+        D = &c.E[t * LL]
+        for p in range(c.bptr[s + t], c.bptr[s + t + 1]):
+            g = gain if c.bdata == NULL else gain * c.bdata[p]
+            h = S * g
+            Bb = &c.B[c.bind[p] * LL]
+            BBb = &c.BB[c.bind[p] * LL] if S != 0.0 else NULL
+            if kind == KIND_MAX:
+                Bb[i0 * L + j0] += g
+                Bb[i1 * L + j1] -= g
+                if BBb != NULL:
+                    BBb[i0 * L + j0] += h
+                    BBb[i1 * L + j1] -= h
+            elif BBb == NULL:
+                for q in range(LL):
+                    Bb[q] += g * D[q]
+            else:
+                for q in range(LL):
+                    Bb[q] += g * D[q]
+                    BBb[q] += h * D[q]
+
+
 cdef void _fold(Model* c, double* state) noexcept nogil:
     """Fold the scale into V (and keep the averaged sum S V - B)."""
     cdef Py_ssize_t q, n_tail = c.L * c.L + 2 * c.L
@@ -259,6 +451,10 @@ cdef void _fold(Model* c, double* state) noexcept nogil:
         if c.Btail != NULL:
             c.Btail[q] -= S * c.tail[q]
         c.tail[q] *= a
+    for q in range(c.n_b * c.L * c.L):
+        if c.BB != NULL:
+            c.BB[q] -= S * c.B[q]
+        c.B[q] *= a
     state[0] = 1.0
     state[2] = 0.0
     state[4] += 1.0
@@ -310,11 +506,13 @@ cdef void _scatter_rows(Model* c, Py_ssize_t s, Py_ssize_t n, const double* dU,
 
 cdef void _apply(Model* c, double* state, const Py_ssize_t* seqs, Py_ssize_t m,
                  const double* dU, const double* dtail, double eta, double lam,
-                 double weight, double avg_start, bint skip_zero_rows) noexcept nogil:
+                 double weight, double avg_start, bint skip_zero_rows, int blocks_kind,
+                 const Py_ssize_t* bidx, Py_ssize_t m_b, const double* dB) noexcept nogil:
     """One step: shrink (and fold), the sparse step on the sequences' rows and
     the tail, the averaging sums, the step count. dU holds the rows of the m
-    sequences seqs, in order."""
-    cdef Py_ssize_t k, q, s, n, row = 0, n_tail = c.L * c.L + 2 * c.L
+    sequences seqs, in order. The bigram blocks: from E (blocks_kind >= 0, one
+    sequence, see _scatter_blocks), or dB (m_b blocks bidx, rows of L * L)."""
+    cdef Py_ssize_t k, q, s, n, row = 0, n_tail = c.L * c.L + 2 * c.L, LL = c.L * c.L
     cdef double factor = 1.0 - eta * lam * m
     cdef double gain, S, d
     cdef bint averaging = c.BW != NULL and state[1] >= avg_start
@@ -335,6 +533,15 @@ cdef void _apply(Model* c, double* state, const Py_ssize_t* seqs, Py_ssize_t m,
         c.tail[q] += d
         if S != 0.0:
             c.Btail[q] += S * d
+    if blocks_kind >= 0:
+        _scatter_blocks(c, c.offsets[seqs[0]], c.offsets[seqs[0] + 1] - c.offsets[seqs[0]],
+                        gain, S, blocks_kind)
+    for k in range(m_b):
+        for q in range(LL):
+            d = gain * dB[k * LL + q]
+            c.B[bidx[k] * LL + q] += d
+            if S != 0.0:
+                c.BB[bidx[k] * LL + q] += S * d
     if averaging:
         state[2] = S + state[0]
         state[3] += 1.0
@@ -361,7 +568,29 @@ cdef Model _model(const Py_ssize_t[::1] indptr, const int[::1] indices, const do
     c.BW = &BW[0, 0] if BW.shape[0] else NULL
     c.Btail = &Btail[0] if Btail.shape[0] else NULL
     c.cost = NULL
+    c.bptr = NULL
+    c.bind = NULL
+    c.bdata = NULL
+    c.B = NULL
+    c.BB = NULL
+    c.n_b = 0
+    c.E = NULL
     return c
+
+
+cdef void _bind_blocks(Model* c, const Py_ssize_t[::1] bptr, const int[::1] bind,
+                       const double[::1] bdata, double[::1] B, double[::1] BB,
+                       double[::1] E) noexcept:
+    """Bind the bigram arrays (bptr None: the model has none)."""
+    if bptr is None:
+        return
+    c.bptr = &bptr[0]
+    c.bind = &bind[0] if bind.shape[0] else NULL
+    c.bdata = &bdata[0] if bdata.shape[0] else NULL
+    c.n_b = B.shape[0] // (c.L * c.L)
+    c.B = &B[0] if B.shape[0] else NULL
+    c.BB = &BB[0] if BB.shape[0] else NULL
+    c.E = &E[0] if E is not None and E.shape[0] else NULL
 
 
 def sgd_pass(const Py_ssize_t[::1] indptr, const int[::1] indices, const double[::1] data,
@@ -371,7 +600,10 @@ def sgd_pass(const Py_ssize_t[::1] indptr, const int[::1] indices, const double[
              const double[::1] tail_mask, double[:, ::1] BW, double[::1] Btail,
              const double[:, ::1] cost, int kind, double[::1] state, double eta0,
              double lam, double lam_schedule, double power, double avg_start, bint update,
-             double[::1] scratch, int[::1] int_scratch, Py_ssize_t[::1] path_scratch):
+             double[::1] scratch, int[::1] int_scratch, Py_ssize_t[::1] path_scratch,
+             const Py_ssize_t[::1] bptr=None, const int[::1] bind=None,
+             const double[::1] bdata=None, double[::1] B=None, double[::1] BB=None,
+             double[::1] E=None):
     """Visit the sequences order[first:] one step each (low level).
 
     Use :class:`sklearn_crfloss.solvers.SGD`. Shapes: W, mask (uint8; 0 rows
@@ -382,7 +614,11 @@ def sgd_pass(const Py_ssize_t[::1] indptr, const int[::1] indices, const double[
     cost), 1 max-product (max-margin). With ``update`` False the parameters
     are not changed (the loss of each sequence is only evaluated). Step size
     ``eta0 / (1 + eta0 * lam_schedule * t) ** power``; shrinkage ``lam``;
-    averaging from step count ``avg_start``.
+    averaging from step count ``avg_start``. Bigram attributes (optional):
+    bptr (n_tokens + 1,), bind, bdata (0 entries: all 1) their CSR rows
+    (block indices, none at a sequence's first token), B and BB
+    (n_bigram * L * L; BB empty without averaging), E scratch of
+    max_len * L * L doubles.
 
     Returns
     -------
@@ -398,6 +634,8 @@ def sgd_pass(const Py_ssize_t[::1] indptr, const int[::1] indices, const double[
     cdef Py_ssize_t L = c.L, max_len = int_scratch.shape[0] // max(L, 1)
     cdef Py_ssize_t pos, i, s, n, stop = order.shape[0]
     cdef double total = 0.0, value, eta
+    cdef bint position
+    _bind_blocks(&c, bptr, bind, bdata, B, BB, E)
     c.cost = &cost[0, 0] if cost.shape[0] else NULL
     c.U = &scratch[0]
     c.psi = c.U + max_len * L
@@ -414,8 +652,12 @@ def sgd_pass(const Py_ssize_t[::1] indptr, const int[::1] indices, const double[
             if n == 0:
                 continue
             _potentials(&c, s, n, state[0])
+            position = _has_bigrams(&c, s, n)
             if kind == KIND_MAX:
-                value = _max_product_grad(&c, s, n, state[0])
+                value = -_position_matrices(&c, s, n, state[0]) if position else 0.0
+                value += _max_product_grad(&c, s, n, state[0], position)
+            elif position:
+                value = _position_sum_product_grad(&c, s, n, state[0])
             else:
                 value = _sum_product_grad(&c, s, n, state[0])
             if isnan(value):
@@ -425,7 +667,8 @@ def sgd_pass(const Py_ssize_t[::1] indptr, const int[::1] indices, const double[
             if update:
                 eta = eta0 / pow(1.0 + eta0 * lam_schedule * state[1], power)
                 _apply(&c, &state[0], &order[pos], 1, c.marg, c.dtail, eta, lam,
-                       weights[i], avg_start, kind == KIND_MAX)
+                       weights[i], avg_start, kind == KIND_MAX, kind if position else -1,
+                       NULL, 0, NULL)
     return stop, total
 
 
@@ -458,16 +701,26 @@ def sgd_step(const Py_ssize_t[::1] indptr, const int[::1] indices, const double[
              const Py_ssize_t[::1] seqs, double[:, ::1] W, const unsigned char[:, ::1] mask,
              double[::1] tail, const double[::1] tail_mask, double[:, ::1] BW,
              double[::1] Btail, const double[:, ::1] d_unary, const double[::1] d_tail,
-             double[::1] state, double eta, double lam, double avg_start):
+             double[::1] state, double eta, double lam, double avg_start,
+             double[::1] B=None, double[::1] BB=None, const Py_ssize_t[::1] block_index=None,
+             const double[:, ::1] d_blocks=None):
     """One step of the generic path with the gradient of a minibatch (low level).
 
     d_unary holds the rows of the sequences ``seqs`` in order (the loss's
     gradient with respect to the unary potentials, sample weights included),
     d_tail the gradient with respect to [T.ravel(), start, end]. Same
     update as :func:`sgd_pass` (shrinkage by ``1 - eta * lam * len(seqs)``).
+    Bigram blocks (optional): B, BB as for :func:`sgd_pass`, d_blocks
+    (len(block_index), L * L) the gradient of the blocks ``block_index``.
     """
     cdef Model c = _model(indptr, indices, data, binary, y, offsets, W, mask, tail, tail_mask,
                           BW, Btail)
+    cdef Py_ssize_t m_b = 0 if block_index is None else block_index.shape[0]
+    if B is not None and B.shape[0]:  # (folds of the scale cover the blocks)
+        c.B = &B[0]
+        c.BB = &BB[0] if BB.shape[0] else NULL
+        c.n_b = B.shape[0] // (c.L * c.L)
     with nogil:
         _apply(&c, &state[0], &seqs[0], seqs.shape[0], &d_unary[0, 0], &d_tail[0], eta, lam,
-               1.0, avg_start, False)
+               1.0, avg_start, False, -1, &block_index[0] if m_b else NULL, m_b,
+               &d_blocks[0, 0] if m_b else NULL)

@@ -28,7 +28,8 @@ from ._params import ParameterLayout
 from .losses._base import get_loss_tags
 from .losses._cost import JensenRiskBound, Risk, SoftmaxMargin
 from .losses._likelihood import ConditionalLogLikelihood
-from .losses._marginal import LabelwiseAccuracyLoss, PointwiseLoss
+from .losses._margin import MIRA, MaxMargin, StructuredPerceptron
+from .losses._marginal import LabelwiseAccuracyLoss, MixedLoss, PointwiseLoss
 
 __all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "bigram_columns", "check_no_bigrams",
            "make_layout", "model_transitions", "saved_layout", "set_bigram_state"]
@@ -37,7 +38,8 @@ __all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "bigram_columns", "chec
 #: :class:`~sklearn_crfloss.inference.PositionTransitions` (through
 #: forward_backward, marginals_vjp and their own gold counts per matrix).
 BIGRAM_LOSSES = (ConditionalLogLikelihood, SoftmaxMargin, Risk, JensenRiskBound, PointwiseLoss,
-                 LabelwiseAccuracyLoss)
+                 LabelwiseAccuracyLoss,
+                 MixedLoss, MaxMargin, StructuredPerceptron, MIRA)
 #: The fitted attributes of CRFTagger's docstring that concern transitions.
 BIGRAM_DOC = dict(transition_attributes="""\
 transition_features_ : dict of {(label, label): float} or {(str, label, label): float}
@@ -56,9 +58,10 @@ bigram_attributes_ : ndarray of object of shape (n_bigram,) or None
     (:class:`~sklearn_crfloss.features.TemplateFeatures` writes CRF++'s
     ``B01:%x[0,1]`` as the key ``'~B01'``). None without them.""")
 
-#: Solvers that train through ``CRFObjective.value_and_grad`` (the online
-#: solvers and SGD run compiled loops over the shared transition matrix).
-BIGRAM_SOLVERS = ("lbfgs", "owlqn", "rprop", "quickprop")
+#: Solvers that take the bigram blocks: the batch solvers (through
+#: ``CRFObjective.value_and_grad``), SGD and the online rules (token-wise
+#: matrices, ``_bigram_rows``).
+BIGRAM_SOLVERS = ("lbfgs", "owlqn", "rprop", "quickprop", "sgd", "perceptron", "mira")
 
 
 def bigram_columns(attributes):
@@ -172,12 +175,14 @@ def make_layout(features, n_features, n_labels, state_index, *, labels, boundary
         problem = "warm_start=True"
     if problem is None:
         return BigramLayout(n_features, n_labels, state_index, columns, boundary)
+    remedy = (f"train them with loss {', '.join(repr(c.name) for c in BIGRAM_LOSSES)} and "
+              f"solver {', '.join(map(repr, BIGRAM_SOLVERS))}" if labels is None
+              else "use another expert set")
     raise ValueError(
         f"Observation-dependent label bigrams (the {columns.shape[0]} feature keys starting "
         f"with {BIGRAM_PREFIX!r}, e.g. {features.attributes[columns[0]]!r}, from a template's "
-        f"'B' lines with macros) are not supported by {problem}: train them with "
-        "loss 'cll', 'softmax_margin', 'risk', 'jrb', 'pointwise' or 'labelwise' and a batch "
-        "solver ('lbfgs', 'owlqn', 'rprop', 'quickprop'), or drop the bigram lines.")
+        f"'B' lines with macros) are not supported by {problem}: {remedy}, or drop the "
+        "bigram lines.")
 
 
 class BigramGroups:

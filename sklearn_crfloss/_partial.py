@@ -18,9 +18,10 @@ import copy
 import numpy as np
 
 from ._compat import validate_params
+from ._bigram_rows import pack_blocks
 from ._params import ParameterLayout
 from ._validation import check_sample_weight, check_sequences, encode_known_labels
-from ._label_bigrams import check_no_bigrams
+from ._label_bigrams import BigramLayout, bigram_columns
 from ._vectorize import SequenceVectorizer
 from .losses import get_loss
 from .losses._base import get_loss_tags
@@ -177,7 +178,7 @@ class PartialFit:
             Xc = features.fit_transform(kind, tokens, offsets)
         else:
             Xc = features.extend_transform(tokens, offsets)
-        check_no_bigrams(features, "partial_fit")
+        columns = bigram_columns(features.attributes)  # (new ones after the old ones)
         L = self.classes.shape[0]
         if first:
             if isinstance(self.solver, SGD):
@@ -185,10 +186,11 @@ class PartialFit:
             else:
                 self.run = OnlineState(Xc.shape[1], L)
         self.features = features
-        self.run.grow(Xc.shape[1])
+        self.run.grow(Xc.shape[1], columns.shape[0])
         self.run.observe(Xc, y_enc)
         value = self.solver.partial_solve(Xc, y_enc, offsets, sample_weight, self.loss,
-                                          self.prior, self.C, self.run, verbose=verbose)
+                                          self.prior, self.C, self.run, verbose=verbose,
+                                          bigram_columns=columns)
         self.info.n_iter += 1
         self.info.loss_curve.append(float(value))
         self.info.objective = float(value)  # the batch's epoch estimate (SGD's Notes)
@@ -201,13 +203,15 @@ class PartialFit:
     def fitted(self):
         """The arguments of the estimator's fitted state for the current parameters."""
         if isinstance(self.run, SGDState):
-            W, T, s, e = self.run.parameters()
+            W, T, s, e, *blocks = self.run.parameters()
             state_index = None if self.all_states else np.flatnonzero(self.run.mask)
         else:
-            W, T, s, e = self.solver.parameters_of(self.run)
+            W, T, s, e, *blocks = self.solver.parameters_of(self.run)
             state_index = None
-        layout = ParameterLayout(W.shape[0], W.shape[1], state_index)
-        theta = layout.pack(W, T, s, e)
+        columns = bigram_columns(self.features.attributes)
+        layout = (BigramLayout(W.shape[0], W.shape[1], state_index, columns) if columns.shape[0]
+                  else ParameterLayout(W.shape[0], W.shape[1], state_index))
+        theta = pack_blocks(layout, W, T, s, e, *blocks)
         info = copy.copy(self.info)
         info.loss_curve = list(self.info.loss_curve)
         return (self.features, self.classes, layout, theta, info, self.loss, self.prior)

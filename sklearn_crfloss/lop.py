@@ -36,14 +36,16 @@ from scipy.special import softmax
 from ._attributes import attribute_key, join_nested_keys
 from ._compat import Interval, StrOptions, validate_params
 from ._fit_args import check_validation_set, keyword_only_after_y
-from ._label_bigrams import check_no_bigrams
+from ._bigram_rows import pack_blocks
+from ._label_bigrams import BigramLayout
+from ._lop_parts import expert_parts, pool_blocks
 from ._params import ParameterLayout
 from ._persistence import VersionedStateMixin
 from ._tagger import CRFTagger
 from .solvers._monitor import FitInfo, take_sequences
 from ._validation import check_sequences, encode_labels
 from ._vectorize import SequenceVectorizer
-from .inference import forward_backward
+from .inference import PositionTransitions, forward_backward
 from .losses import ConditionalLogLikelihood, get_loss
 from .priors import get_prior
 from .segments import split_label
@@ -287,7 +289,10 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
     weights_ : ndarray of shape (n_experts,)
         The pool's weights (sum 1).
     pool_ : CRFTagger
-        The pool as one fitted CRF: ``coef_`` etc. are the weighted sums;
+        The pool as one fitted CRF: ``coef_`` etc. are the weighted sums
+        (with observation-dependent label bigrams, ``bigram_coef_`` too: the
+        experts whose columns hold bigram attributes train their blocks,
+        which the pool sums like the rest; the label experts refuse them);
         its ``n_iter_``, ``converged_`` and ``loss_curve_`` are those of the
         weight fit (0, True and one value for fixed weights) and
         ``objective_`` the pool's negative training log-likelihood.
@@ -489,7 +494,6 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
         features = SequenceVectorizer(base_params.get("min_freq", 1),
                                       base_params.get("feature_hashing"))
         Xc = sp.csr_matrix(features.fit_transform(kind, tokens, offsets))
-        check_no_bigrams(features, "LOPTagger")
         types = [entity_type(c) for c in classes]
         type_names = sorted({t for t in types if t is not None})
         inferred = {}
@@ -526,8 +530,7 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
             """(parts, y, offsets) of the sequences ``seqs`` under ``experts``."""
             Xs, offs, ys = (Xc, offsets, y_enc) if seqs is None else _subset(
                 Xc, offsets, y_enc, seqs)
-            return ([(e._unary(Xs[:, cols]), e.transition_, e.start_, e.end_)
-                     for e, cols in zip(experts, groups)], ys, offs)
+            return expert_parts(experts, groups, Xs, offs, features.attributes), ys, offs
 
         experts = fit_experts(None)
         if mode == "cv":  # held-out likelihood: each fold's experts score the other sequences
@@ -536,8 +539,8 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
             weights, monitor = _fit_weights(held_out, self.max_iter, self.tol)
         elif mode == "fit":
             data = blocks(experts, None) if val is None else (
-                [(e._unary(val.X[:, cols]), e.transition_, e.start_, e.end_)
-                 for e, cols in zip(experts, groups)], val.y, val.offsets)
+                expert_parts(experts, groups, val.X, val.offsets, features.attributes), val.y,
+                val.offsets)
             weights, monitor = _fit_weights([data], self.max_iter, self.tol)
         if fixed is None:
             weights = _normalised_weights(weights, len(groups), "the pool")  # NaN: diverged
@@ -686,7 +689,9 @@ def _make_pool(pool, features, experts, groups, weights, info):
     """Fit ``pool`` (an unfitted CRFTagger) to the weighted sums of the experts' potentials."""
     classes = experts[0].classes_
     L = classes.shape[0]
-    layout = ParameterLayout(features.n_features, L)
+    blocks, columns = pool_blocks(experts, groups, weights, features.attributes)
+    layout = (ParameterLayout(features.n_features, L) if blocks is None
+              else BigramLayout(features.n_features, L, None, columns))
     W = np.zeros((features.n_features, L))
     T = np.zeros((L, L))
     start = np.zeros(L)
@@ -696,8 +701,8 @@ def _make_pool(pool, features, experts, groups, weights, info):
         T += w * e.transition_
         start += w * e.start_
         end += w * e.end_
-    pool._set_fitted(features, classes, layout, layout.pack(W, T, start, end), info,
-                     get_loss("cll"), get_prior("none"))
+    pool._set_fitted(features, classes, layout, pack_blocks(layout, W, T, start, end, blocks),
+                     info, get_loss("cll"), get_prior("none"))
     return pool
 
 
@@ -711,8 +716,17 @@ def _fit_expert(estimator, features, X, offsets, classes, y, labels):
     return estimator._fit_vectorized(features, X, offsets, classes, y, labels=labels)
 
 
+def _table(transition):
+    """The array of a transition matrix or of a PositionTransitions' table."""
+    return transition.table if isinstance(transition, PositionTransitions) else transition
+
+
 def _pool_potentials(weights, parts):
-    return tuple(sum(w * p[k] for w, p in zip(weights, parts)) for k in range(4))
+    """The weighted sums of the experts' potentials (tables on one index: ``expert_parts``)."""
+    U, T, s, e = (sum(w * _table(p[k]) for w, p in zip(weights, parts)) for k in range(4))
+    if isinstance(parts[0][1], PositionTransitions):
+        T = parts[0][1]._replace(table=T)
+    return U, T, s, e
 
 
 def _pool_nll(weights, parts, y, offsets):
@@ -725,7 +739,7 @@ def _pool_nll(weights, parts, y, offsets):
     U, T, s, e = _pool_potentials(weights, parts)
     value, dU, dT, ds, de = ConditionalLogLikelihood().value_and_grad(
         np.ascontiguousarray(U), T, s, e, y, offsets)
-    grad = np.array([np.vdot(dU, p[0]) + np.vdot(dT, p[1]) + ds @ p[2] + de @ p[3]
+    grad = np.array([np.vdot(dU, p[0]) + np.vdot(dT, _table(p[1])) + ds @ p[2] + de @ p[3]
                      for p in parts])
     return value, grad
 

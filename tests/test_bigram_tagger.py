@@ -193,10 +193,14 @@ def test_crfsuite_export_refuses(tmp_path):
     assert not (tmp_path / "model.crfsuite").exists()
 
 
+class _UserLoss(ConditionalLogLikelihood):
+    """A user's loss: the estimator cannot know that it takes position-dependent transitions."""
+
+    name = "user_cll"
+
+
 @pytest.mark.parametrize("params, match", [
-    ({"loss": "mixed"}, "not supported by the loss 'mixed'"),
-    ({"solver": "sgd"}, "not supported by the solver 'sgd'"),
-    ({"loss": "perceptron"}, "not supported by the loss 'perceptron'"),
+    ({"loss": _UserLoss()}, "not supported by the loss 'user_cll'"),
     ({"feature_hashing": 64}, "cannot be hashed"),
 ])
 def test_unsupported_options_refuse_and_leave_nothing_fitted(params, match):
@@ -214,10 +218,8 @@ def test_unsupported_options_refuse_and_leave_nothing_fitted(params, match):
 def test_other_routes_refuse():
     X, y = _switch_data(n=10)
     F = TemplateFeatures(TEMPLATE).fit_transform(X)
-    with pytest.raises(ValueError, match="partial_fit does not support"):
-        CRFTagger(solver="sgd").partial_fit(F, y, classes=["A", "B"])
-    with pytest.raises(ValueError, match="LOPTagger does not support"):
-        LOPTagger().fit(F, y)
+    with pytest.raises(ValueError, match="the label experts of LOPTagger: use another expert"):
+        LOPTagger(experts="label").fit(F, y)
     _, crf = _fit(TEMPLATE, X, y)
     with pytest.raises(ValueError, match="warm_start"):
         crf.set_params(warm_start=True).fit(F, y)

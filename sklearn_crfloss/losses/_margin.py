@@ -7,7 +7,7 @@ the online solvers of :mod:`sklearn_crfloss.solvers`, not by L-BFGS.
 
 import numpy as np
 
-from ..inference import sequence_scores, viterbi
+from ..inference import PositionTransitions, position_gold_counts, sequence_scores, viterbi
 from ._base import BaseLoss, enumerated_gold_score, gold_counts
 from .._docstring import fill_doc
 from ._cost import COST_LOSS_SECTIONS, CostSensitiveLoss
@@ -16,12 +16,19 @@ __all__ = ["MaxMargin", "MIRA", "StructuredPerceptron"]
 
 
 def _hinge(unary, augmented, transition, start, end, y, offsets, sample_weight):
-    """sum_i w_i (max_y [score(y) + cost] - score(y_i)) and its subgradient."""
+    """sum_i w_i (max_y [score(y) + cost] - score(y_i)) and its subgradient.
+
+    With :class:`~sklearn_crfloss.inference.PositionTransitions` the
+    transition subgradient has the table's shape (counts per matrix).
+    """
     n_tokens, L = unary.shape
     path, best = viterbi(augmented, transition, start, end, offsets)
     gold = sequence_scores(unary, transition, start, end, y, offsets)
     _, g_trans, g_start, g_end = gold_counts(y, offsets, L, sample_weight)
     token_weight, p_trans, p_start, p_end = gold_counts(path, offsets, L, sample_weight)
+    if isinstance(transition, PositionTransitions):
+        g_trans, p_trans = (position_gold_counts(transition, labels, offsets, sample_weight)
+                            for labels in (y, path))
     d_unary = np.zeros((n_tokens, L))
     rows = np.arange(n_tokens)
     w = 1.0 if token_weight is None else token_weight

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.special import expit, logsumexp
 
 from .._compat import Interval, StrOptions, validate_parameter_constraints
-from ..inference import forward_backward, marginals_vjp
+from ..inference import PositionTransitions, forward_backward, marginals_vjp, position_gold_counts
 from ._base import BaseLoss, enumerated_gold_score, enumerated_marginals, gold_counts
 
 __all__ = ["LabelwiseAccuracyLoss", "MixedLoss", "PointwiseLoss"]
@@ -224,12 +224,16 @@ class MixedLoss(_MarginalLoss):
         # Sequential part L_1 (as in ConditionalLogLikelihood).
         seq_w, gold_trans, gold_start, gold_end = gold_counts(y, offsets, n_labels,
                                                               sample_weight)
+        table = transition
+        if isinstance(transition, PositionTransitions):  # counts per matrix of the table
+            gold_trans = position_gold_counts(transition, y, offsets, sample_weight)
+            table = transition.table
         rows = np.arange(y.shape[0])
         gold_unary = unary[rows, y]
         sw = np.ones(offsets.shape[0] - 1) if sample_weight is None else sample_weight
         tw = np.ones(y.shape[0]) if seq_w is None else seq_w
         l1 = (float(np.dot(sw, fb.log_z)) - float(np.dot(tw, gold_unary))
-              - float(np.vdot(gold_trans, transition)) - float(np.dot(gold_start, start))
+              - float(np.vdot(gold_trans, table)) - float(np.dot(gold_start, start))
               - float(np.dot(gold_end, end)))
         d_unary = fb.marginals * tw[:, None]
         d_unary[rows, y] -= tw

@@ -7,7 +7,10 @@ They visit one sequence at a time in an order shuffled every epoch with
 predicted path minus the gold ones) and touches only the weight rows of the
 attributes present in the sequence, so an epoch costs about one pass over
 the data. The parameters are dense: ``W`` (n_features, n_labels),
-transitions, start and end potentials (``dense_states = True``).
+transitions, start and end potentials (``dense_states = True``), and the
+blocks of the bigram attributes (observation-dependent label bigrams),
+which give every edge of the sequence its own matrix
+``T + sum_b x[t, b] B_b`` (``_bigram_rows.py``).
 
 - ``'perceptron'``: Collins (2002): if the Viterbi path differs from the gold
   one, add the gold features and subtract the predicted ones.
@@ -33,6 +36,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
+from .._bigram_rows import (local_chain, local_columns, local_transitions, pack_blocks,
+                           split_bigram_columns)
 from ..losses._base import get_loss_tags
 from ._base import BaseSolver
 
@@ -65,26 +70,26 @@ class _OnlineSolver(BaseSolver):
         weights = (np.ones(n_seq) if objective.sample_weight is None
                    else objective.sample_weight)
         params = [np.array(p, dtype=np.float64) for p in layout.unpack(x0)]
+        Xb = None
+        if layout.n_bigram:  # observation-dependent label bigrams: their blocks follow
+            params.append(np.array(layout.bigram_weights(x0)))
+            X, Xb = split_bigram_columns(X, offsets, layout.bigram_columns)
         # Potentials outside the layout (no start/end, a label expert's) stay 0.
         self._tail_masks = None if layout.full_tail else layout.tail_masks()
         self._start(params, prior, C, n_seq)
         rng = random_generator(self.random_state)
         # Each sequence's rows on its own columns, built once for all epochs.
-        blocks = []
-        for i in range(n_seq):
-            Xi = X[offsets[i]:offsets[i + 1]]
-            cols, local = np.unique(Xi.indices, return_inverse=True)
-            blocks.append((sp.csr_matrix((Xi.data, local, Xi.indptr - Xi.indptr[0]),
-                                         shape=(Xi.shape[0], cols.shape[0])), cols))
+        blocks = [local_columns(X[offsets[i]:offsets[i + 1]])
+                  + (() if Xb is None else local_columns(Xb[offsets[i]:offsets[i + 1]]))
+                  for i in range(n_seq)]
         value = None  # mistakes (updates) of the last epoch
         active = np.flatnonzero(weights > 0)  # a sequence of weight 0 takes no part
         for _ in range(monitor.max_iter):
             value = 0.0
             for i in rng.permutation(active):
-                Xs, cols = blocks[i]
-                value += self._step(params, loss, Xs, cols, y[offsets[i]:offsets[i + 1]],
+                value += self._step(params, loss, *blocks[i], y[offsets[i]:offsets[i + 1]],
                                     weights[i], C)
-            if monitor.report(value, theta=lambda: layout.pack(*self._result(params)),
+            if monitor.report(value, theta=lambda: pack_blocks(layout, *self._result(params)),
                               check=False):
                 break
             if value == 0:  # no update in a whole epoch: a fixed point of the rule
@@ -94,9 +99,10 @@ class _OnlineSolver(BaseSolver):
         else:
             monitor.finish(False, f"reached max_iter={monitor.max_iter}, the last epoch "
                            f"with {value:g} mistakes", solver=self.name)
-        return layout.pack(*self._result(params))
+        return pack_blocks(layout, *self._result(params))
 
-    def partial_solve(self, X, y, offsets, sample_weight, loss, prior, C, state, verbose=0):
+    def partial_solve(self, X, y, offsets, sample_weight, loss, prior, C, state, verbose=0,
+                      bigram_columns=()):
         """One epoch over a batch, continuing the run held in ``state`` (``partial_fit``).
 
         The arguments of :meth:`SGD.partial_solve
@@ -114,13 +120,14 @@ class _OnlineSolver(BaseSolver):
         self._sums, self._count = state.sums, state.count
         weights = np.ones(n_seq) if sample_weight is None else sample_weight
         X = sp.csr_matrix(X, dtype=np.float64)
+        Xb = None
+        if len(bigram_columns):
+            X, Xb = split_bigram_columns(X, offsets, np.asarray(bigram_columns, dtype=np.intp))
         value = 0.0
         for i in state.rng.permutation(n_seq):
-            Xi = X[offsets[i]:offsets[i + 1]]
-            cols, local = np.unique(Xi.indices, return_inverse=True)
-            Xs = sp.csr_matrix((Xi.data, local, Xi.indptr - Xi.indptr[0]),
-                               shape=(Xi.shape[0], cols.shape[0]))
-            value += self._step(state.params, loss, Xs, cols, y[offsets[i]:offsets[i + 1]],
+            rows = slice(offsets[i], offsets[i + 1])
+            value += self._step(state.params, loss, *local_columns(X[rows]),
+                                *(() if Xb is None else local_columns(Xb[rows])), y[rows],
                                 weights[i], C)
         state.count = self._count
         return value
@@ -130,8 +137,10 @@ class _OnlineSolver(BaseSolver):
         self._sums, self._count = state.sums, state.count
         return tuple(np.array(p) for p in self._result(state.params))
 
-    def _potentials(self, params, Xs, cols):
-        W, T, s, e = params
+    def _potentials(self, params, Xs, cols, Xb=None, bcols=None):
+        W, T, s, e = params[:4]
+        if Xb is not None:  # one transition matrix per token (bigram blocks)
+            T = local_transitions(T, params[4], Xb, bcols)
         return np.ascontiguousarray(Xs @ W[cols]), T, s, e
 
 
@@ -145,7 +154,9 @@ class OnlineState:
     Attributes
     ----------
     params : list of ndarray
-        ``[W (n_features, n_labels), transition, start, end]``, dense.
+        ``[W (n_features, n_labels), transition, start, end]``, dense, and
+        the blocks (n_bigram, n_labels, n_labels) of the bigram attributes
+        once there are any.
     sums, count
         The averaging sums and step count (set by the first call).
     rng : numpy.random.Generator or None
@@ -156,8 +167,15 @@ class OnlineState:
         self.params = [np.zeros((n_features, L)), np.zeros((L, L)), np.zeros(L), np.zeros(L)]
         self.sums, self.count, self.rng = None, 1, None
 
-    def grow(self, n_features):
-        """Add zero rows for new attributes."""
+    def grow(self, n_features, n_bigram=0):
+        """Add zero rows for new attributes, zero blocks for new bigram attributes."""
+        L = self.params[0].shape[1]
+        if n_bigram:
+            for arrays in [self.params] + ([] if self.sums is None else [self.sums]):
+                if len(arrays) == 4:
+                    arrays.append(np.zeros((0, L, L)))
+                arrays[4] = np.concatenate(
+                    [arrays[4], np.zeros((n_bigram - arrays[4].shape[0], L, L))])
         extra = n_features - self.params[0].shape[0]
         if extra > 0:
             L = self.params[0].shape[1]
@@ -187,27 +205,30 @@ class _MistakeDriven(_OnlineSolver):
         self._sums = [np.zeros_like(p) for p in params] if self.average else None
         self._count = 1  # examples seen + 1
 
-    def _step(self, params, loss, Xs, cols, gold, weight, C):
-        unary, T, s, e = self._potentials(params, Xs, cols)
+    def _step(self, params, loss, Xs, cols, *rest):
+        *bigram, gold, weight, C = rest  # bigram: the sequence's (Xb, bcols), or none
+        unary, T, s, e = self._potentials(params, Xs, cols, *bigram)
         hinge, dU, dT, ds, de = loss.value_and_grad(unary, T, s, e, gold,
                                                     np.array([0, gold.shape[0]]))
         if not dU.any():  # the predicted path is the gold one
             self._count += 1
             return 0.0
+        grads, where = [Xs.T @ dU, dT, ds, de], [cols, slice(None), slice(None), slice(None)]
+        if bigram:  # the token-wise matrices' gradient: to the shared matrix and the blocks
+            grads[1], d_blocks = local_chain(dT, bigram[0])
+            grads.append(d_blocks)
+            where.append(bigram[1])
         if self._tail_masks is not None:
-            dT, ds, de = (g * m for g, m in zip((dT, ds, de), self._tail_masks))
-        G = Xs.T @ dU
-        tau = self._tau(hinge, G, dT, ds, de, C)
+            grads[1:4] = (g * m for g, m in zip(grads[1:4], self._tail_masks))
+        tau = self._tau(hinge, grads, C)
         if tau is None:
             self._count += 1
             return 0.0
         tau *= weight
-        for p, g, r in zip(params, (G, dT, ds, de), (cols, slice(None), slice(None),
-                                                     slice(None))):
+        for p, g, r in zip(params, grads, where):
             p[r] -= tau * g
         if self._sums is not None:
-            for q, g, r in zip(self._sums, (G, dT, ds, de),
-                               (cols, slice(None), slice(None), slice(None))):
+            for q, g, r in zip(self._sums, grads, where):
                 q[r] -= self._count * tau * g
         self._count += 1
         return 1.0
@@ -239,7 +260,7 @@ class StructuredPerceptron(_MistakeDriven):
 
     name = "perceptron"
 
-    def _tau(self, hinge, G, dT, ds, de, C):
+    def _tau(self, hinge, grads, C):
         return 1.0
 
 
@@ -271,8 +292,8 @@ class MIRA(_MistakeDriven):
     #: the tied paths Viterbi returns.
     tie_tolerance = 1e-9
 
-    def _tau(self, hinge, G, dT, ds, de, C):
-        norm = float((G * G).sum() + (dT * dT).sum() + ds @ ds + de @ de)
+    def _tau(self, hinge, grads, C):
+        norm = float(sum((g * g).sum() for g in grads))
         if hinge <= self.tie_tolerance or norm == 0:
             return None
         return min(C, hinge / norm)

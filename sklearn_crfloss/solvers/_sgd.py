@@ -34,6 +34,12 @@ Two paths, the same update:
   ``'mce'``, ``'mce_f'``, and user losses): minibatches of ``batch_size``
   sequences, potentials and the scaled sparse step compiled, the gradient
   from the loss's own ``value_and_grad`` on the minibatch.
+
+Observation-dependent label bigrams (a layout with bigram blocks): the
+blocks are kept in the same scaled representation (``_sgd_blocks.py``);
+every edge with active bigram attributes gets its own matrix
+``T + sum_b x[t, b] B_b``, in the compiled loop and in the generic path
+alike, and the step reaches the blocks active in the sequence.
 """
 
 from numbers import Integral, Real
@@ -44,6 +50,7 @@ import warnings
 import numpy as np
 
 from .._compat import Interval, StrOptions, validate_parameter_constraints
+from .._bigram_rows import pack_blocks, split_bigram_columns
 from .._objective import kernel_csr
 from .._sgd import batch_potentials, sgd_pass, sgd_step
 from ..losses import ConditionalLogLikelihood, MaxMargin, SoftmaxMargin
@@ -53,6 +60,7 @@ from .._vectorize import column_counts
 from ._base import BaseSolver
 from ._monitor import take_sequences
 from ._online import random_generator
+from ._sgd_blocks import ScaledBlocks
 
 __all__ = ["SGD", "SGDState"]
 
@@ -89,6 +97,9 @@ class _ScaledModel:
 
         X = objective._X  # as stored (int8 indicators stay int8: no float64 copy)
         L = layout.n_labels
+        self.blocks = None  # observation-dependent label bigrams (ScaledBlocks)
+        if layout.n_bigram:
+            X, X_bigram = split_bigram_columns(X, objective.offsets, layout.bigram_columns)
         self.layout = layout
         self.L = L
         self.loss = loss
@@ -119,6 +130,9 @@ class _ScaledModel:
             self.tail_mask = np.ones(L * L + 2 * L)
             self.average_start = average_start
             self._allocate_scratch()
+            if layout.n_bigram:
+                self.blocks = ScaledBlocks(X_bigram, resume.B, resume.BB, L,
+                                           self._int_scratch.shape[0] // L)
             return
         W, T, s, e = layout.unpack(x0)
         self.W = np.ascontiguousarray(W[order])
@@ -139,6 +153,10 @@ class _ScaledModel:
             self.BW, self.Btail = np.zeros_like(self.W), np.zeros_like(self.tail)
         self.state = np.array([1.0, 0.0, 0.0, 0.0, 0.0])
         self._allocate_scratch()
+        if layout.n_bigram:
+            B = layout.bigram_weights(x0).ravel().copy()
+            self.blocks = ScaledBlocks(X_bigram, B, np.zeros_like(B) if average_start is not None
+                                       else np.zeros(0), L, self._int_scratch.shape[0] // L)
 
     def _allocate_scratch(self):
         L = self.L
@@ -169,7 +187,8 @@ class _ScaledModel:
                 *self.csr, self.y, self.offsets, self.weights, order, first, self.W,
                 self.mask, self.tail, self.tail_mask, self.BW, self.Btail, self.cost,
                 self.kind, self.state, eta0, lam, lam_s, power, avg_start, update,
-                self._scratch, self._int_scratch, self._path_scratch)
+                self._scratch, self._int_scratch, self._path_scratch,
+                **({} if self.blocks is None else self.blocks.kernel))
             total += value
             if stop < order.shape[0]:
                 # The scaled pass underflowed: the loss's own value_and_grad
@@ -187,12 +206,14 @@ class _ScaledModel:
         unary = np.empty((rows.shape[0], L))
         batch_potentials(*self.csr, self.offsets, seqs, self.W, a, unary)
         tail = a * self.tail
-        extra = {}
+        transition, extra, bigram = tail[:L * L].reshape(L, L), {}, None
+        if self.blocks is not None:  # one matrix per token
+            transition, *bigram = self.blocks.transitions(self.tail, a, rows)
         if self.token_weight is not None:
             extra["token_weight"] = self.token_weight[rows]
         try:
             value, d_unary, d_T, d_start, d_end = self.loss.value_and_grad(
-                unary, tail[:L * L].reshape(L, L), tail[L * L:L * L + L], tail[L * L + L:],
+                unary, transition, tail[L * L:L * L + L], tail[L * L + L:],
                 self.y[rows], local,
                 sample_weight=None if self.sample_weight is None else self.weights[seqs],
                 **extra)
@@ -206,12 +227,15 @@ class _ScaledModel:
         if update:
             eta0, lam, lam_s, power = schedule
             eta = eta0 / (1.0 + eta0 * lam_s * self.state[1]) ** power
+            blocks = {}
+            if bigram is not None:
+                d_T, blocks = self.blocks.chain(d_T, *bigram)
             d_tail = np.concatenate([np.ravel(d_T), np.ravel(d_start), np.ravel(d_end)])
             avg_start = np.inf if self.average_start is None else float(self.average_start)
             sgd_step(*self.csr, self.y, self.offsets, seqs, self.W, self.mask, self.tail,
                      self.tail_mask, self.BW, self.Btail,
                      np.ascontiguousarray(d_unary, dtype=np.float64), d_tail, self.state,
-                     eta, lam, avg_start)
+                     eta, lam, avg_start, **blocks)
         return float(value)
 
     # -------------------------------------------------------- parameters
@@ -219,30 +243,36 @@ class _ScaledModel:
     def squared_norm(self):
         """``||theta||^2`` of the current iterate."""
         w = self.W.ravel()
-        return self.state[0] ** 2 * (float(np.dot(w, w)) + float(np.dot(self.tail, self.tail)))
+        b = np.zeros(0) if self.blocks is None else self.blocks.B
+        return self.state[0] ** 2 * (float(np.dot(w, w)) + float(np.dot(self.tail, self.tail))
+                                     + float(np.dot(b, b)))
 
     def theta(self, averaged=True):
         """The flat parameters: the average of the iterates if averaging has
         begun (and ``averaged``), else the current iterate."""
         a, _, S, n_avg, _ = self.state
-        if averaged and self.average_start is not None and n_avg > 0:
+        averaged = averaged and self.average_start is not None and n_avg > 0
+        if averaged:
             W = (S * self.W - self.BW) / n_avg
             tail = (S * self.tail - self.Btail) / n_avg
         else:
             W, tail = a * self.W, a * self.tail
         L = self.L
-        return self.layout.pack(W[self.rank], tail[:L * L].reshape(L, L),
-                                tail[L * L:L * L + L], tail[L * L + L:])
+        return pack_blocks(self.layout, W[self.rank], tail[:L * L].reshape(L, L),
+                           tail[L * L:L * L + L], tail[L * L + L:],
+                           None if self.blocks is None else self.blocks.value(self.state,
+                                                                              averaged))
 
     def save(self, rows):
         """What :meth:`restore` needs to undo a calibration trial on ``rows``."""
         return (self.W[rows].copy(), self.tail.copy(), self.state.copy(),
-                self.W.copy() if np.any(self.W) else None)
+                self.W.copy() if np.any(self.W) else None,
+                None if self.blocks is None else self.blocks.B.copy())
 
     def restore(self, rows, saved):
         """Undo the steps since :meth:`save`: only ``rows`` of W changed,
         unless the scale was folded into every row."""
-        W_rows, tail, state, full = saved
+        W_rows, tail, state, full, blocks = saved
         if self.state[4] != state[4]:
             if full is None:
                 self.W[:] = 0.0
@@ -252,6 +282,8 @@ class _ScaledModel:
             self.W[rows] = W_rows
         self.tail[:] = tail
         self.state[:] = state
+        if blocks is not None:
+            self.blocks.B[:] = blocks
 
 
 class SGDState:
@@ -282,6 +314,10 @@ class SGDState:
     mask : ndarray of uint8 of shape (n_features, n_labels) or (0, n_labels)
     BW, Btail : ndarray
         Averaging corrections (0 rows without averaging).
+    B, BB : ndarray of shape (n_bigram * n_labels ** 2,)
+        ``V``'s blocks of the bigram attributes (observation-dependent label
+        bigrams, in the order of their columns) and their averaging
+        corrections (empty without averaging).
     state : ndarray of shape (5,)
         ``[a, t, S, n_avg, n_folds]`` (scale, sequences seen, ...).
     n_seen : int
@@ -299,14 +335,22 @@ class SGDState:
         self.mask = np.zeros((0 if all_states else n_features, L), dtype=np.uint8)
         rows = n_features if average else 0
         self.BW, self.Btail = np.zeros((rows, L)), np.zeros(self.tail.shape[0] if average else 0)
+        self.B, self.BB, self.average = np.zeros(0), np.zeros(0), average
         self.state = np.array([1.0, 0.0, 0.0, 0.0, 0.0])
         self.n_seen = 0
         self.eta0 = None
         self.average_start = None
         self.rng = None
 
-    def grow(self, n_features):
-        """Add zero rows for new attributes (a vocabulary that grows with the stream)."""
+    def grow(self, n_features, n_bigram=0):
+        """Add zero rows for new attributes (a vocabulary that grows with the stream),
+        and zero blocks for new bigram attributes (their columns after the old ones)."""
+        L = self.W.shape[1]
+        extra = n_bigram * L * L - self.B.shape[0]
+        if extra > 0:  # (the scale multiplies zeros: no fold needed)
+            self.B = np.concatenate([self.B, np.zeros(extra)])
+            if self.average:
+                self.BB = np.concatenate([self.BB, np.zeros(extra)])
         extra = n_features - self.W.shape[0]
         if extra > 0:
             def pad(A):
@@ -327,16 +371,19 @@ class SGDState:
             self.mask[X.indices, rows] = 1
 
     def parameters(self):
-        """``(W, transition, start, end)``: the average of the iterates once
-        averaging has begun, else the current iterate (new arrays)."""
+        """``(W, transition, start, end, blocks)``: the average of the iterates once
+        averaging has begun, else the current iterate (new arrays); ``blocks`` of
+        shape (n_bigram, n_labels, n_labels)."""
         a, _, S, n_avg, _ = self.state
         if self.BW.shape[0] and n_avg > 0:
             W = (S * self.W - self.BW) / n_avg
             tail = (S * self.tail - self.Btail) / n_avg
+            B = (S * self.B - self.BB) / n_avg
         else:
-            W, tail = a * self.W, a * self.tail
+            W, tail, B = a * self.W, a * self.tail, a * self.B
         L = self.W.shape[1]
-        return W, tail[:L * L].reshape(L, L), tail[L * L:L * L + L], tail[L * L + L:]
+        return (W, tail[:L * L].reshape(L, L), tail[L * L:L * L + L], tail[L * L + L:],
+                B.reshape(-1, L, L))
 
 
 class SGD(BaseSolver):
@@ -540,7 +587,8 @@ class SGD(BaseSolver):
         value = model.run(rng.permutation(n_seq), (eta0, lam, lam_s, power), batch_size=batch)
         return model.theta(averaged=False), value, eta0
 
-    def partial_solve(self, X, y, offsets, sample_weight, loss, prior, C, state, verbose=0):
+    def partial_solve(self, X, y, offsets, sample_weight, loss, prior, C, state, verbose=0,
+                      bigram_columns=()):
         """One epoch over a batch, continuing the run held in ``state`` (``partial_fit``).
 
         Every sequence seen counts as a new one: after batches of ``N``
@@ -560,6 +608,9 @@ class SGD(BaseSolver):
         state : SGDState
             Updated in place.
         verbose : int, default=0
+        bigram_columns : array-like of int, default=()
+            The columns of X that are bigram attributes, in the order of
+            ``state``'s blocks.
 
         Returns
         -------
@@ -577,8 +628,11 @@ class SGD(BaseSolver):
         if state.rng is None:
             state.rng = random_generator(self.random_state)
             state.average_start = self._average_start(n_seq) if state.BW.shape[0] else None
+        columns = np.asarray(bigram_columns, dtype=np.intp)
         data = SimpleNamespace(_X=X, y=y, offsets=offsets, sample_weight=sample_weight,
-                               token_weight=None, layout=SimpleNamespace(n_labels=L))
+                               token_weight=None, layout=SimpleNamespace(
+                                   n_labels=L, n_bigram=columns.shape[0],
+                                   bigram_columns=columns))
         model = _ScaledModel(data, None, loss, kind, cost, state.average_start, resume=state)
         state.n_seen += n_seq
         lam = 0.0 if isinstance(prior, NoPrior) else 1.0 / (C * state.n_seen)

@@ -1,0 +1,82 @@
+"""The potentials of :class:`~sklearn_crfloss.LOPTagger`'s experts, with label bigrams.
+
+An expert trained on columns that hold bigram attributes (observation-
+dependent label bigrams) has transitions that depend on the position,
+``T_a + sum_b x[t, b] B_ab``. The pool's transitions are their weighted sum,
+``sum_a w_a T_a + sum_b x[t, b] sum_a w_a B_ab``: a CRF with the blocks
+``sum_a w_a B_ab`` (:func:`pool_blocks`). To weigh the experts the pool
+needs every expert's transitions on one table: the distinct sets of active
+bigram attributes of *all* columns (one
+:class:`~sklearn_crfloss._label_bigrams.BigramGroups`) refine those of each
+expert, so every expert's table is indexed like the others
+(:func:`expert_parts`).
+"""
+
+import numpy as np
+
+from ._label_bigrams import BigramGroups, bigram_columns
+
+__all__ = ["expert_parts", "pool_blocks"]
+
+
+def _expert_bigrams(expert, cols, columns):
+    """Positions in ``columns`` (the pool's bigram columns) of the expert's blocks."""
+    if expert.bigram_coef_ is None:
+        return np.zeros(0, dtype=np.intp)
+    return np.searchsorted(columns, cols[bigram_columns(expert.attributes_)])
+
+
+def expert_parts(experts, groups, X, offsets, attributes):
+    """``(unary, transition, start, end)`` of every expert on the rows of X.
+
+    Parameters
+    ----------
+    experts : list of fitted CRFTagger
+    groups : list of ndarray of intp
+        The columns of X of each expert.
+    X : scipy.sparse.csr_matrix of shape (n_tokens, n_features)
+    offsets : ndarray of intp of shape (n_sequences + 1,)
+    attributes : ndarray of str of shape (n_features,)
+        The names of X's columns.
+
+    Returns
+    -------
+    list of tuple
+        ``transition`` is the expert's (n_labels, n_labels) matrix if no
+        column is a bigram attribute, else a
+        :class:`~sklearn_crfloss.inference.PositionTransitions` with the
+        same index for every expert.
+    """
+    columns = bigram_columns(attributes)
+    if columns.shape[0] == 0:
+        return [(e._unary(X[:, cols]), e.transition_, e.start_, e.end_)
+                for e, cols in zip(experts, groups)]
+    shared = BigramGroups(X, offsets, columns)
+    parts = []
+    for e, cols in zip(experts, groups):
+        blocks = np.zeros((columns.shape[0],) + e.transition_.shape)
+        blocks[_expert_bigrams(e, cols, columns)] = (0.0 if e.bigram_coef_ is None
+                                                     else e.bigram_coef_)
+        parts.append((e._unary(X[:, cols]), shared.transitions(e.transition_, blocks),
+                      e.start_, e.end_))
+    return parts
+
+
+def pool_blocks(experts, groups, weights, attributes):
+    """The pool's blocks ``sum_a w_a B_ab`` and its bigram columns.
+
+    Returns
+    -------
+    blocks : ndarray of shape (n_bigram, n_labels, n_labels) or None
+        None if no column is a bigram attribute.
+    columns : ndarray of intp of shape (n_bigram,)
+    """
+    columns = bigram_columns(attributes)
+    if columns.shape[0] == 0:
+        return None, columns
+    L = experts[0].transition_.shape[0]
+    blocks = np.zeros((columns.shape[0], L, L))
+    for w, e, cols in zip(weights, experts, groups):
+        if e.bigram_coef_ is not None:
+            blocks[_expert_bigrams(e, cols, columns)] += w * e.bigram_coef_
+    return blocks, columns
