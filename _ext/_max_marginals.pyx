@@ -17,11 +17,20 @@
 # * prange runs over sequences; the rows of the unary gradient belong to one
 #   sequence, the transition/start/end sums go to per-thread accumulators
 #   that the Python wrapper adds up.
+# * Transitions come as a table of (L, L) matrices and an index: the matrix
+#   index[t] scores the edge into token t (observation-dependent label
+#   bigrams); with an empty index the table's one matrix scores every edge
+#   (the plain chain, the fast path). The transition accumulators then have
+#   one (L, L) block per matrix.
+# * The segment kernel can store, for every segment, the labels of its best
+#   other path on the span (mode 0) and add the gradient later from them
+#   (mode 2) without running the span's Viterbi again: MCE-F knows its
+#   coefficients only once every margin of the batch is known.
 
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
 
-from _chain cimport argmax_sum, backtrace, deviated_backtrace, deviated_viterbi, max_plus_step
+from _chain cimport argmax_sum, backtrace, deviated_backtrace, deviated_viterbi_at, max_plus_step
 
 
 cdef extern from *:
@@ -64,10 +73,20 @@ cdef extern from *:
                                            double* cur, int* bp, Py_ssize_t L) noexcept nogil
 
 
+cdef inline const double* _matrix(const double* table, const Py_ssize_t* index, Py_ssize_t t,
+                                  Py_ssize_t L) noexcept nogil:
+    # The (L, L) matrix of the edge into token t.
+    return table if index == NULL else table + index[t] * L * L
+
+
+cdef inline const Py_ssize_t* _index_ptr(const Py_ssize_t[::1] index) noexcept nogil:
+    # NULL for an empty index: one matrix for every edge.
+    return &index[0] if index.shape[0] else NULL
+
+
 cdef void _max_marginals_sequence(
-    const double[:, ::1] unary, const double[:, ::1] transition,
-    const double[:, ::1] transition_t,
-    const double[::1] start, const double[::1] end,
+    const double[:, ::1] unary, const double* table, const double* table_t,
+    const Py_ssize_t* index, const double[::1] start, const double[::1] end,
     Py_ssize_t s, Py_ssize_t e,
     double[:, ::1] alpha, double[:, ::1] beta,
     int[:, ::1] bp_fwd, int[:, ::1] bp_bwd,
@@ -82,7 +101,8 @@ cdef void _max_marginals_sequence(
         alpha[s, j] = start[j] + unary[s, j]
         bp_fwd[s, j] = 0
     for t in range(s + 1, e):
-        max_plus_step(&alpha[t - 1, 0], &transition[0, 0], &alpha[t, 0], &bp_fwd[t, 0], L, 0)
+        max_plus_step(&alpha[t - 1, 0], _matrix(table, index, t, L), &alpha[t, 0],
+                      &bp_fwd[t, 0], L, 0)
         for j in range(L):
             alpha[t, j] += unary[t, j]
     for j in range(L):
@@ -90,13 +110,14 @@ cdef void _max_marginals_sequence(
         bp_bwd[e - 1, j] = 0
     for t in range(e - 2, s - 1, -1):
         # (T + U) + beta, as the other kernels round
-        max_plus_back(&unary[t + 1, 0], &beta[t + 1, 0], &transition_t[0, 0], &beta[t, 0],
-                      &bp_bwd[t, 0], L)
+        max_plus_back(&unary[t + 1, 0], &beta[t + 1, 0], _matrix(table_t, index, t + 1, L),
+                      &beta[t, 0], &bp_bwd[t, 0], L)
 
 
 def max_marginals_batch(
-    const double[:, ::1] unary, const double[:, ::1] transition,
-    const double[:, ::1] transition_t, const double[::1] start, const double[::1] end,
+    const double[:, ::1] unary, const double[:, :, ::1] table,
+    const double[:, :, ::1] table_t, const Py_ssize_t[::1] index,
+    const double[::1] start, const double[::1] end,
     const Py_ssize_t[::1] offsets, double[:, ::1] alpha, double[:, ::1] beta,
     int[:, ::1] bp_fwd, int[:, ::1] bp_bwd, int n_threads,
 ):
@@ -107,29 +128,83 @@ def max_marginals_batch(
     included), ``beta[t, j]`` the best score of the rest of the sequence
     after t given label j at t; ``bp_fwd[t, j]`` / ``bp_bwd[t, j]`` the label
     at t - 1 / t + 1 on those best paths. All of shape (n_tokens, L).
-    ``transition_t`` is the contiguous transpose of ``transition``.
+    ``table`` (n_matrices, L, L): the matrix ``index[t]`` scores the edge
+    into token t, or the one matrix of a (1, L, L) table every edge when
+    ``index`` is empty; ``table_t`` holds the matrices' contiguous transposes.
     """
     cdef Py_ssize_t k
+    cdef const Py_ssize_t* idx = _index_ptr(index)
     with nogil:
         for k in prange(offsets.shape[0] - 1, num_threads=n_threads, schedule='static',
                         chunksize=8):
             if offsets[k + 1] > offsets[k]:
-                _max_marginals_sequence(unary, transition, transition_t, start, end,
-                                        offsets[k], offsets[k + 1], alpha, beta, bp_fwd, bp_bwd)
+                _max_marginals_sequence(unary, &table[0, 0, 0], &table_t[0, 0, 0], idx, start,
+                                        end, offsets[k], offsets[k + 1], alpha, beta, bp_fwd,
+                                        bp_bwd)
+
+
+def max_incorrect_from_tables(
+    const double[:, ::1] alpha, const double[:, ::1] beta, const int[:, ::1] bp_fwd,
+    const int[:, ::1] bp_bwd, const Py_ssize_t[::1] offsets, const Py_ssize_t[::1] ref,
+    bint exclude, Py_ssize_t[::1] path, double[::1] score, int n_threads,
+):
+    """Viterbi path, or best path different from ``ref``, read off max-marginal tables (low level).
+
+    With ``exclude``: per sequence, the best ``alpha[t, j] + beta[t, j]``
+    over the tokens t and labels ``j != ref[t]`` (Suzuki et al. 2006, Eq. 5:
+    a sequence that differs from ``ref`` differs at some (t, j), and the
+    best one through (t, j) is the max-marginal's), the first such (t, j) in
+    token then label order among ties, completed through the backpointers;
+    ``path = ref`` and ``score = -inf`` where there is none. Without: the
+    Viterbi path (the best label at the last token). Empty sequences are
+    skipped. Shapes as in :func:`max_marginals_batch`; path (n_tokens,),
+    score (n_sequences,).
+    """
+    cdef Py_ssize_t n_seq = offsets.shape[0] - 1
+    cdef Py_ssize_t L = alpha.shape[1]
+    cdef Py_ssize_t k, s, e, t, j, bt, bj
+    cdef double v, best
+    with nogil:
+        for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
+            s = offsets[k]
+            e = offsets[k + 1]
+            if e == s:
+                continue
+            best = -INFINITY
+            bt = -1
+            bj = -1
+            for t in range(s if exclude else e - 1, e):
+                for j in range(L):
+                    v = alpha[t, j] + beta[t, j]
+                    if v > best and not (exclude and j == ref[t]):
+                        best = v
+                        bt = t
+                        bj = j
+            score[k] = best
+            if bt < 0:
+                for t in range(s, e):
+                    path[t] = ref[t]
+                continue
+            path[bt] = bj
+            backtrace(&bp_fwd[s, 0], &path[s], bt - s + 1, L)
+            for t in range(bt, e - 1):
+                path[t + 1] = bp_bwd[t, path[t]]
 
 
 cdef void _add_path(
-    const Py_ssize_t* p, Py_ssize_t s, Py_ssize_t e, double c, Py_ssize_t L,
-    double[:, ::1] d_unary, double* acc_trans, double* acc_start, double* acc_end,
+    const Py_ssize_t* p, const Py_ssize_t* index, Py_ssize_t s, Py_ssize_t e, double c,
+    Py_ssize_t L, double[:, ::1] d_unary, double* acc_trans, double* acc_start,
+    double* acc_end,
 ) noexcept nogil:
-    # Add c times the counts of the path p[0 .. e-s-1] of tokens s .. e-1.
+    # Add c times the counts of the path p[0 .. e-s-1] of tokens s .. e-1
+    # (the transitions into the block of the edge's matrix).
     cdef Py_ssize_t t
     acc_start[p[0]] += c
     acc_end[p[e - s - 1]] += c
     d_unary[s, p[0]] += c
     for t in range(s + 1, e):
         d_unary[t, p[t - s]] += c
-        acc_trans[p[t - s - 1] * L + p[t - s]] += c
+        acc_trans[(0 if index == NULL else index[t] * L * L) + p[t - s - 1] * L + p[t - s]] += c
 
 
 cdef void _complete_path(
@@ -145,54 +220,86 @@ cdef void _complete_path(
 
 
 cdef void _segment_margin(
-    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[:, ::1] unary, const double* table, const Py_ssize_t* index,
     const double[:, ::1] alpha, const double[:, ::1] beta,
     const int[:, ::1] bp_fwd, const int[:, ::1] bp_bwd,
     const Py_ssize_t[::1] ref,
     Py_ssize_t s, Py_ssize_t e, Py_ssize_t a, Py_ssize_t b,
     double* work, int* span_bp, Py_ssize_t* p,
-    double* g_carry, double* g_other, double coef, double coef_other, bint do_grad,
+    double* g_carry, double* g_other, double coef, double coef_other, int mode,
+    bint need_other, Py_ssize_t* other_span,
     double[:, ::1] d_unary, double* acc_trans, double* acc_start, double* acc_end,
 ) noexcept nogil:
     # g_carry: best score of a sequence with labels ref[a:b] on tokens a..b-1
-    # (Eq. 15). g_other: best score of a sequence whose labels on a..b-1
-    # differ from ref[a:b] somewhere, by the deviated-state Viterbi restricted
-    # to the span, entered through alpha and left through beta.
-    # span_bp[(t - a) * L + j] is the previous label of the deviated state j
-    # at t, or -1 when it left the reference labels at t.
+    # (Eq. 15). g_other (need_other): best score of a sequence whose labels
+    # on a..b-1 differ from ref[a:b] somewhere, by the deviated-state Viterbi
+    # restricted to the span, entered through alpha and left through beta;
+    # -inf when not needed. span_bp[(t - a) * L + j] is the previous label of
+    # the deviated state j at t, or -1 when it left the reference labels at t.
+    # Modes: 0 values (other_span, if not NULL, gets the other path's labels
+    # on the span, or -1 first when there is none), 1 values and gradient,
+    # 2 gradient alone, the other path read from other_span.
     cdef Py_ssize_t L = unary.shape[1]
-    cdef Py_ssize_t t, jb
+    cdef Py_ssize_t t, jb = -1
     cdef double d0
-    cdef double* last = deviated_viterbi(&unary[a, 0], &transition[0, 0], &ref[a], b - a, L,
-                                         &alpha[a, 0], work, span_bp, &d0)
-    g_carry[0] = d0 + beta[b - 1, ref[b - 1]]
-    jb = argmax_sum(last, &beta[b - 1, 0], L, g_other)
-    if not do_grad:
-        return
+    cdef const double* M
+    cdef double* last
+    if mode != 2:
+        if need_other:
+            last = deviated_viterbi_at(&unary[a, 0], table,
+                                       NULL if index == NULL else index + a, &ref[a], b - a, L,
+                                       &alpha[a, 0], work, span_bp, &d0)
+            jb = argmax_sum(last, &beta[b - 1, 0], L, g_other)
+        else:  # the carrying path's score alone, rounded as deviated_viterbi does
+            d0 = alpha[a, ref[a]]
+            for t in range(a + 1, b):
+                M = _matrix(table, index, t, L)
+                d0 = d0 + M[ref[t - 1] * L + ref[t]] + unary[t, ref[t]]
+            g_other[0] = -INFINITY
+        g_carry[0] = d0 + beta[b - 1, ref[b - 1]]
+        if need_other and other_span != NULL:
+            if jb < 0:
+                other_span[0] = -1
+            else:
+                p[b - 1 - s] = jb
+                deviated_backtrace(span_bp, &ref[a], &p[a - s], b - a, L)
+                for t in range(a, b):
+                    other_span[t - a] = p[t - s]
+        if mode == 0:
+            return
     if coef != 0.0:
         # + coef * counts(best carrying path)
         for t in range(a, b):
             p[t - s] = ref[t]
         _complete_path(p, s, e, a, b, bp_fwd, bp_bwd)
-        _add_path(p, s, e, coef, L, d_unary, acc_trans, acc_start, acc_end)
-    if jb < 0 or coef_other == 0.0:
+        _add_path(p, index, s, e, coef, L, d_unary, acc_trans, acc_start, acc_end)
+    if coef_other == 0.0 or not need_other:
         return
     # - coef_other * counts(best path that does not carry the span's labels)
-    p[b - 1 - s] = jb
-    deviated_backtrace(span_bp, &ref[a], &p[a - s], b - a, L)
+    if mode == 2:
+        if other_span[0] < 0:
+            return
+        for t in range(a, b):
+            p[t - s] = other_span[t - a]
+    else:
+        if jb < 0:
+            return
+        p[b - 1 - s] = jb
+        deviated_backtrace(span_bp, &ref[a], &p[a - s], b - a, L)
     _complete_path(p, s, e, a, b, bp_fwd, bp_bwd)
-    _add_path(p, s, e, -coef_other, L, d_unary, acc_trans, acc_start, acc_end)
+    _add_path(p, index, s, e, -coef_other, L, d_unary, acc_trans, acc_start, acc_end)
 
 
 def segment_margins_batch(
-    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[:, ::1] unary, const double[:, :, ::1] table, const Py_ssize_t[::1] index,
     const double[:, ::1] alpha, const double[:, ::1] beta,
     const int[:, ::1] bp_fwd, const int[:, ::1] bp_bwd,
     const Py_ssize_t[::1] offsets, const Py_ssize_t[::1] ref,
     const Py_ssize_t[::1] seg_offsets, const Py_ssize_t[::1] seg_start,
     const Py_ssize_t[::1] seg_end, double[::1] g_carry, double[::1] g_other,
-    const double[::1] coef, const double[::1] coef_other, bint do_grad,
-    double[:, ::1] d_unary,
+    const double[::1] coef, const double[::1] coef_other, int mode,
+    const unsigned char[::1] need_other, Py_ssize_t[::1] other_span,
+    const Py_ssize_t[::1] span_pos, double[:, ::1] d_unary,
     double[:, ::1] acc_trans, double[:, ::1] acc_boundary,
     double[:, ::1] work, int[:, ::1] span_bp, Py_ssize_t[:, ::1] path, int n_threads,
 ):
@@ -201,26 +308,37 @@ def segment_margins_batch(
     Use :func:`sklearn_crfloss.inference.segment_margins`. Segments of
     sequence k are ``seg_offsets[k]:seg_offsets[k + 1]``, spanning tokens
     ``seg_start[m]:seg_end[m]`` (absolute, end exclusive), with the labels
-    ``ref`` on their span. With ``do_grad``, adds ``coef[m] * counts of the
-    best carrying path - coef_other[m] * counts of the best other path`` to d_unary
-    (n_tokens, L), acc_trans (n_acc, L * L) and acc_boundary
-    (n_acc, 2 * L) (start then end), n_acc a multiple of n_threads (chunk c
-    of 8 sequences adds into accumulator c % n_acc). work (n_threads, 2 * L), span_bp
-    (n_threads, max_length * L), path (n_threads, max_length).
+    ``ref`` on their span; ``table`` and ``index`` as in
+    :func:`max_marginals_batch`. ``need_other[m]`` (all if empty) says
+    whether ``g_other[m]`` is computed (else -inf, and no other path's
+    gradient). Mode 0 computes the values, and with a non-empty
+    ``other_span`` stores each segment's best other path on its span at
+    ``other_span[span_pos[m]:]``; mode 1 also adds ``coef[m] * counts of
+    the best carrying path - coef_other[m] * counts of the best other
+    path`` to d_unary (n_tokens, L), acc_trans (n_acc, n_matrices * L * L)
+    and acc_boundary (n_acc, 2 * L) (start then end), n_acc a multiple of
+    n_threads (chunk c of 8 sequences adds into accumulator c % n_acc);
+    mode 2 adds that gradient alone, from the paths stored by mode 0.
+    work (n_threads, 2 * L), span_bp (n_threads, max_length * L), path
+    (n_threads, max_length).
     """
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
     cdef Py_ssize_t L = unary.shape[1]
     cdef Py_ssize_t k, m, tid, a
     cdef Py_ssize_t n_acc = acc_trans.shape[0]
+    cdef const Py_ssize_t* idx = _index_ptr(index)
+    cdef bint all_other = need_other.shape[0] == 0
+    cdef bint store = other_span.shape[0] > 0
     with nogil:
         for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
             tid = threadid()
             a = (k // 8) % n_acc  # the block's accumulator, as in _forward_backward
             for m in range(seg_offsets[k], seg_offsets[k + 1]):
-                _segment_margin(unary, transition, alpha, beta, bp_fwd, bp_bwd, ref,
+                _segment_margin(unary, &table[0, 0, 0], idx, alpha, beta, bp_fwd, bp_bwd, ref,
                                 offsets[k], offsets[k + 1], seg_start[m], seg_end[m],
                                 &work[tid, 0], &span_bp[tid, 0], &path[tid, 0],
-                                &g_carry[m], &g_other[m], coef[m], coef_other[m], do_grad,
-                                d_unary,
-                                &acc_trans[a, 0], &acc_boundary[a, 0],
+                                &g_carry[m], &g_other[m], coef[m], coef_other[m], mode,
+                                all_other or need_other[m] != 0,
+                                &other_span[span_pos[m]] if store else NULL,
+                                d_unary, &acc_trans[a, 0], &acc_boundary[a, 0],
                                 &acc_boundary[a, L])

@@ -29,6 +29,7 @@ from .losses._base import get_loss_tags
 from .losses._cost import JensenRiskBound, Risk, SoftmaxMargin
 from .losses._likelihood import ConditionalLogLikelihood
 from .losses._marginal import LabelwiseAccuracyLoss, PointwiseLoss
+from .losses._mce import MinimumClassificationError, SegmentFScoreMCE
 
 __all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "bigram_columns", "check_no_bigrams",
            "make_layout", "model_transitions", "saved_layout", "set_bigram_state"]
@@ -37,7 +38,8 @@ __all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "bigram_columns", "chec
 #: :class:`~sklearn_crfloss.inference.PositionTransitions` (through
 #: forward_backward, marginals_vjp and their own gold counts per matrix).
 BIGRAM_LOSSES = (ConditionalLogLikelihood, SoftmaxMargin, Risk, JensenRiskBound, PointwiseLoss,
-                 LabelwiseAccuracyLoss)
+                 LabelwiseAccuracyLoss,
+                 MinimumClassificationError, SegmentFScoreMCE)
 #: The fitted attributes of CRFTagger's docstring that concern transitions.
 BIGRAM_DOC = dict(transition_attributes="""\
 transition_features_ : dict of {(label, label): float} or {(str, label, label): float}
@@ -176,7 +178,8 @@ def make_layout(features, n_features, n_labels, state_index, *, labels, boundary
         f"Observation-dependent label bigrams (the {columns.shape[0]} feature keys starting "
         f"with {BIGRAM_PREFIX!r}, e.g. {features.attributes[columns[0]]!r}, from a template's "
         f"'B' lines with macros) are not supported by {problem}: train them with "
-        "loss 'cll', 'softmax_margin', 'risk', 'jrb', 'pointwise' or 'labelwise' and a batch "
+        "loss 'cll', 'softmax_margin', 'risk', 'jrb', 'pointwise', 'labelwise', 'mce' or "
+        "'mce_f' and a batch "
         "solver ('lbfgs', 'owlqn', 'rprop', 'quickprop'), or drop the bigram lines.")
 
 
