@@ -290,6 +290,74 @@ cdef void _segment_margin(
     _add_path(p, index, s, e, -coef_other, L, d_unary, acc_trans, acc_start, acc_end)
 
 
+cdef inline Py_ssize_t _block(const Py_ssize_t* index, Py_ssize_t t, Py_ssize_t L) noexcept nogil:
+    # Offset of the transition block of the edge into token t.
+    return 0 if index == NULL else index[t] * L * L
+
+
+cdef void _span_weights(
+    const Py_ssize_t* lab, Py_ssize_t s, Py_ssize_t e, Py_ssize_t a, Py_ssize_t b, double c,
+    const Py_ssize_t* index, const int[:, ::1] bp_fwd, const int[:, ::1] bp_bwd, Py_ssize_t L,
+    double* pre, double* suf, double[:, ::1] d_unary, double* acc_trans, double* acc_start,
+    double* acc_end,
+) noexcept nogil:
+    # c times the counts of the best path with labels lab[0 .. b-a-1] on tokens
+    # a .. b-1: the span's own counts now; its best prefix (suffix) as a node
+    # weight at the token before (after) the span, spread by _sweep.
+    cdef Py_ssize_t t, i
+    for t in range(a, b):
+        d_unary[t, lab[t - a]] += c
+    for t in range(a + 1, b):
+        acc_trans[_block(index, t, L) + lab[t - a - 1] * L + lab[t - a]] += c
+    if a > s:
+        i = bp_fwd[a, lab[0]]
+        acc_trans[_block(index, a, L) + i * L + lab[0]] += c
+        pre[(a - 1 - s) * L + i] += c
+    else:
+        acc_start[lab[0]] += c
+    if b < e:
+        i = bp_bwd[b - 1, lab[b - 1 - a]]
+        acc_trans[_block(index, b, L) + lab[b - 1 - a] * L + i] += c
+        suf[(b - s) * L + i] += c
+    else:
+        acc_end[lab[b - 1 - a]] += c
+
+
+cdef void _sweep(
+    Py_ssize_t s, Py_ssize_t e, const Py_ssize_t* index, const int[:, ::1] bp_fwd,
+    const int[:, ::1] bp_bwd, Py_ssize_t L, double* pre, double* suf, double[:, ::1] d_unary,
+    double* acc_trans, double* acc_start, double* acc_end,
+) noexcept nogil:
+    # The counts of the best prefixes (suffixes) weighted in pre (suf): one
+    # pass back (forward) through the backpointers, O(n L) for all of them.
+    cdef Py_ssize_t t, j, i
+    cdef double w
+    for t in range(e - 1, s - 1, -1):
+        for j in range(L):
+            w = pre[(t - s) * L + j]
+            if w == 0.0:
+                continue
+            d_unary[t, j] += w
+            if t > s:
+                i = bp_fwd[t, j]
+                acc_trans[_block(index, t, L) + i * L + j] += w
+                pre[(t - 1 - s) * L + i] += w
+            else:
+                acc_start[j] += w
+    for t in range(s, e):
+        for j in range(L):
+            w = suf[(t - s) * L + j]
+            if w == 0.0:
+                continue
+            d_unary[t, j] += w
+            if t < e - 1:
+                i = bp_bwd[t, j]
+                acc_trans[_block(index, t + 1, L) + j * L + i] += w
+                suf[(t + 1 - s) * L + i] += w
+            else:
+                acc_end[j] += w
+
+
 def segment_margins_batch(
     const double[:, ::1] unary, const double[:, :, ::1] table, const Py_ssize_t[::1] index,
     const double[:, ::1] alpha, const double[:, ::1] beta,
@@ -301,7 +369,8 @@ def segment_margins_batch(
     const unsigned char[::1] need_other, Py_ssize_t[::1] other_span,
     const Py_ssize_t[::1] span_pos, double[:, ::1] d_unary,
     double[:, ::1] acc_trans, double[:, ::1] acc_boundary,
-    double[:, ::1] work, int[:, ::1] span_bp, Py_ssize_t[:, ::1] path, int n_threads,
+    double[:, ::1] work, int[:, ::1] span_bp, Py_ssize_t[:, ::1] path, double[:, ::1] nodes,
+    int n_threads,
 ):
     """Segment discriminants (Eq. 15) and their gradients (low level).
 
@@ -318,9 +387,11 @@ def segment_margins_batch(
     path`` to d_unary (n_tokens, L), acc_trans (n_acc, n_matrices * L * L)
     and acc_boundary (n_acc, 2 * L) (start then end), n_acc a multiple of
     n_threads (chunk c of 8 sequences adds into accumulator c % n_acc);
-    mode 2 adds that gradient alone, from the paths stored by mode 0.
-    work (n_threads, 2 * L), span_bp (n_threads, max_length * L), path
-    (n_threads, max_length).
+    mode 2 adds that gradient alone, from the paths stored by mode 0, the
+    best prefixes and suffixes of all the sequence's paths in one pass back
+    and one forward (nodes: (n_threads, 2 * max_length * L), read in mode
+    2 only). work (n_threads, 2 * L), span_bp (n_threads, max_length * L),
+    path (n_threads, max_length).
     """
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
     cdef Py_ssize_t L = unary.shape[1]
@@ -329,10 +400,35 @@ def segment_margins_batch(
     cdef const Py_ssize_t* idx = _index_ptr(index)
     cdef bint all_other = need_other.shape[0] == 0
     cdef bint store = other_span.shape[0] > 0
+    cdef Py_ssize_t s, e, j
+    cdef double* pre
+    cdef double* suf
     with nogil:
         for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
             tid = threadid()
             a = (k // 8) % n_acc  # the block's accumulator, as in _forward_backward
+            if mode == 2:
+                s = offsets[k]
+                e = offsets[k + 1]
+                pre = &nodes[tid, 0]
+                suf = pre + (e - s) * L
+                for j in range(2 * (e - s) * L):
+                    pre[j] = 0.0
+                for m in range(seg_offsets[k], seg_offsets[k + 1]):
+                    if coef[m] != 0.0:
+                        _span_weights(&ref[seg_start[m]], s, e, seg_start[m], seg_end[m],
+                                      coef[m], idx, bp_fwd, bp_bwd, L, pre, suf, d_unary,
+                                      &acc_trans[a, 0], &acc_boundary[a, 0],
+                                      &acc_boundary[a, L])
+                    if (coef_other[m] != 0.0 and (all_other or need_other[m] != 0)
+                            and other_span[span_pos[m]] >= 0):
+                        _span_weights(&other_span[span_pos[m]], s, e, seg_start[m],
+                                      seg_end[m], -coef_other[m], idx, bp_fwd, bp_bwd, L,
+                                      pre, suf, d_unary, &acc_trans[a, 0],
+                                      &acc_boundary[a, 0], &acc_boundary[a, L])
+                _sweep(s, e, idx, bp_fwd, bp_bwd, L, pre, suf, d_unary, &acc_trans[a, 0],
+                       &acc_boundary[a, 0], &acc_boundary[a, L])
+                continue
             for m in range(seg_offsets[k], seg_offsets[k + 1]):
                 _segment_margin(unary, &table[0, 0, 0], idx, alpha, beta, bp_fwd, bp_bwd, ref,
                                 offsets[k], offsets[k + 1], seg_start[m], seg_end[m],

@@ -94,7 +94,9 @@ class _Spans:
             np.ascontiguousarray(coef_other, dtype=np.float64), mode, self.need_other,
             self.other_span, self.span_pos, d_unary, acc[0], acc[1], c.scratch(2 * L),
             np.empty((c.n_threads, max(1, max_length * L)), dtype=np.int32),
-            np.empty((c.n_threads, max(1, max_length)), dtype=np.intp), c.n_threads)
+            np.empty((c.n_threads, max(1, max_length)), dtype=np.intp),
+            np.empty((c.n_threads, max(1, 2 * max_length * L)) if mode == 2 else (1, 1)),
+            c.n_threads)
 
     def add_gradient(self, coef, coef_other, d_unary, acc):
         """Add the counts of the stored paths: ``coef`` carrying, ``-coef_other`` the others."""

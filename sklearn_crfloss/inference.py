@@ -794,7 +794,8 @@ def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=
         g_carry, g_other, coef, coef_other, int(do_grad), np.zeros(0, dtype=np.uint8), none,
         none, d_unary, acc_trans, acc_boundary,
         c.scratch(2 * L), np.empty((c.n_threads, max(1, max_length * L)), dtype=np.int32),
-        np.empty((c.n_threads, max(1, max_length)), dtype=np.intp), c.n_threads,
+        np.empty((c.n_threads, max(1, max_length)), dtype=np.intp), np.zeros((1, 1)),
+        c.n_threads,
     )
     if not do_grad:
         return g_carry, g_other, None
