@@ -577,6 +577,8 @@ def viterbi_excluding(unary, transition, start, end, offsets, y, n_threads=1):
     pass: a Viterbi over (label, has-deviated-from-``y``) states, about the
     cost of one Viterbi pass. Equals the Viterbi path when that differs from
     ``y``, else the second-best path of :func:`viterbi_2best` (up to ties).
+    ``transition`` may be a
+    :class:`~sklearn_crfloss.inference.PositionTransitions`.
 
     Parameters
     ----------
@@ -645,6 +647,9 @@ def max_marginals(unary, transition, start, end, offsets, n_threads=1):
     best score of a sequence carrying given labels on a span ``a..b-1``
     (Eq. 15) is ``alpha[a, y_a] + sum_{a<t<b} (transition[y_{t-1}, y_t] +
     U[t, y_t]) + beta[b-1, y_{b-1}]``.
+    ``transition`` may be a
+    :class:`~sklearn_crfloss.inference.PositionTransitions` (then the sum
+    takes the matrix of each edge).
 
     Parameters
     ----------
@@ -700,6 +705,9 @@ def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=
     labels on the span differ from them in at least one token (exact: a
     Viterbi over (label, deviated-yet) states restricted to the span, entered
     through the forward and left through the backward max-marginal tables).
+    ``transition`` may be a
+    :class:`~sklearn_crfloss.inference.PositionTransitions`; ``d_transition``
+    then has the shape of its table (the counts of each matrix).
 
     Parameters
     ----------
