@@ -26,8 +26,8 @@
 #   transpose: one token's share of X.T @ dU).
 # * Max-product (score domain, additions and comparisons only; ties go to
 #   the smallest label): max_plus_step, argmax_sum, backtrace, and the Viterbi
-#   over (label, deviated-from-a-reference) states, deviated_viterbi and
-#   deviated_backtrace (Suzuki et al. 2006: the maximum incorrect output,
+#   over (label, deviated-from-a-reference) states, deviated_viterbi (and
+#   deviated_viterbi_at, with a matrix per edge) and deviated_backtrace (Suzuki et al. 2006: the maximum incorrect output,
 #   Eq. 5, and the best path off a segment's labels, Eq. 15).
 
 from libc.math cimport exp, log, isfinite, INFINITY
