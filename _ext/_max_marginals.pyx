@@ -22,10 +22,13 @@
 #   bigrams); with an empty index the table's one matrix scores every edge
 #   (the plain chain, the fast path). The transition accumulators then have
 #   one (L, L) block per matrix.
-# * The segment kernel can store, for every segment, the labels of its best
-#   other path on the span (mode 0) and add the gradient later from them
-#   (mode 2) without running the span's Viterbi again: MCE-F knows its
-#   coefficients only once every margin of the batch is known.
+# * The segment kernel also reads a segment's best competitor off the
+#   max-marginal tables (mode 3: the best max-marginal over the span's tokens
+#   and the labels off the segment's, O(span L)) and keeps its (token,
+#   label); the gradient is added later from those nodes (mode 2): MCE-F
+#   knows its coefficients only once every margin of the batch is known.
+#   Mode 2 counts the best prefixes and suffixes of all of a sequence's paths
+#   at once, as node weights swept back and forth through the backpointers.
 
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
@@ -226,68 +229,73 @@ cdef void _segment_margin(
     const Py_ssize_t[::1] ref,
     Py_ssize_t s, Py_ssize_t e, Py_ssize_t a, Py_ssize_t b,
     double* work, int* span_bp, Py_ssize_t* p,
-    double* g_carry, double* g_other, double coef, double coef_other, int mode,
-    bint need_other, Py_ssize_t* other_span,
+    double* g_carry, double* g_other, double coef, double coef_other, bint do_grad,
     double[:, ::1] d_unary, double* acc_trans, double* acc_start, double* acc_end,
 ) noexcept nogil:
     # g_carry: best score of a sequence with labels ref[a:b] on tokens a..b-1
-    # (Eq. 15). g_other (need_other): best score of a sequence whose labels
-    # on a..b-1 differ from ref[a:b] somewhere, by the deviated-state Viterbi
-    # restricted to the span, entered through alpha and left through beta;
-    # -inf when not needed. span_bp[(t - a) * L + j] is the previous label of
-    # the deviated state j at t, or -1 when it left the reference labels at t.
-    # Modes: 0 values (other_span, if not NULL, gets the other path's labels
-    # on the span, or -1 first when there is none), 1 values and gradient,
-    # 2 gradient alone, the other path read from other_span.
+    # (Eq. 15). g_other: best score of a sequence whose labels on a..b-1
+    # differ from ref[a:b] somewhere, by the deviated-state Viterbi restricted
+    # to the span, entered through alpha and left through beta.
+    # span_bp[(t - a) * L + j] is the previous label of the deviated state j
+    # at t, or -1 when it left the reference labels at t.
     cdef Py_ssize_t L = unary.shape[1]
-    cdef Py_ssize_t t, jb = -1
+    cdef Py_ssize_t t, jb
     cdef double d0
-    cdef const double* M
-    cdef double* last
-    if mode != 2:
-        if need_other:
-            last = deviated_viterbi_at(&unary[a, 0], table,
-                                       NULL if index == NULL else index + a, &ref[a], b - a, L,
-                                       &alpha[a, 0], work, span_bp, &d0)
-            jb = argmax_sum(last, &beta[b - 1, 0], L, g_other)
-        else:  # the carrying path's score alone, rounded as deviated_viterbi does
-            d0 = alpha[a, ref[a]]
-            for t in range(a + 1, b):
-                M = _matrix(table, index, t, L)
-                d0 = d0 + M[ref[t - 1] * L + ref[t]] + unary[t, ref[t]]
-            g_other[0] = -INFINITY
-        g_carry[0] = d0 + beta[b - 1, ref[b - 1]]
-        if need_other and other_span != NULL:
-            if jb < 0:
-                other_span[0] = -1
-            else:
-                p[b - 1 - s] = jb
-                deviated_backtrace(span_bp, &ref[a], &p[a - s], b - a, L)
-                for t in range(a, b):
-                    other_span[t - a] = p[t - s]
-        if mode == 0:
-            return
+    cdef double* last = deviated_viterbi_at(&unary[a, 0], table,
+                                            NULL if index == NULL else index + a, &ref[a],
+                                            b - a, L, &alpha[a, 0], work, span_bp, &d0)
+    g_carry[0] = d0 + beta[b - 1, ref[b - 1]]
+    jb = argmax_sum(last, &beta[b - 1, 0], L, g_other)
+    if not do_grad:
+        return
     if coef != 0.0:
         # + coef * counts(best carrying path)
         for t in range(a, b):
             p[t - s] = ref[t]
         _complete_path(p, s, e, a, b, bp_fwd, bp_bwd)
         _add_path(p, index, s, e, coef, L, d_unary, acc_trans, acc_start, acc_end)
-    if coef_other == 0.0 or not need_other:
+    if jb < 0 or coef_other == 0.0:
         return
     # - coef_other * counts(best path that does not carry the span's labels)
-    if mode == 2:
-        if other_span[0] < 0:
-            return
-        for t in range(a, b):
-            p[t - s] = other_span[t - a]
-    else:
-        if jb < 0:
-            return
-        p[b - 1 - s] = jb
-        deviated_backtrace(span_bp, &ref[a], &p[a - s], b - a, L)
+    p[b - 1 - s] = jb
+    deviated_backtrace(span_bp, &ref[a], &p[a - s], b - a, L)
     _complete_path(p, s, e, a, b, bp_fwd, bp_bwd)
     _add_path(p, index, s, e, -coef_other, L, d_unary, acc_trans, acc_start, acc_end)
+
+
+cdef void _segment_from_tables(
+    const double[:, ::1] unary, const double* table, const Py_ssize_t* index,
+    const double[:, ::1] alpha, const double[:, ::1] beta, const Py_ssize_t[::1] ref,
+    Py_ssize_t a, Py_ssize_t b, bint need_other, double* g_carry, double* g_other,
+    Py_ssize_t* node,
+) noexcept nogil:
+    # The same values read off the max-marginal tables: g_carry along ref's
+    # labels on the span (alpha in, beta out), g_other the best
+    # alpha[t, j] + beta[t, j] over the span's tokens t and labels j != ref[t]
+    # (a sequence that leaves ref's labels on the span does so at some (t, j),
+    # and the best one through (t, j) is the max-marginal's: O(span L), not
+    # the span Viterbi's O(span L^2)). node = (t, j) of that max-marginal,
+    # the first in token then label order among ties, or (-1, -1).
+    cdef Py_ssize_t L = unary.shape[1]
+    cdef Py_ssize_t t, j
+    cdef double v, best = -INFINITY
+    cdef double d0 = alpha[a, ref[a]]
+    cdef const double* M
+    for t in range(a + 1, b):
+        M = _matrix(table, index, t, L)
+        d0 = d0 + M[ref[t - 1] * L + ref[t]] + unary[t, ref[t]]
+    g_carry[0] = d0 + beta[b - 1, ref[b - 1]]
+    node[0] = -1
+    node[1] = -1
+    if need_other:
+        for t in range(a, b):
+            for j in range(L):
+                v = alpha[t, j] + beta[t, j]
+                if v > best and j != ref[t]:
+                    best = v
+                    node[0] = t
+                    node[1] = j
+    g_other[0] = best
 
 
 cdef inline Py_ssize_t _block(const Py_ssize_t* index, Py_ssize_t t, Py_ssize_t L) noexcept nogil:
@@ -366,10 +374,9 @@ def segment_margins_batch(
     const Py_ssize_t[::1] seg_offsets, const Py_ssize_t[::1] seg_start,
     const Py_ssize_t[::1] seg_end, double[::1] g_carry, double[::1] g_other,
     const double[::1] coef, const double[::1] coef_other, int mode,
-    const unsigned char[::1] need_other, Py_ssize_t[::1] other_span,
-    const Py_ssize_t[::1] span_pos, double[:, ::1] d_unary,
+    const unsigned char[::1] need_other, Py_ssize_t[:, ::1] nodes_out, double[:, ::1] d_unary,
     double[:, ::1] acc_trans, double[:, ::1] acc_boundary,
-    double[:, ::1] work, int[:, ::1] span_bp, Py_ssize_t[:, ::1] path, double[:, ::1] nodes,
+    double[:, ::1] work, int[:, ::1] span_bp, Py_ssize_t[:, ::1] path, double[:, ::1] weights,
     int n_threads,
 ):
     """Segment discriminants (Eq. 15) and their gradients (low level).
@@ -378,28 +385,32 @@ def segment_margins_batch(
     sequence k are ``seg_offsets[k]:seg_offsets[k + 1]``, spanning tokens
     ``seg_start[m]:seg_end[m]`` (absolute, end exclusive), with the labels
     ``ref`` on their span; ``table`` and ``index`` as in
-    :func:`max_marginals_batch`. ``need_other[m]`` (all if empty) says
-    whether ``g_other[m]`` is computed (else -inf, and no other path's
-    gradient). Mode 0 computes the values, and with a non-empty
-    ``other_span`` stores each segment's best other path on its span at
-    ``other_span[span_pos[m]:]``; mode 1 also adds ``coef[m] * counts of
-    the best carrying path - coef_other[m] * counts of the best other
-    path`` to d_unary (n_tokens, L), acc_trans (n_acc, n_matrices * L * L)
-    and acc_boundary (n_acc, 2 * L) (start then end), n_acc a multiple of
-    n_threads (chunk c of 8 sequences adds into accumulator c % n_acc);
-    mode 2 adds that gradient alone, from the paths stored by mode 0, the
-    best prefixes and suffixes of all the sequence's paths in one pass back
-    and one forward (nodes: (n_threads, 2 * max_length * L), read in mode
-    2 only). work (n_threads, 2 * L), span_bp (n_threads, max_length * L),
-    path (n_threads, max_length).
+    :func:`max_marginals_batch`. Modes:
+
+    * 0: the values ``g_carry`` and ``g_other`` (the span's Viterbi over
+      (label, deviated) states);
+    * 1: the values, and ``coef[m] * counts of the best carrying path -
+      coef_other[m] * counts of the best other path`` added to d_unary
+      (n_tokens, L), acc_trans (n_acc, n_matrices * L * L) and acc_boundary
+      (n_acc, 2 * L) (start then end), n_acc a multiple of n_threads (chunk
+      c of 8 sequences adds into accumulator c % n_acc);
+    * 3: the values read off the max-marginal tables (the same up to
+      rounding and ties), ``g_other[m]`` only where ``need_other[m]`` (else
+      -inf), and ``nodes_out[m]`` = the (token, label) of the max-marginal
+      that gives ``g_other[m]``, or (-1, -1);
+    * 2: the gradient of mode 1 alone, the other paths those through the
+      nodes of mode 3; all the sequence's best prefixes and suffixes are
+      counted in one pass back and one forward (weights: (n_threads, 2 *
+      max_length * L)).
+
+    work (n_threads, 2 * L), span_bp (n_threads, max_length * L), path
+    (n_threads, max_length) are scratch of modes 0 and 1.
     """
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
     cdef Py_ssize_t L = unary.shape[1]
     cdef Py_ssize_t k, m, tid, a
     cdef Py_ssize_t n_acc = acc_trans.shape[0]
     cdef const Py_ssize_t* idx = _index_ptr(index)
-    cdef bint all_other = need_other.shape[0] == 0
-    cdef bint store = other_span.shape[0] > 0
     cdef Py_ssize_t s, e, j
     cdef double* pre
     cdef double* suf
@@ -407,10 +418,16 @@ def segment_margins_batch(
         for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
             tid = threadid()
             a = (k // 8) % n_acc  # the block's accumulator, as in _forward_backward
+            if mode == 3:
+                for m in range(seg_offsets[k], seg_offsets[k + 1]):
+                    _segment_from_tables(unary, &table[0, 0, 0], idx, alpha, beta, ref,
+                                         seg_start[m], seg_end[m], need_other[m] != 0,
+                                         &g_carry[m], &g_other[m], &nodes_out[m, 0])
+                continue
             if mode == 2:
                 s = offsets[k]
                 e = offsets[k + 1]
-                pre = &nodes[tid, 0]
+                pre = &weights[tid, 0]
                 suf = pre + (e - s) * L
                 for j in range(2 * (e - s) * L):
                     pre[j] = 0.0
@@ -420,11 +437,11 @@ def segment_margins_batch(
                                       coef[m], idx, bp_fwd, bp_bwd, L, pre, suf, d_unary,
                                       &acc_trans[a, 0], &acc_boundary[a, 0],
                                       &acc_boundary[a, L])
-                    if (coef_other[m] != 0.0 and (all_other or need_other[m] != 0)
-                            and other_span[span_pos[m]] >= 0):
-                        _span_weights(&other_span[span_pos[m]], s, e, seg_start[m],
-                                      seg_end[m], -coef_other[m], idx, bp_fwd, bp_bwd, L,
-                                      pre, suf, d_unary, &acc_trans[a, 0],
+                    if coef_other[m] != 0.0 and nodes_out[m, 0] >= 0:
+                        # the best path through the node: a one-token span
+                        _span_weights(&nodes_out[m, 1], s, e, nodes_out[m, 0],
+                                      nodes_out[m, 0] + 1, -coef_other[m], idx, bp_fwd, bp_bwd,
+                                      L, pre, suf, d_unary, &acc_trans[a, 0],
                                       &acc_boundary[a, 0], &acc_boundary[a, L])
                 _sweep(s, e, idx, bp_fwd, bp_bwd, L, pre, suf, d_unary, &acc_trans[a, 0],
                        &acc_boundary[a, 0], &acc_boundary[a, L])
@@ -433,8 +450,6 @@ def segment_margins_batch(
                 _segment_margin(unary, &table[0, 0, 0], idx, alpha, beta, bp_fwd, bp_bwd, ref,
                                 offsets[k], offsets[k + 1], seg_start[m], seg_end[m],
                                 &work[tid, 0], &span_bp[tid, 0], &path[tid, 0],
-                                &g_carry[m], &g_other[m], coef[m], coef_other[m], mode,
-                                all_other or need_other[m] != 0,
-                                &other_span[span_pos[m]] if store else NULL,
+                                &g_carry[m], &g_other[m], coef[m], coef_other[m], mode == 1,
                                 d_unary, &acc_trans[a, 0], &acc_boundary[a, 0],
                                 &acc_boundary[a, L])

@@ -12,10 +12,14 @@ which returns what the general code returns, computed with less work:
   over the tokens and the labels other than the gold one, completed through
   the tables' backpointers (no separate Viterbi pass over (label,
   deviated) states; the same path up to ties);
-* each segment's best competitor (the Viterbi pass over the span, Eq. 15)
-  is computed once: the value pass stores the competitor's labels on the
-  span, and the gradient, whose coefficients need every margin of the
-  batch (the F-score ratio), adds the counts of the stored paths;
+* each segment's best competitor (Eq. 15: the best sequence that does not
+  carry its labels on its span) is read off the same tables: the best
+  max-marginal over the span's tokens and the labels other than the
+  segment's, by the same argument (no Viterbi pass over the span); its
+  (token, label) is kept, and the gradient, whose coefficients need every
+  margin of the batch (the F-score ratio), adds the counts of the best
+  paths through the kept nodes, all the prefixes and suffixes of a
+  sequence in one sweep of the backpointers;
 * the false positives measured against the gold labels of their span
   (``false_positives='gold'``) need only the carrying paths' scores, not a
   competitor.
@@ -54,7 +58,7 @@ class _Spans:
     segments : tuple (seq, begin, stop) of ndarray of intp
         Sorted by sequence; positions inside the sequence, ``stop`` exclusive.
     need_other : ndarray of bool of shape (n_segments,)
-        The segments whose best competitor is computed (and stored).
+        The segments whose best competitor is computed.
 
     Attributes
     ----------
@@ -72,12 +76,9 @@ class _Spans:
         self.begin = np.ascontiguousarray(begin + c.offsets[seq], dtype=np.intp)
         self.stop = np.ascontiguousarray(stop + c.offsets[seq], dtype=np.intp)
         self.need_other = np.ascontiguousarray(need_other, dtype=np.uint8)
-        width = np.where(need_other, stop - begin, 0)
-        self.span_pos = np.zeros(self.n, dtype=np.intp)
-        np.cumsum(width[:-1], out=self.span_pos[1:])
-        self.other_span = np.zeros(max(1, int(width.sum())), dtype=np.intp)
+        self.nodes = np.empty((max(1, self.n), 2), dtype=np.intp)  # competitors' (t, j)
         self.carry, self.other = np.empty(self.n), np.empty(self.n)
-        self._run(0, np.zeros(self.n), np.zeros(self.n), None, None)
+        self._run(3, np.zeros(self.n), np.zeros(self.n), None, None)
 
     def _run(self, mode, coef, coef_other, d_unary, acc):
         c, mm = self.chain, self.mm
@@ -92,14 +93,13 @@ class _Spans:
             self.ref, self.seg_offsets, self.begin, self.stop, self.carry, self.other,
             np.ascontiguousarray(coef, dtype=np.float64),
             np.ascontiguousarray(coef_other, dtype=np.float64), mode, self.need_other,
-            self.other_span, self.span_pos, d_unary, acc[0], acc[1], c.scratch(2 * L),
-            np.empty((c.n_threads, max(1, max_length * L)), dtype=np.int32),
-            np.empty((c.n_threads, max(1, max_length)), dtype=np.intp),
+            self.nodes, d_unary, acc[0], acc[1], np.empty((1, 1)),
+            np.empty((1, 1), dtype=np.int32), np.empty((1, 1), dtype=np.intp),
             np.empty((c.n_threads, max(1, 2 * max_length * L)) if mode == 2 else (1, 1)),
             c.n_threads)
 
     def add_gradient(self, coef, coef_other, d_unary, acc):
-        """Add the counts of the stored paths: ``coef`` carrying, ``-coef_other`` the others."""
+        """Add the counts of the best paths: ``coef`` carrying, ``-coef_other`` the others."""
         self._run(2, coef, coef_other, d_unary, acc)
 
 

@@ -793,14 +793,13 @@ def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=
     n_acc = accumulator_blocks(c.n_threads, n_trans + 2 * L)  # sums independent of n_threads
     acc_trans = np.zeros((n_acc, n_trans))
     acc_boundary = np.zeros((n_acc, 2 * L))
-    none = np.zeros(0, dtype=np.intp)
     segment_margins_batch(
         c.unary, table, index, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets, ref,
         np.searchsorted(seq, np.arange(c.n_seq + 1)).astype(np.intp),
         np.ascontiguousarray(begin + c.offsets[seq], dtype=np.intp),
         np.ascontiguousarray(stop + c.offsets[seq], dtype=np.intp),
-        g_carry, g_other, coef, coef_other, int(do_grad), np.zeros(0, dtype=np.uint8), none,
-        none, d_unary, acc_trans, acc_boundary,
+        g_carry, g_other, coef, coef_other, int(do_grad), np.zeros(0, dtype=np.uint8),
+        np.zeros((1, 2), dtype=np.intp), d_unary, acc_trans, acc_boundary,
         c.scratch(2 * L), np.empty((c.n_threads, max(1, max_length * L)), dtype=np.int32),
         np.empty((c.n_threads, max(1, max_length)), dtype=np.intp), np.zeros((1, 1)),
         c.n_threads,
