@@ -71,7 +71,36 @@ cdef extern from *:
     #endif
         crf_max_plus_back_generic(u, b, M, cur, bp, L);
     }
+    /* The same maximum without backpointers: a plain vector max. */
+    static inline __attribute__((always_inline)) void crf_max_back_generic(
+            const double* restrict u, const double* restrict b, const double* restrict M,
+            double* restrict cur, ptrdiff_t L) {
+        for (ptrdiff_t j = 0; j < L; j++) cur[j] = -INFINITY;
+        for (ptrdiff_t i = 0; i < L; i++) {
+            const double c = u[i], d = b[i];
+            const double* restrict row = M + i * L;
+            for (ptrdiff_t j = 0; j < L; j++) {
+                const double v = (row[j] + c) + d;
+                cur[j] = v > cur[j] ? v : cur[j];
+            }
+        }
+    }
+    #ifdef CRF_DISPATCH
+    __attribute__((target("avx2,fma"))) static void crf_max_back_avx2(
+            const double* u, const double* b, const double* M, double* cur, ptrdiff_t L) {
+        crf_max_back_generic(u, b, M, cur, L);
+    }
+    #endif
+    static inline void crf_max_back(const double* u, const double* b, const double* M,
+                                    double* cur, ptrdiff_t L) {
+    #ifdef CRF_DISPATCH
+        if (crf_has_avx2()) { crf_max_back_avx2(u, b, M, cur, L); return; }
+    #endif
+        crf_max_back_generic(u, b, M, cur, L);
+    }
     """
+    void max_back "crf_max_back"(const double* u, const double* b, const double* M,
+                                 double* cur, Py_ssize_t L) noexcept nogil
     void max_plus_back "crf_max_plus_back"(const double* u, const double* b, const double* M,
                                            double* cur, int* bp, Py_ssize_t L) noexcept nogil
 
@@ -92,7 +121,7 @@ cdef void _max_marginals_sequence(
     const Py_ssize_t* index, const double[::1] start, const double[::1] end,
     Py_ssize_t s, Py_ssize_t e,
     double[:, ::1] alpha, double[:, ::1] beta,
-    int[:, ::1] bp_fwd, int[:, ::1] bp_bwd,
+    int[:, ::1] bp_fwd, int[:, ::1] bp_bwd, bint with_bp_bwd,
 ) noexcept nogil:
     # Forward: the max-plus step of _chain.pxd. Backward: the same with the
     # previous label outermost over the contiguous rows of the transpose
@@ -110,9 +139,14 @@ cdef void _max_marginals_sequence(
             alpha[t, j] += unary[t, j]
     for j in range(L):
         beta[e - 1, j] = end[j]
-        bp_bwd[e - 1, j] = 0
+        if with_bp_bwd:
+            bp_bwd[e - 1, j] = 0
     for t in range(e - 2, s - 1, -1):
         # (T + U) + beta, as the other kernels round
+        if not with_bp_bwd:
+            max_back(&unary[t + 1, 0], &beta[t + 1, 0], _matrix(table_t, index, t + 1, L),
+                     &beta[t, 0], L)
+            continue
         max_plus_back(&unary[t + 1, 0], &beta[t + 1, 0], _matrix(table_t, index, t + 1, L),
                       &beta[t, 0], &bp_bwd[t, 0], L)
 
@@ -122,7 +156,7 @@ def max_marginals_batch(
     const double[:, :, ::1] table_t, const Py_ssize_t[::1] index,
     const double[::1] start, const double[::1] end,
     const Py_ssize_t[::1] offsets, double[:, ::1] alpha, double[:, ::1] beta,
-    int[:, ::1] bp_fwd, int[:, ::1] bp_bwd, int n_threads,
+    int[:, ::1] bp_fwd, int[:, ::1] bp_bwd, int n_threads, bint with_bp_bwd=True,
 ):
     """Forward and backward Viterbi tables of a batch (low level).
 
@@ -134,6 +168,9 @@ def max_marginals_batch(
     ``table`` (n_matrices, L, L): the matrix ``index[t]`` scores the edge
     into token t, or the one matrix of a (1, L, L) table every edge when
     ``index`` is empty; ``table_t`` holds the matrices' contiguous transposes.
+    Without ``with_bp_bwd`` bp_bwd is not written (any (1, L) array will do;
+    :func:`max_incorrect_from_tables` and the segment kernel's modes 2 and 3
+    recompute the few backward pointers they follow).
     """
     cdef Py_ssize_t k
     cdef const Py_ssize_t* idx = _index_ptr(index)
@@ -143,12 +180,30 @@ def max_marginals_batch(
             if offsets[k + 1] > offsets[k]:
                 _max_marginals_sequence(unary, &table[0, 0, 0], &table_t[0, 0, 0], idx, start,
                                         end, offsets[k], offsets[k + 1], alpha, beta, bp_fwd,
-                                        bp_bwd)
+                                        bp_bwd, with_bp_bwd)
+
+
+cdef inline Py_ssize_t _next_label(
+    const double[:, ::1] unary, const double* table, const Py_ssize_t* index,
+    const double[:, ::1] beta, Py_ssize_t t, Py_ssize_t j, Py_ssize_t L,
+) noexcept nogil:
+    # The label at t + 1 on the best suffix after label j at t: the backward
+    # pointer of max_plus_back, recomputed with its rounding and ties.
+    cdef const double* row = _matrix(table, index, t + 1, L) + j * L
+    cdef Py_ssize_t i, arg = 0
+    cdef double v, best = -INFINITY
+    for i in range(L):
+        v = (row[i] + unary[t + 1, i]) + beta[t + 1, i]
+        if v > best:
+            best = v
+            arg = i
+    return arg
 
 
 def max_incorrect_from_tables(
+    const double[:, ::1] unary, const double[:, :, ::1] table, const Py_ssize_t[::1] index,
     const double[:, ::1] alpha, const double[:, ::1] beta, const int[:, ::1] bp_fwd,
-    const int[:, ::1] bp_bwd, const Py_ssize_t[::1] offsets, const Py_ssize_t[::1] ref,
+    const Py_ssize_t[::1] offsets, const Py_ssize_t[::1] ref,
     bint exclude, Py_ssize_t[::1] path, double[::1] score, int n_threads,
 ):
     """Viterbi path, or best path different from ``ref``, read off max-marginal tables (low level).
@@ -160,9 +215,11 @@ def max_incorrect_from_tables(
     token then label order among ties, completed through the backpointers;
     ``path = ref`` and ``score = -inf`` where there is none. Without: the
     Viterbi path (the best label at the last token). Empty sequences are
-    skipped. Shapes as in :func:`max_marginals_batch`; path (n_tokens,),
-    score (n_sequences,).
+    skipped. Shapes as in :func:`max_marginals_batch` (the backward
+    pointers are recomputed from the potentials); path (n_tokens,), score
+    (n_sequences,).
     """
+    cdef const Py_ssize_t* idx = _index_ptr(index)
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
     cdef Py_ssize_t L = alpha.shape[1]
     cdef Py_ssize_t k, s, e, t, j, bt, bj
@@ -191,7 +248,7 @@ def max_incorrect_from_tables(
             path[bt] = bj
             backtrace(&bp_fwd[s, 0], &path[s], bt - s + 1, L)
             for t in range(bt, e - 1):
-                path[t + 1] = bp_bwd[t, path[t]]
+                path[t + 1] = _next_label(unary, &table[0, 0, 0], idx, beta, t, path[t], L)
 
 
 cdef void _add_path(
@@ -305,7 +362,8 @@ cdef inline Py_ssize_t _block(const Py_ssize_t* index, Py_ssize_t t, Py_ssize_t 
 
 cdef void _span_weights(
     const Py_ssize_t* lab, Py_ssize_t s, Py_ssize_t e, Py_ssize_t a, Py_ssize_t b, double c,
-    const Py_ssize_t* index, const int[:, ::1] bp_fwd, const int[:, ::1] bp_bwd, Py_ssize_t L,
+    const double[:, ::1] unary, const double* table, const Py_ssize_t* index,
+    const double[:, ::1] beta, const int[:, ::1] bp_fwd, Py_ssize_t L,
     double* pre, double* suf, double[:, ::1] d_unary, double* acc_trans, double* acc_start,
     double* acc_end,
 ) noexcept nogil:
@@ -324,7 +382,7 @@ cdef void _span_weights(
     else:
         acc_start[lab[0]] += c
     if b < e:
-        i = bp_bwd[b - 1, lab[b - 1 - a]]
+        i = _next_label(unary, table, index, beta, b - 1, lab[b - 1 - a], L)
         acc_trans[_block(index, b, L) + lab[b - 1 - a] * L + i] += c
         suf[(b - s) * L + i] += c
     else:
@@ -332,8 +390,9 @@ cdef void _span_weights(
 
 
 cdef void _sweep(
-    Py_ssize_t s, Py_ssize_t e, const Py_ssize_t* index, const int[:, ::1] bp_fwd,
-    const int[:, ::1] bp_bwd, Py_ssize_t L, double* pre, double* suf, double[:, ::1] d_unary,
+    Py_ssize_t s, Py_ssize_t e, const double[:, ::1] unary, const double* table,
+    const Py_ssize_t* index, const double[:, ::1] beta, const int[:, ::1] bp_fwd,
+    Py_ssize_t L, double* pre, double* suf, double[:, ::1] d_unary,
     double* acc_trans, double* acc_start, double* acc_end,
 ) noexcept nogil:
     # The counts of the best prefixes (suffixes) weighted in pre (suf): one
@@ -359,7 +418,7 @@ cdef void _sweep(
                 continue
             d_unary[t, j] += w
             if t < e - 1:
-                i = bp_bwd[t, j]
+                i = _next_label(unary, table, index, beta, t, j, L)
                 acc_trans[_block(index, t + 1, L) + j * L + i] += w
                 suf[(t + 1 - s) * L + i] += w
             else:
@@ -434,17 +493,19 @@ def segment_margins_batch(
                 for m in range(seg_offsets[k], seg_offsets[k + 1]):
                     if coef[m] != 0.0:
                         _span_weights(&ref[seg_start[m]], s, e, seg_start[m], seg_end[m],
-                                      coef[m], idx, bp_fwd, bp_bwd, L, pre, suf, d_unary,
+                                      coef[m], unary, &table[0, 0, 0], idx, beta, bp_fwd, L,
+                                      pre, suf, d_unary,
                                       &acc_trans[a, 0], &acc_boundary[a, 0],
                                       &acc_boundary[a, L])
                     if coef_other[m] != 0.0 and nodes_out[m, 0] >= 0:
                         # the best path through the node: a one-token span
                         _span_weights(&nodes_out[m, 1], s, e, nodes_out[m, 0],
-                                      nodes_out[m, 0] + 1, -coef_other[m], idx, bp_fwd, bp_bwd,
-                                      L, pre, suf, d_unary, &acc_trans[a, 0],
+                                      nodes_out[m, 0] + 1, -coef_other[m], unary,
+                                      &table[0, 0, 0], idx, beta, bp_fwd, L, pre, suf, d_unary,
+                                      &acc_trans[a, 0],
                                       &acc_boundary[a, 0], &acc_boundary[a, L])
-                _sweep(s, e, idx, bp_fwd, bp_bwd, L, pre, suf, d_unary, &acc_trans[a, 0],
-                       &acc_boundary[a, 0], &acc_boundary[a, L])
+                _sweep(s, e, unary, &table[0, 0, 0], idx, beta, bp_fwd, L, pre, suf, d_unary,
+                       &acc_trans[a, 0], &acc_boundary[a, 0], &acc_boundary[a, L])
                 continue
             for m in range(seg_offsets[k], seg_offsets[k + 1]):
                 _segment_margin(unary, &table[0, 0, 0], idx, alpha, beta, bp_fwd, bp_bwd, ref,

@@ -108,15 +108,16 @@ def _max_marginals(c):
     key = id(c.unary)
     owner, mm = _TABLES.get(key, (None, None))
     if owner is None or owner() is not c.unary or mm.alpha.shape != c.unary.shape:
+        # no backward pointers: the kernels recompute the few they follow
         mm = MaxMarginalsResult(c.rows(), c.rows(), c.rows(dtype=np.int32),
-                                c.rows(dtype=np.int32))
+                                np.zeros((1, c.n_labels), dtype=np.int32))
         if owner is None:
             weakref.finalize(c.unary, _TABLES.pop, key, None)
         _TABLES[key] = (weakref.ref(c.unary), mm)
     table, index = _transition_table(c.transition)
     max_marginals_batch(c.unary, table, np.ascontiguousarray(table.transpose(0, 2, 1)), index,
                         c.start, c.end, c.offsets, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd,
-                        c.n_threads)
+                        c.n_threads, False)
     return mm
 
 
@@ -154,8 +155,9 @@ def label_margins(loss, unary, transition, start, end, y, offsets, gold, n_threa
     y = c.labels(y, "y")
     mm = _max_marginals(c)
     wrong_path = np.empty(c.n_tokens, dtype=np.intp)
-    max_incorrect_from_tables(mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets, y,
-                              loss.false_positives != "viterbi", wrong_path,
+    table, index = _transition_table(c.transition)
+    max_incorrect_from_tables(c.unary, table, index, mm.alpha, mm.beta, mm.bp_fwd, c.offsets,
+                              y, loss.false_positives != "viterbi", wrong_path,
                               np.zeros(c.n_seq), c.n_threads)
     gseq, gbeg, gend, gkey, _ = gold
     wseq, wbeg, wend, wkey, _ = loss._segments(wrong_path, c.offsets)
