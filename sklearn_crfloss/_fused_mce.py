@@ -104,7 +104,13 @@ class _Spans:
 
 
 def _max_marginals(c):
-    """:func:`~sklearn_crfloss.inference.max_marginals` of the checked chain ``c``, in kept tables."""
+    """The max-marginal tables of the checked chain ``c``, in the kept arrays.
+
+    As :func:`~sklearn_crfloss.inference.max_marginals` without the backward
+    pointers (``bp_bwd`` is a placeholder). One training objective evaluates
+    on its unary buffer from one thread at a time; two threads evaluating on
+    the same unary array at once would share these tables.
+    """
     key = id(c.unary)
     owner, mm = _TABLES.get(key, (None, None))
     if owner is None or owner() is not c.unary or mm.alpha.shape != c.unary.shape:
