@@ -216,3 +216,60 @@ def test_mce_f_on_chunks_refuses_position_transitions():
     loss = SegmentFScoreMCE(segment_match="chunks").set_classes(CLASSES)
     with pytest.raises(ValueError, match="segment_match='chunks' does not take position"):
         loss.value_and_grad(U, T, s, e, y, off)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("positions", [False, True])
+def test_table_kernels_of_the_fast_path_match_enumeration(seed, positions):
+    from sklearn_crfloss._fused_mce import _max_marginals, _Spans
+    from sklearn_crfloss._simd import max_incorrect_from_tables
+    from sklearn_crfloss.inference import _Chain, _transition_table
+
+    U, T, s, e, y, off = _problem(seed, n_labels=3, lengths=(1, 4, 5, 3), positions=positions)
+    c = _Chain.checked(U, T, s, e, off, 1, positions=True)
+    mm = _max_marginals(c)
+    table, index = _transition_table(c.transition)
+    for exclude in (True, False):
+        path, score = np.empty(U.shape[0], dtype=np.intp), np.zeros(off.shape[0] - 1)
+        max_incorrect_from_tables(c.unary, table, index, mm.alpha, mm.beta, mm.bp_fwd, c.offsets,
+                                  y, exclude, path, score, 1)
+        for k in range(off.shape[0] - 1):
+            a, b = off[k], off[k + 1]
+            paths, scores = _enumerate(U[a:b], _matrices(T, off, k), s, e)
+            ok = np.any(paths != y[a:b], axis=1) if exclude else np.ones(len(paths), bool)
+            best = np.flatnonzero(ok)[np.argmax(scores[ok])]
+            assert_array_equal(path[a:b], paths[best])
+            assert_allclose(score[k], scores[best], rtol=1e-12)
+    # segment values read off the tables, and the gradient through the kept nodes
+    segs = (np.array([0, 1, 1, 2, 3]), np.array([0, 0, 2, 1, 0]), np.array([1, 2, 4, 5, 3]))
+    need = np.array([True, True, False, True, True])
+    spans = _Spans(c, mm, y, segs, need)
+    for m, (k, a, b) in enumerate(zip(*segs)):
+        o = off[k]
+        paths, scores = _enumerate(U[o:off[k + 1]], _matrices(T, off, k), s, e)
+        carry = np.all(paths[:, a:b] == y[o + a:o + b], axis=1)
+        other = scores[~carry].max() if need[m] and np.any(~carry) else -np.inf
+        assert_allclose([spans.carry[m], spans.other[m]], [scores[carry].max(), other],
+                        rtol=1e-12)
+    coef, coef_other = np.random.default_rng(seed).normal(size=(2, 5))
+    d_unary = np.zeros_like(U)
+    acc = (np.zeros((1, table.size)), np.zeros((1, 2 * U.shape[1])))
+    spans.add_gradient(coef, coef_other, d_unary, acc)
+
+    def f(U, table, s, e):
+        c2 = _Chain.checked(U, T._replace(table=table) if positions else table[0], s, e, off, 1,
+                            positions=True)
+        sp = _Spans(c2, _max_marginals(c2), y, segs, need)
+        return float(coef @ sp.carry - coef_other @ np.where(np.isfinite(sp.other), sp.other, 0))
+
+    tab = table.copy()
+    base = f(U, tab, s, e)
+    grads = (d_unary, acc[0][0].reshape(tab.shape), acc[1][0, :3], acc[1][0, 3:])
+    eps = 1e-6
+    for arr, grad in zip((U, tab, s, e), grads):
+        for idx in np.ndindex(arr.shape):
+            old = arr[idx]
+            arr[idx] = old + eps
+            fd = (f(U, tab, s, e) - base) / eps  # piecewise linear: exact away from ties
+            arr[idx] = old
+            assert_allclose(grad[idx], fd, atol=1e-5)
