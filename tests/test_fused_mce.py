@@ -51,6 +51,22 @@ def _enumerate(U, mats, s, e):
     return paths, scores
 
 
+def _check_one_sided(f, arrays, grads, eps=1e-6):
+    """Each gradient entry against a one-sided difference of ``f(*arrays)``.
+
+    The margins are piecewise linear in the potentials: a small step's
+    difference is exact away from ties.
+    """
+    base = f(*arrays)
+    for arr, grad in zip(arrays, grads):
+        for idx in np.ndindex(arr.shape):
+            old = arr[idx]
+            arr[idx] = old + eps
+            fd = (f(*arrays) - base) / eps
+            arr[idx] = old
+            assert_allclose(grad[idx], fd, atol=1e-5)
+
+
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("positions", [False, True])
 @pytest.mark.parametrize("false_positives", ["gold", "max_incorrect", "viterbi"])
@@ -131,15 +147,7 @@ def test_position_segment_margins_match_enumeration_and_their_gradient(seed):
         c, o, _ = segment_margins(U, T._replace(table=table), s, e, off, y, segs)
         return float(coef @ (c - o))
 
-    eps, table = 1e-6, T.table.copy()
-    base = f(U, table, s, e)
-    for arr, grad in ((U, dU), (table, dT), (s, ds), (e, de)):
-        for idx in np.ndindex(arr.shape):
-            old = arr[idx]
-            arr[idx] = old + eps
-            fd = (f(U, table, s, e) - base) / eps  # piecewise linear: exact away from ties
-            arr[idx] = old
-            assert_allclose(grad[idx], fd, atol=1e-5)
+    _check_one_sided(f, (U, T.table.copy(), s, e), (dU, dT, ds, de))
 
 
 @pytest.mark.parametrize("loss", [MinimumClassificationError(),
@@ -262,14 +270,5 @@ def test_table_kernels_of_the_fast_path_match_enumeration(seed, positions):
         sp = _Spans(c2, _max_marginals(c2), y, segs, need)
         return float(coef @ sp.carry - coef_other @ np.where(np.isfinite(sp.other), sp.other, 0))
 
-    tab = table.copy()
-    base = f(U, tab, s, e)
-    grads = (d_unary, acc[0][0].reshape(tab.shape), acc[1][0, :3], acc[1][0, 3:])
-    eps = 1e-6
-    for arr, grad in zip((U, tab, s, e), grads):
-        for idx in np.ndindex(arr.shape):
-            old = arr[idx]
-            arr[idx] = old + eps
-            fd = (f(U, tab, s, e) - base) / eps  # piecewise linear: exact away from ties
-            arr[idx] = old
-            assert_allclose(grad[idx], fd, atol=1e-5)
+    _check_one_sided(f, (U, table.copy(), s, e),
+                     (d_unary, acc[0][0].reshape(table.shape), acc[1][0, :3], acc[1][0, 3:]))
