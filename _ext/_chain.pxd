@@ -26,8 +26,8 @@
 #   transpose: one token's share of X.T @ dU).
 # * Max-product (score domain, additions and comparisons only; ties go to
 #   the smallest label): max_plus_step, argmax_sum, backtrace, and the Viterbi
-#   over (label, deviated-from-a-reference) states, deviated_viterbi and
-#   deviated_backtrace (Suzuki et al. 2006: the maximum incorrect output,
+#   over (label, deviated-from-a-reference) states, deviated_viterbi (and
+#   deviated_viterbi_at, with a matrix per edge) and deviated_backtrace (Suzuki et al. 2006: the maximum incorrect output,
 #   Eq. 5, and the best path off a segment's labels, Eq. 15).
 
 from libc.math cimport exp, log, isfinite, INFINITY
@@ -701,16 +701,33 @@ cdef inline double* deviated_viterbi(
     is not written. Returns the row of work holding the deviated scores at
     token n - 1; d0 receives ref's score there.
     """
+    return deviated_viterbi_at(unary, transition, NULL, ref, n, L, entry, work, bp, d0)
+
+
+cdef inline double* deviated_viterbi_at(
+    const double* unary, const double* table, const Py_ssize_t* index,
+    const Py_ssize_t* ref, Py_ssize_t n, Py_ssize_t L, const double* entry, double* work,
+    int* bp, double* d0,
+) noexcept nogil:
+    """:func:`deviated_viterbi` with position-dependent transitions.
+
+    The edge into token t (t >= 1, counted from the first token, like unary
+    and ref) is scored by the (L, L) matrix table + index[t] * L * L; with
+    index NULL by table itself at every token.
+    """
     cdef Py_ssize_t t, j
     cdef double v, s0 = entry[ref[0]]
     cdef double* d1 = work
     cdef double* nd1 = work + L
     cdef double* tmp
+    cdef const double* transition = table
     cdef int* row
     for j in range(L):
         d1[j] = entry[j]
     d1[ref[0]] = -INFINITY
     for t in range(1, n):
+        if index != NULL:
+            transition = table + index[t] * L * L
         row = &bp[t * L]
         max_plus_step(d1, transition, nd1, row, L, -1)
         for j in range(L):

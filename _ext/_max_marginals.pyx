@@ -17,11 +17,23 @@
 # * prange runs over sequences; the rows of the unary gradient belong to one
 #   sequence, the transition/start/end sums go to per-thread accumulators
 #   that the Python wrapper adds up.
+# * Transitions come as a table of (L, L) matrices and an index: the matrix
+#   index[t] scores the edge into token t (observation-dependent label
+#   bigrams); with an empty index the table's one matrix scores every edge
+#   (the plain chain, the fast path). The transition accumulators then have
+#   one (L, L) block per matrix.
+# * The segment kernel also reads a segment's best competitor off the
+#   max-marginal tables (mode 3: the best max-marginal over the span's tokens
+#   and the labels off the segment's, O(span L)) and keeps its (token,
+#   label); the gradient is added later from those nodes (mode 2): MCE-F
+#   knows its coefficients only once every margin of the batch is known.
+#   Mode 2 counts the best prefixes and suffixes of all of a sequence's paths
+#   at once, as node weights swept back and forth through the backpointers.
 
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
 
-from _chain cimport argmax_sum, backtrace, deviated_backtrace, deviated_viterbi, max_plus_step
+from _chain cimport argmax_sum, backtrace, deviated_backtrace, deviated_viterbi_at, max_plus_step
 
 
 cdef extern from *:
@@ -59,18 +71,57 @@ cdef extern from *:
     #endif
         crf_max_plus_back_generic(u, b, M, cur, bp, L);
     }
+    /* The same maximum without backpointers: a plain vector max. */
+    static inline __attribute__((always_inline)) void crf_max_back_generic(
+            const double* restrict u, const double* restrict b, const double* restrict M,
+            double* restrict cur, ptrdiff_t L) {
+        for (ptrdiff_t j = 0; j < L; j++) cur[j] = -INFINITY;
+        for (ptrdiff_t i = 0; i < L; i++) {
+            const double c = u[i], d = b[i];
+            const double* restrict row = M + i * L;
+            for (ptrdiff_t j = 0; j < L; j++) {
+                const double v = (row[j] + c) + d;
+                cur[j] = v > cur[j] ? v : cur[j];
+            }
+        }
+    }
+    #ifdef CRF_DISPATCH
+    __attribute__((target("avx2,fma"))) static void crf_max_back_avx2(
+            const double* u, const double* b, const double* M, double* cur, ptrdiff_t L) {
+        crf_max_back_generic(u, b, M, cur, L);
+    }
+    #endif
+    static inline void crf_max_back(const double* u, const double* b, const double* M,
+                                    double* cur, ptrdiff_t L) {
+    #ifdef CRF_DISPATCH
+        if (crf_has_avx2()) { crf_max_back_avx2(u, b, M, cur, L); return; }
+    #endif
+        crf_max_back_generic(u, b, M, cur, L);
+    }
     """
+    void max_back "crf_max_back"(const double* u, const double* b, const double* M,
+                                 double* cur, Py_ssize_t L) noexcept nogil
     void max_plus_back "crf_max_plus_back"(const double* u, const double* b, const double* M,
                                            double* cur, int* bp, Py_ssize_t L) noexcept nogil
 
 
+cdef inline const double* _matrix(const double* table, const Py_ssize_t* index, Py_ssize_t t,
+                                  Py_ssize_t L) noexcept nogil:
+    # The (L, L) matrix of the edge into token t.
+    return table if index == NULL else table + index[t] * L * L
+
+
+cdef inline const Py_ssize_t* _index_ptr(const Py_ssize_t[::1] index) noexcept nogil:
+    # NULL for an empty index: one matrix for every edge.
+    return &index[0] if index.shape[0] else NULL
+
+
 cdef void _max_marginals_sequence(
-    const double[:, ::1] unary, const double[:, ::1] transition,
-    const double[:, ::1] transition_t,
-    const double[::1] start, const double[::1] end,
+    const double[:, ::1] unary, const double* table, const double* table_t,
+    const Py_ssize_t* index, const double[::1] start, const double[::1] end,
     Py_ssize_t s, Py_ssize_t e,
     double[:, ::1] alpha, double[:, ::1] beta,
-    int[:, ::1] bp_fwd, int[:, ::1] bp_bwd,
+    int[:, ::1] bp_fwd, int[:, ::1] bp_bwd, bint with_bp_bwd,
 ) noexcept nogil:
     # Forward: the max-plus step of _chain.pxd. Backward: the same with the
     # previous label outermost over the contiguous rows of the transpose
@@ -82,23 +133,30 @@ cdef void _max_marginals_sequence(
         alpha[s, j] = start[j] + unary[s, j]
         bp_fwd[s, j] = 0
     for t in range(s + 1, e):
-        max_plus_step(&alpha[t - 1, 0], &transition[0, 0], &alpha[t, 0], &bp_fwd[t, 0], L, 0)
+        max_plus_step(&alpha[t - 1, 0], _matrix(table, index, t, L), &alpha[t, 0],
+                      &bp_fwd[t, 0], L, 0)
         for j in range(L):
             alpha[t, j] += unary[t, j]
     for j in range(L):
         beta[e - 1, j] = end[j]
-        bp_bwd[e - 1, j] = 0
+        if with_bp_bwd:
+            bp_bwd[e - 1, j] = 0
     for t in range(e - 2, s - 1, -1):
         # (T + U) + beta, as the other kernels round
-        max_plus_back(&unary[t + 1, 0], &beta[t + 1, 0], &transition_t[0, 0], &beta[t, 0],
-                      &bp_bwd[t, 0], L)
+        if not with_bp_bwd:
+            max_back(&unary[t + 1, 0], &beta[t + 1, 0], _matrix(table_t, index, t + 1, L),
+                     &beta[t, 0], L)
+            continue
+        max_plus_back(&unary[t + 1, 0], &beta[t + 1, 0], _matrix(table_t, index, t + 1, L),
+                      &beta[t, 0], &bp_bwd[t, 0], L)
 
 
 def max_marginals_batch(
-    const double[:, ::1] unary, const double[:, ::1] transition,
-    const double[:, ::1] transition_t, const double[::1] start, const double[::1] end,
+    const double[:, ::1] unary, const double[:, :, ::1] table,
+    const double[:, :, ::1] table_t, const Py_ssize_t[::1] index,
+    const double[::1] start, const double[::1] end,
     const Py_ssize_t[::1] offsets, double[:, ::1] alpha, double[:, ::1] beta,
-    int[:, ::1] bp_fwd, int[:, ::1] bp_bwd, int n_threads,
+    int[:, ::1] bp_fwd, int[:, ::1] bp_bwd, int n_threads, bint with_bp_bwd=True,
 ):
     """Forward and backward Viterbi tables of a batch (low level).
 
@@ -107,29 +165,106 @@ def max_marginals_batch(
     included), ``beta[t, j]`` the best score of the rest of the sequence
     after t given label j at t; ``bp_fwd[t, j]`` / ``bp_bwd[t, j]`` the label
     at t - 1 / t + 1 on those best paths. All of shape (n_tokens, L).
-    ``transition_t`` is the contiguous transpose of ``transition``.
+    ``table`` (n_matrices, L, L): the matrix ``index[t]`` scores the edge
+    into token t, or the one matrix of a (1, L, L) table every edge when
+    ``index`` is empty; ``table_t`` holds the matrices' contiguous transposes.
+    Without ``with_bp_bwd`` bp_bwd is not written (any (1, L) array will do;
+    :func:`max_incorrect_from_tables` and the segment kernel's modes 2 and 3
+    recompute the few backward pointers they follow).
     """
     cdef Py_ssize_t k
+    cdef const Py_ssize_t* idx = _index_ptr(index)
     with nogil:
         for k in prange(offsets.shape[0] - 1, num_threads=n_threads, schedule='static',
                         chunksize=8):
             if offsets[k + 1] > offsets[k]:
-                _max_marginals_sequence(unary, transition, transition_t, start, end,
-                                        offsets[k], offsets[k + 1], alpha, beta, bp_fwd, bp_bwd)
+                _max_marginals_sequence(unary, &table[0, 0, 0], &table_t[0, 0, 0], idx, start,
+                                        end, offsets[k], offsets[k + 1], alpha, beta, bp_fwd,
+                                        bp_bwd, with_bp_bwd)
+
+
+cdef inline Py_ssize_t _next_label(
+    const double[:, ::1] unary, const double* table, const Py_ssize_t* index,
+    const double[:, ::1] beta, Py_ssize_t t, Py_ssize_t j, Py_ssize_t L,
+) noexcept nogil:
+    # The label at t + 1 on the best suffix after label j at t: the backward
+    # pointer of max_plus_back, recomputed with its rounding and ties.
+    cdef const double* row = _matrix(table, index, t + 1, L) + j * L
+    cdef Py_ssize_t i, arg = 0
+    cdef double v, best = -INFINITY
+    for i in range(L):
+        v = (row[i] + unary[t + 1, i]) + beta[t + 1, i]
+        if v > best:
+            best = v
+            arg = i
+    return arg
+
+
+def max_incorrect_from_tables(
+    const double[:, ::1] unary, const double[:, :, ::1] table, const Py_ssize_t[::1] index,
+    const double[:, ::1] alpha, const double[:, ::1] beta, const int[:, ::1] bp_fwd,
+    const Py_ssize_t[::1] offsets, const Py_ssize_t[::1] ref,
+    bint exclude, Py_ssize_t[::1] path, double[::1] score, int n_threads,
+):
+    """Viterbi path, or best path different from ``ref``, read off max-marginal tables (low level).
+
+    With ``exclude``: per sequence, the best ``alpha[t, j] + beta[t, j]``
+    over the tokens t and labels ``j != ref[t]`` (Suzuki et al. 2006, Eq. 5:
+    a sequence that differs from ``ref`` differs at some (t, j), and the
+    best one through (t, j) is the max-marginal's), the first such (t, j) in
+    token then label order among ties, completed through the backpointers;
+    ``path = ref`` and ``score = -inf`` where there is none. Without: the
+    Viterbi path (the best label at the last token). Empty sequences are
+    skipped. Shapes as in :func:`max_marginals_batch` (the backward
+    pointers are recomputed from the potentials); path (n_tokens,), score
+    (n_sequences,).
+    """
+    cdef const Py_ssize_t* idx = _index_ptr(index)
+    cdef Py_ssize_t n_seq = offsets.shape[0] - 1
+    cdef Py_ssize_t L = alpha.shape[1]
+    cdef Py_ssize_t k, s, e, t, j, bt, bj
+    cdef double v, best
+    with nogil:
+        for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
+            s = offsets[k]
+            e = offsets[k + 1]
+            if e == s:
+                continue
+            best = -INFINITY
+            bt = -1
+            bj = -1
+            for t in range(s if exclude else e - 1, e):
+                for j in range(L):
+                    v = alpha[t, j] + beta[t, j]
+                    if v > best and not (exclude and j == ref[t]):
+                        best = v
+                        bt = t
+                        bj = j
+            score[k] = best
+            if bt < 0:
+                for t in range(s, e):
+                    path[t] = ref[t]
+                continue
+            path[bt] = bj
+            backtrace(&bp_fwd[s, 0], &path[s], bt - s + 1, L)
+            for t in range(bt, e - 1):
+                path[t + 1] = _next_label(unary, &table[0, 0, 0], idx, beta, t, path[t], L)
 
 
 cdef void _add_path(
-    const Py_ssize_t* p, Py_ssize_t s, Py_ssize_t e, double c, Py_ssize_t L,
-    double[:, ::1] d_unary, double* acc_trans, double* acc_start, double* acc_end,
+    const Py_ssize_t* p, const Py_ssize_t* index, Py_ssize_t s, Py_ssize_t e, double c,
+    Py_ssize_t L, double[:, ::1] d_unary, double* acc_trans, double* acc_start,
+    double* acc_end,
 ) noexcept nogil:
-    # Add c times the counts of the path p[0 .. e-s-1] of tokens s .. e-1.
+    # Add c times the counts of the path p[0 .. e-s-1] of tokens s .. e-1
+    # (the transitions into the block of the edge's matrix).
     cdef Py_ssize_t t
     acc_start[p[0]] += c
     acc_end[p[e - s - 1]] += c
     d_unary[s, p[0]] += c
     for t in range(s + 1, e):
         d_unary[t, p[t - s]] += c
-        acc_trans[p[t - s - 1] * L + p[t - s]] += c
+        acc_trans[(0 if index == NULL else index[t] * L * L) + p[t - s - 1] * L + p[t - s]] += c
 
 
 cdef void _complete_path(
@@ -145,7 +280,7 @@ cdef void _complete_path(
 
 
 cdef void _segment_margin(
-    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[:, ::1] unary, const double* table, const Py_ssize_t* index,
     const double[:, ::1] alpha, const double[:, ::1] beta,
     const int[:, ::1] bp_fwd, const int[:, ::1] bp_bwd,
     const Py_ssize_t[::1] ref,
@@ -163,8 +298,9 @@ cdef void _segment_margin(
     cdef Py_ssize_t L = unary.shape[1]
     cdef Py_ssize_t t, jb
     cdef double d0
-    cdef double* last = deviated_viterbi(&unary[a, 0], &transition[0, 0], &ref[a], b - a, L,
-                                         &alpha[a, 0], work, span_bp, &d0)
+    cdef double* last = deviated_viterbi_at(&unary[a, 0], table,
+                                            NULL if index == NULL else index + a, &ref[a],
+                                            b - a, L, &alpha[a, 0], work, span_bp, &d0)
     g_carry[0] = d0 + beta[b - 1, ref[b - 1]]
     jb = argmax_sum(last, &beta[b - 1, 0], L, g_other)
     if not do_grad:
@@ -174,53 +310,207 @@ cdef void _segment_margin(
         for t in range(a, b):
             p[t - s] = ref[t]
         _complete_path(p, s, e, a, b, bp_fwd, bp_bwd)
-        _add_path(p, s, e, coef, L, d_unary, acc_trans, acc_start, acc_end)
+        _add_path(p, index, s, e, coef, L, d_unary, acc_trans, acc_start, acc_end)
     if jb < 0 or coef_other == 0.0:
         return
     # - coef_other * counts(best path that does not carry the span's labels)
     p[b - 1 - s] = jb
     deviated_backtrace(span_bp, &ref[a], &p[a - s], b - a, L)
     _complete_path(p, s, e, a, b, bp_fwd, bp_bwd)
-    _add_path(p, s, e, -coef_other, L, d_unary, acc_trans, acc_start, acc_end)
+    _add_path(p, index, s, e, -coef_other, L, d_unary, acc_trans, acc_start, acc_end)
+
+
+cdef void _segment_from_tables(
+    const double[:, ::1] unary, const double* table, const Py_ssize_t* index,
+    const double[:, ::1] alpha, const double[:, ::1] beta, const Py_ssize_t[::1] ref,
+    Py_ssize_t a, Py_ssize_t b, bint need_other, double* g_carry, double* g_other,
+    Py_ssize_t* node,
+) noexcept nogil:
+    # The same values read off the max-marginal tables: g_carry along ref's
+    # labels on the span (alpha in, beta out), g_other the best
+    # alpha[t, j] + beta[t, j] over the span's tokens t and labels j != ref[t]
+    # (a sequence that leaves ref's labels on the span does so at some (t, j),
+    # and the best one through (t, j) is the max-marginal's: O(span L), not
+    # the span Viterbi's O(span L^2)). node = (t, j) of that max-marginal,
+    # the first in token then label order among ties, or (-1, -1).
+    cdef Py_ssize_t L = unary.shape[1]
+    cdef Py_ssize_t t, j
+    cdef double v, best = -INFINITY
+    cdef double d0 = alpha[a, ref[a]]
+    cdef const double* M
+    for t in range(a + 1, b):
+        M = _matrix(table, index, t, L)
+        d0 = d0 + M[ref[t - 1] * L + ref[t]] + unary[t, ref[t]]
+    g_carry[0] = d0 + beta[b - 1, ref[b - 1]]
+    node[0] = -1
+    node[1] = -1
+    if need_other:
+        for t in range(a, b):
+            for j in range(L):
+                v = alpha[t, j] + beta[t, j]
+                if v > best and j != ref[t]:
+                    best = v
+                    node[0] = t
+                    node[1] = j
+    g_other[0] = best
+
+
+cdef inline Py_ssize_t _block(const Py_ssize_t* index, Py_ssize_t t, Py_ssize_t L) noexcept nogil:
+    # Offset of the transition block of the edge into token t.
+    return 0 if index == NULL else index[t] * L * L
+
+
+cdef void _span_weights(
+    const Py_ssize_t* lab, Py_ssize_t s, Py_ssize_t e, Py_ssize_t a, Py_ssize_t b, double c,
+    const double[:, ::1] unary, const double* table, const Py_ssize_t* index,
+    const double[:, ::1] beta, const int[:, ::1] bp_fwd, Py_ssize_t L,
+    double* pre, double* suf, double[:, ::1] d_unary, double* acc_trans, double* acc_start,
+    double* acc_end,
+) noexcept nogil:
+    # c times the counts of the best path with labels lab[0 .. b-a-1] on tokens
+    # a .. b-1: the span's own counts now; its best prefix (suffix) as a node
+    # weight at the token before (after) the span, spread by _sweep.
+    cdef Py_ssize_t t, i
+    for t in range(a, b):
+        d_unary[t, lab[t - a]] += c
+    for t in range(a + 1, b):
+        acc_trans[_block(index, t, L) + lab[t - a - 1] * L + lab[t - a]] += c
+    if a > s:
+        i = bp_fwd[a, lab[0]]
+        acc_trans[_block(index, a, L) + i * L + lab[0]] += c
+        pre[(a - 1 - s) * L + i] += c
+    else:
+        acc_start[lab[0]] += c
+    if b < e:
+        i = _next_label(unary, table, index, beta, b - 1, lab[b - 1 - a], L)
+        acc_trans[_block(index, b, L) + lab[b - 1 - a] * L + i] += c
+        suf[(b - s) * L + i] += c
+    else:
+        acc_end[lab[b - 1 - a]] += c
+
+
+cdef void _sweep(
+    Py_ssize_t s, Py_ssize_t e, const double[:, ::1] unary, const double* table,
+    const Py_ssize_t* index, const double[:, ::1] beta, const int[:, ::1] bp_fwd,
+    Py_ssize_t L, double* pre, double* suf, double[:, ::1] d_unary,
+    double* acc_trans, double* acc_start, double* acc_end,
+) noexcept nogil:
+    # The counts of the best prefixes (suffixes) weighted in pre (suf): one
+    # pass back (forward) through the backpointers, O(n L) for all of them.
+    cdef Py_ssize_t t, j, i
+    cdef double w
+    for t in range(e - 1, s - 1, -1):
+        for j in range(L):
+            w = pre[(t - s) * L + j]
+            if w == 0.0:
+                continue
+            d_unary[t, j] += w
+            if t > s:
+                i = bp_fwd[t, j]
+                acc_trans[_block(index, t, L) + i * L + j] += w
+                pre[(t - 1 - s) * L + i] += w
+            else:
+                acc_start[j] += w
+    for t in range(s, e):
+        for j in range(L):
+            w = suf[(t - s) * L + j]
+            if w == 0.0:
+                continue
+            d_unary[t, j] += w
+            if t < e - 1:
+                i = _next_label(unary, table, index, beta, t, j, L)
+                acc_trans[_block(index, t + 1, L) + j * L + i] += w
+                suf[(t + 1 - s) * L + i] += w
+            else:
+                acc_end[j] += w
 
 
 def segment_margins_batch(
-    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[:, ::1] unary, const double[:, :, ::1] table, const Py_ssize_t[::1] index,
     const double[:, ::1] alpha, const double[:, ::1] beta,
     const int[:, ::1] bp_fwd, const int[:, ::1] bp_bwd,
     const Py_ssize_t[::1] offsets, const Py_ssize_t[::1] ref,
     const Py_ssize_t[::1] seg_offsets, const Py_ssize_t[::1] seg_start,
     const Py_ssize_t[::1] seg_end, double[::1] g_carry, double[::1] g_other,
-    const double[::1] coef, const double[::1] coef_other, bint do_grad,
-    double[:, ::1] d_unary,
+    const double[::1] coef, const double[::1] coef_other, int mode,
+    const unsigned char[::1] need_other, Py_ssize_t[:, ::1] nodes_out, double[:, ::1] d_unary,
     double[:, ::1] acc_trans, double[:, ::1] acc_boundary,
-    double[:, ::1] work, int[:, ::1] span_bp, Py_ssize_t[:, ::1] path, int n_threads,
+    double[:, ::1] work, int[:, ::1] span_bp, Py_ssize_t[:, ::1] path, double[:, ::1] weights,
+    int n_threads,
 ):
     """Segment discriminants (Eq. 15) and their gradients (low level).
 
     Use :func:`sklearn_crfloss.inference.segment_margins`. Segments of
     sequence k are ``seg_offsets[k]:seg_offsets[k + 1]``, spanning tokens
     ``seg_start[m]:seg_end[m]`` (absolute, end exclusive), with the labels
-    ``ref`` on their span. With ``do_grad``, adds ``coef[m] * counts of the
-    best carrying path - coef_other[m] * counts of the best other path`` to d_unary
-    (n_tokens, L), acc_trans (n_acc, L * L) and acc_boundary
-    (n_acc, 2 * L) (start then end), n_acc a multiple of n_threads (chunk c
-    of 8 sequences adds into accumulator c % n_acc). work (n_threads, 2 * L), span_bp
-    (n_threads, max_length * L), path (n_threads, max_length).
+    ``ref`` on their span; ``table`` and ``index`` as in
+    :func:`max_marginals_batch`. Modes:
+
+    * 0: the values ``g_carry`` and ``g_other`` (the span's Viterbi over
+      (label, deviated) states);
+    * 1: the values, and ``coef[m] * counts of the best carrying path -
+      coef_other[m] * counts of the best other path`` added to d_unary
+      (n_tokens, L), acc_trans (n_acc, n_matrices * L * L) and acc_boundary
+      (n_acc, 2 * L) (start then end), n_acc a multiple of n_threads (chunk
+      c of 8 sequences adds into accumulator c % n_acc);
+    * 3: the values read off the max-marginal tables (the same up to
+      rounding and ties), ``g_other[m]`` only where ``need_other[m]`` (else
+      -inf), and ``nodes_out[m]`` = the (token, label) of the max-marginal
+      that gives ``g_other[m]``, or (-1, -1);
+    * 2: the gradient of mode 1 alone, the other paths those through the
+      nodes of mode 3; all the sequence's best prefixes and suffixes are
+      counted in one pass back and one forward (weights: (n_threads, 2 *
+      max_length * L)).
+
+    work (n_threads, 2 * L), span_bp (n_threads, max_length * L), path
+    (n_threads, max_length) are scratch of modes 0 and 1.
     """
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
     cdef Py_ssize_t L = unary.shape[1]
     cdef Py_ssize_t k, m, tid, a
     cdef Py_ssize_t n_acc = acc_trans.shape[0]
+    cdef const Py_ssize_t* idx = _index_ptr(index)
+    cdef Py_ssize_t s, e, j
+    cdef double* pre
+    cdef double* suf
     with nogil:
         for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
             tid = threadid()
             a = (k // 8) % n_acc  # the block's accumulator, as in _forward_backward
+            if mode == 3:
+                for m in range(seg_offsets[k], seg_offsets[k + 1]):
+                    _segment_from_tables(unary, &table[0, 0, 0], idx, alpha, beta, ref,
+                                         seg_start[m], seg_end[m], need_other[m] != 0,
+                                         &g_carry[m], &g_other[m], &nodes_out[m, 0])
+                continue
+            if mode == 2:
+                s = offsets[k]
+                e = offsets[k + 1]
+                pre = &weights[tid, 0]
+                suf = pre + (e - s) * L
+                for j in range(2 * (e - s) * L):
+                    pre[j] = 0.0
+                for m in range(seg_offsets[k], seg_offsets[k + 1]):
+                    if coef[m] != 0.0:
+                        _span_weights(&ref[seg_start[m]], s, e, seg_start[m], seg_end[m],
+                                      coef[m], unary, &table[0, 0, 0], idx, beta, bp_fwd, L,
+                                      pre, suf, d_unary,
+                                      &acc_trans[a, 0], &acc_boundary[a, 0],
+                                      &acc_boundary[a, L])
+                    if coef_other[m] != 0.0 and nodes_out[m, 0] >= 0:
+                        # the best path through the node: a one-token span
+                        _span_weights(&nodes_out[m, 1], s, e, nodes_out[m, 0],
+                                      nodes_out[m, 0] + 1, -coef_other[m], unary,
+                                      &table[0, 0, 0], idx, beta, bp_fwd, L, pre, suf, d_unary,
+                                      &acc_trans[a, 0],
+                                      &acc_boundary[a, 0], &acc_boundary[a, L])
+                _sweep(s, e, unary, &table[0, 0, 0], idx, beta, bp_fwd, L, pre, suf, d_unary,
+                       &acc_trans[a, 0], &acc_boundary[a, 0], &acc_boundary[a, L])
+                continue
             for m in range(seg_offsets[k], seg_offsets[k + 1]):
-                _segment_margin(unary, transition, alpha, beta, bp_fwd, bp_bwd, ref,
+                _segment_margin(unary, &table[0, 0, 0], idx, alpha, beta, bp_fwd, bp_bwd, ref,
                                 offsets[k], offsets[k + 1], seg_start[m], seg_end[m],
                                 &work[tid, 0], &span_bp[tid, 0], &path[tid, 0],
-                                &g_carry[m], &g_other[m], coef[m], coef_other[m], do_grad,
-                                d_unary,
-                                &acc_trans[a, 0], &acc_boundary[a, 0],
+                                &g_carry[m], &g_other[m], coef[m], coef_other[m], mode == 1,
+                                d_unary, &acc_trans[a, 0], &acc_boundary[a, 0],
                                 &acc_boundary[a, L])

@@ -32,6 +32,15 @@ from cython.parallel cimport prange
 from _chain cimport gather_token, scatter_token
 
 
+cdef inline bint _zero_row(const double* x, Py_ssize_t n) noexcept nogil:
+    """Whether x[:n] is all zeros."""
+    cdef Py_ssize_t j
+    for j in range(n):
+        if x[j] != 0.0:
+            return False
+    return True
+
+
 def pair_potentials(const Py_ssize_t[::1] indptr, const int[::1] indices,
                     const double[::1] data, bint binary, const long long[::1] code,
                     const double[::1] w, const double[:, ::1] W_hot, double[:, ::1] out,
@@ -68,6 +77,8 @@ def pair_gradient(const Py_ssize_t[::1] indptr, const int[::1] indices,
     with nogil:
         for t in prange(n_tokens, num_threads=n_threads, schedule='static', chunksize=256):
             a = (t // 256) % n_acc
+            if _zero_row(&d_unary[t, 0], L):  # adds nothing (the path losses' rows off
+                continue                      # their paths' differences)
             scatter_token(&indptr[0], &indices[0], &data[0], binary, &code[0], &acc[a, 0],
                           &hot_acc[a, 0, 0], Lp, &d_unary[t, 0], 1.0, t, L, nnz)
 

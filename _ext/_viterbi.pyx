@@ -21,7 +21,7 @@ import numpy as np
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
 
-from _chain cimport argmax_sum, backtrace, deviated_backtrace, deviated_viterbi, max_plus_step
+from _chain cimport argmax_sum, backtrace, deviated_backtrace, deviated_viterbi_at, max_plus_step
 
 
 cdef void _viterbi_sequence(
@@ -89,21 +89,23 @@ cdef void _code_backtrace(const int[:, ::1] bp, Py_ssize_t code, Py_ssize_t s,
 
 
 cdef void _max_incorrect_sequence(
-    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[:, ::1] unary, const double* table, const Py_ssize_t* index,
     const double[::1] start, const double[::1] end, const Py_ssize_t[::1] ref,
     Py_ssize_t s, Py_ssize_t e, int[:, ::1] bp, Py_ssize_t[::1] path,
     double* work, double* score_out,
 ) noexcept nogil:
     # Viterbi over (label, deviated-from-ref-yet) states from the start
     # potentials to the end potentials; bp[t, j] as in deviated_viterbi.
+    # table: one (L, L) matrix (index NULL), or a table of them whose matrix
+    # index[t] scores the edge into token t (position-dependent).
     cdef Py_ssize_t L = unary.shape[1]
     cdef Py_ssize_t t, j, jb
     cdef double d0
     cdef double* last = work + L
     for j in range(L):
         last[j] = start[j] + unary[s, j]
-    last = deviated_viterbi(&unary[s, 0], &transition[0, 0], &ref[s], e - s, L,
-                            last, work, &bp[s, 0], &d0)
+    last = deviated_viterbi_at(&unary[s, 0], table, NULL if index == NULL else index + s,
+                               &ref[s], e - s, L, last, work, &bp[s, 0], &d0)
     jb = argmax_sum(last, &end[0], L, score_out)
     if jb < 0:  # a single possible labelling: no incorrect output
         for t in range(s, e):
@@ -114,25 +116,28 @@ cdef void _max_incorrect_sequence(
 
 
 def max_incorrect_batch(
-    const double[:, ::1] unary, const double[:, ::1] transition,
+    const double[:, ::1] unary, const double[:, :, ::1] table, const Py_ssize_t[::1] index,
     const double[::1] start, const double[::1] end, const Py_ssize_t[::1] offsets,
     const Py_ssize_t[::1] ref, Py_ssize_t[::1] path, double[::1] score,
     int[:, ::1] bp, double[:, ::1] work, int n_threads,
 ):
     """Best label sequence different from ``ref`` for a batch (low level).
 
-    Use :func:`sklearn_crfloss.inference.viterbi_excluding`. Shapes: ref,
+    Use :func:`sklearn_crfloss.inference.viterbi_excluding`. Shapes: table
+    (n_matrices, L, L), the matrix index[t] scoring the edge into token t,
+    or (1, L, L) with index of length 0 (the same matrix everywhere); ref,
     path (n_tokens,) intp; score (n_sequences,); bp (n_tokens, L) int32;
     work (n_threads, 2 * L). Empty sequences are skipped.
     """
     cdef Py_ssize_t k
+    cdef const Py_ssize_t* idx = &index[0] if index.shape[0] else NULL
     with nogil:
         for k in prange(offsets.shape[0] - 1, num_threads=n_threads, schedule='static',
                         chunksize=8):
             if offsets[k + 1] > offsets[k]:
-                _max_incorrect_sequence(unary, transition, start, end, ref, offsets[k],
-                                        offsets[k + 1], bp, path, &work[threadid(), 0],
-                                        &score[k])
+                _max_incorrect_sequence(unary, &table[0, 0, 0], idx, start, end, ref,
+                                        offsets[k], offsets[k + 1], bp, path,
+                                        &work[threadid(), 0], &score[k])
 
 
 cdef inline bint _push_n(double v, int code, double* best, int* codes,

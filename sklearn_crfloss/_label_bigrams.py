@@ -30,6 +30,7 @@ from .losses._cost import JensenRiskBound, Risk, SoftmaxMargin
 from .losses._likelihood import ConditionalLogLikelihood
 from .losses._margin import MIRA, MaxMargin, StructuredPerceptron
 from .losses._marginal import LabelwiseAccuracyLoss, MixedLoss, PointwiseLoss
+from .losses._mce import MinimumClassificationError, SegmentFScoreMCE
 
 __all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "bigram_columns", "check_no_bigrams",
            "make_layout", "model_transitions", "saved_layout", "set_bigram_state"]
@@ -39,7 +40,8 @@ __all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "bigram_columns", "chec
 #: forward_backward, marginals_vjp and their own gold counts per matrix).
 BIGRAM_LOSSES = (ConditionalLogLikelihood, SoftmaxMargin, Risk, JensenRiskBound, PointwiseLoss,
                  LabelwiseAccuracyLoss,
-                 MixedLoss, MaxMargin, StructuredPerceptron, MIRA)
+                 MixedLoss, MaxMargin, StructuredPerceptron, MIRA,
+                 MinimumClassificationError, SegmentFScoreMCE)
 #: The fitted attributes of CRFTagger's docstring that concern transitions.
 BIGRAM_DOC = dict(transition_attributes="""\
 transition_features_ : dict of {(label, label): float} or {(str, label, label): float}

@@ -16,6 +16,7 @@ import importlib
 
 __all__ = ["KERNEL_BUILD", "cll_features_batch", "forward_backward_batch",
            "marginal_loss_features_batch", "marginals_vjp_batch", "max_incorrect_batch",
+           "max_incorrect_from_tables",
            "max_marginals_batch", "n_best_batch", "pair_gradient", "pair_potentials",
            "segment_margins_batch", "viterbi_batch"]
 
@@ -76,3 +77,4 @@ n_best_batch = _modules["_viterbi"].n_best_batch
 max_incorrect_batch = _modules["_viterbi"].max_incorrect_batch
 max_marginals_batch = _modules["_max_marginals"].max_marginals_batch
 segment_margins_batch = _modules["_max_marginals"].segment_margins_batch
+max_incorrect_from_tables = _modules["_max_marginals"].max_incorrect_from_tables

@@ -105,8 +105,8 @@ def check_potentials(unary, transition, start, end, offsets, positions=False):
     if by_position and not positions:
         raise ValueError(
             "position-dependent transitions (observation-dependent label bigrams) are taken "
-            "by forward_backward, marginals_vjp, viterbi, viterbi_nbest and sequence_scores "
-            "only, not by this function")
+            "by forward_backward, marginals_vjp, viterbi, viterbi_nbest, viterbi_excluding, "
+            "max_marginals, segment_margins and sequence_scores only, not by this function")
     if not by_position:
         transition = np.ascontiguousarray(transition, dtype=np.float64)
     start = np.ascontiguousarray(start, dtype=np.float64)
@@ -577,6 +577,8 @@ def viterbi_excluding(unary, transition, start, end, offsets, y, n_threads=1):
     pass: a Viterbi over (label, has-deviated-from-``y``) states, about the
     cost of one Viterbi pass. Equals the Viterbi path when that differs from
     ``y``, else the second-best path of :func:`viterbi_2best` (up to ties).
+    ``transition`` may be a
+    :class:`~sklearn_crfloss.inference.PositionTransitions`.
 
     Parameters
     ----------
@@ -604,11 +606,12 @@ def viterbi_excluding(unary, transition, start, end, offsets, y, n_threads=1):
     J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
     fields with multivariate evaluation measures. ACL, Eq. 5.
     """
-    c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
+    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     y = c.labels(y, "y")
     path = np.zeros(c.n_tokens, dtype=np.intp)
     score = np.zeros(c.n_seq)
-    max_incorrect_batch(c.unary, c.transition, c.start, c.end, c.offsets, y, path, score,
+    table, index = _transition_table(c.transition)
+    max_incorrect_batch(c.unary, table, index, c.start, c.end, c.offsets, y, path, score,
                         c.rows(dtype=np.int32), c.scratch(2 * c.n_labels), c.n_threads)
     return path, score
 
@@ -644,6 +647,9 @@ def max_marginals(unary, transition, start, end, offsets, n_threads=1):
     best score of a sequence carrying given labels on a span ``a..b-1``
     (Eq. 15) is ``alpha[a, y_a] + sum_{a<t<b} (transition[y_{t-1}, y_t] +
     U[t, y_t]) + beta[b-1, y_{b-1}]``.
+    ``transition`` may be a
+    :class:`~sklearn_crfloss.inference.PositionTransitions` (then the sum
+    takes the matrix of each edge).
 
     Parameters
     ----------
@@ -667,11 +673,24 @@ def max_marginals(unary, transition, start, end, offsets, n_threads=1):
     fields with multivariate evaluation measures. ACL, Eqs. 14-15, section 4.2
     ("forward and backward Viterbi algorithm").
     """
-    c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
+    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     mm = MaxMarginalsResult(c.rows(), c.rows(), c.rows(dtype=np.int32), c.rows(dtype=np.int32))
-    max_marginals_batch(c.unary, c.transition, np.ascontiguousarray(c.transition.T), c.start,
-                        c.end, c.offsets, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.n_threads)
+    table, index = _transition_table(c.transition)
+    max_marginals_batch(c.unary, table, np.ascontiguousarray(table.transpose(0, 2, 1)), index,
+                        c.start, c.end, c.offsets, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd,
+                        c.n_threads)
     return mm
+
+
+def _transition_table(transition):
+    """``(table, index)`` of the max-product kernels: the matrix ``index[t]`` scores edge t.
+
+    A plain (n_labels, n_labels) matrix is a table of one matrix with an
+    empty index (the same matrix on every edge).
+    """
+    if isinstance(transition, PositionTransitions):
+        return transition.table, transition.index
+    return transition[None], np.zeros(0, dtype=np.intp)
 
 
 @_chain_doc
@@ -686,6 +705,9 @@ def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=
     labels on the span differ from them in at least one token (exact: a
     Viterbi over (label, deviated-yet) states restricted to the span, entered
     through the forward and left through the backward max-marginal tables).
+    ``transition`` may be a
+    :class:`~sklearn_crfloss.inference.PositionTransitions`; ``d_transition``
+    then has the shape of its table (the counts of each matrix).
 
     Parameters
     ----------
@@ -729,7 +751,7 @@ def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=
     J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
     fields with multivariate evaluation measures. ACL, Eq. 15 and section 4.2.
     """
-    c = _Chain.checked(unary, transition, start, end, offsets, n_threads)
+    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     L = c.n_labels
     ref = c.labels(ref, "ref")
     seq, begin, stop = (np.asarray(a, dtype=np.intp) for a in segments)
@@ -766,22 +788,28 @@ def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=
                 or out.shape != (c.n_tokens, L) or not out.flags.c_contiguous):
             raise ValueError(f"out must be a C-contiguous float64 array of shape "
                              f"{(c.n_tokens, L)}")
-    n_acc = accumulator_blocks(c.n_threads, L * L + 2 * L)  # sums independent of n_threads
-    acc_trans = np.zeros((n_acc, L * L))
+    table, index = _transition_table(c.transition)
+    n_trans = table.shape[0] * L * L
+    n_acc = accumulator_blocks(c.n_threads, n_trans + 2 * L)  # sums independent of n_threads
+    acc_trans = np.zeros((n_acc, n_trans))
     acc_boundary = np.zeros((n_acc, 2 * L))
     segment_margins_batch(
-        c.unary, c.transition, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets, ref,
+        c.unary, table, index, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets, ref,
         np.searchsorted(seq, np.arange(c.n_seq + 1)).astype(np.intp),
         np.ascontiguousarray(begin + c.offsets[seq], dtype=np.intp),
         np.ascontiguousarray(stop + c.offsets[seq], dtype=np.intp),
-        g_carry, g_other, coef, coef_other, do_grad, d_unary, acc_trans, acc_boundary,
+        g_carry, g_other, coef, coef_other, int(do_grad), np.zeros(0, dtype=np.uint8),
+        np.zeros((1, 2), dtype=np.intp), d_unary, acc_trans, acc_boundary,
         c.scratch(2 * L), np.empty((c.n_threads, max(1, max_length * L)), dtype=np.int32),
-        np.empty((c.n_threads, max(1, max_length)), dtype=np.intp), c.n_threads,
+        np.empty((c.n_threads, max(1, max_length)), dtype=np.intp), np.zeros((1, 1)),
+        c.n_threads,
     )
     if not do_grad:
         return g_carry, g_other, None
     boundary = acc_boundary.sum(axis=0)
-    grad = (d_unary, acc_trans.sum(axis=0).reshape(L, L), boundary[:L], boundary[L:])
+    grad = (d_unary, acc_trans.sum(axis=0).reshape(table.shape), boundary[:L], boundary[L:])
+    if not isinstance(c.transition, PositionTransitions):
+        grad = (d_unary, grad[1][0]) + grad[2:]
     return g_carry, g_other, grad
 
 

@@ -8,7 +8,7 @@ from _oracle import position_brute_force, random_problem
 
 from sklearn_crfloss.decoding import apply_allowed, viterbi_decode
 from sklearn_crfloss.inference import (PositionTransitions, forward_backward, marginals_vjp,
-                                       max_marginals, sequence_scores, viterbi, viterbi_nbest)
+                                       check_potentials, sequence_scores, viterbi, viterbi_nbest)
 from sklearn_crfloss.losses import ConditionalLogLikelihood
 
 
@@ -168,7 +168,7 @@ def test_marginals_vjp_by_finite_differences(seed):
 def test_unsupported_kernels_refuse_clearly():
     unary, trans, start, end, y, offsets = _problem(0)
     with pytest.raises(ValueError, match="position-dependent transitions"):
-        max_marginals(unary, trans, start, end, offsets)
+        check_potentials(unary, trans, start, end, offsets)  # a caller without them
 
 
 def test_bad_position_transitions():

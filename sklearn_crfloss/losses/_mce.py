@@ -12,7 +12,9 @@ from scipy.special import expit, log_expit, logsumexp
 
 from .._compat import Interval, StrOptions
 from ..inference import (
+    PositionTransitions,
     forward_backward,
+    position_gold_counts,
     viterbi,
     max_marginals,
     segment_margins,
@@ -69,6 +71,13 @@ def _max_incorrect(unary, transition, start, end, y, offsets, n_threads):
     return viterbi_excluding(unary, transition, start, end, offsets, y, n_threads=n_threads)
 
 
+def _times(psi, transition):
+    """``psi * transition`` for a matrix or :class:`PositionTransitions`."""
+    if isinstance(transition, PositionTransitions):
+        return transition._replace(table=psi * transition.table)
+    return psi * transition
+
+
 def _stack_segments(first, second=None):
     """Two (seq, begin, stop) sets as one sorted by sequence, and the inverse order.
 
@@ -84,11 +93,17 @@ def _stack_segments(first, second=None):
     return tuple(a[perm] for a in stacked), order
 
 
-def _add_path_counts(grads, path, offsets, coef, rows):
-    """Add coef_k * counts(path_k) to (d_unary, d_transition, d_start, d_end)."""
+def _add_path_counts(grads, path, offsets, coef, rows, transition=None):
+    """Add coef_k * counts(path_k) to (d_unary, d_transition, d_start, d_end).
+
+    With position-dependent ``transition`` the transition counts go to its
+    table's matrices.
+    """
     d_unary, d_trans, d_start, d_end = grads
     n_labels = d_unary.shape[1]
     token_coef, trans, start, end = gold_counts(path, offsets, n_labels, coef)
+    if isinstance(transition, PositionTransitions):
+        trans = position_gold_counts(transition, path, offsets, coef)
     np.add.at(d_unary, (rows, path), token_coef)
     d_trans += trans
     d_start += start
@@ -272,14 +287,15 @@ class MinimumClassificationError(_SmoothedErrorLoss):
         w = np.ones(n_seq) if sample_weight is None else np.asarray(sample_weight, float)
         rows = np.arange(n_tokens)
         g_star = sequence_scores(unary, transition, start, end, y, offsets)
-        grads = (np.zeros((n_tokens, n_labels)), np.zeros((n_labels, n_labels)),
+        grads = (np.zeros((n_tokens, n_labels)),
+                 np.zeros(np.shape(getattr(transition, "table", transition))),
                  np.zeros(n_labels), np.zeros(n_labels))
         if np.isinf(self.psi):
             fallback = np.ones(n_seq, dtype=bool)
             d = np.empty(n_seq)
         else:
             psi = float(self.psi)
-            fb = forward_backward(psi * unary, psi * transition, psi * start, psi * end,
+            fb = forward_backward(psi * unary, _times(psi, transition), psi * start, psi * end,
                                   offsets, n_threads=n_threads)
             log_r = np.minimum(psi * g_star - fb.log_z, 0.0)  # log p_psi(y*)
             with np.errstate(divide="ignore"):
@@ -301,14 +317,15 @@ class MinimumClassificationError(_SmoothedErrorLoss):
         value = float(np.dot(w, l))
         coef = w * dl
         # d(d)/d(potentials) = -counts(y*) + (counts of the competitor).
-        _add_path_counts(grads, y, offsets, -coef, rows)
+        _add_path_counts(grads, y, offsets, -coef, rows, transition)
         if np.any(fallback):
-            _add_path_counts(grads, wrong_path, offsets, np.where(fallback, coef, 0.0), rows)
+            _add_path_counts(grads, wrong_path, offsets, np.where(fallback, coef, 0.0), rows,
+                             transition)
         if not np.all(fallback):
             c = np.where(fallback, 0.0, coef / -np.expm1(np.where(fallback, -1.0, log_r)))
             # Eq. 12: (E_psi[counts] - r counts(y*)) / (1 - r), the -counts(y*)
             # of -g* already added above.
-            fbw = forward_backward(psi * unary, psi * transition, psi * start, psi * end,
+            fbw = forward_backward(psi * unary, _times(psi, transition), psi * start, psi * end,
                                    offsets, sample_weight=c, n_threads=n_threads)
             token_c = np.repeat(c, lengths)
             r_c = c * np.exp(log_r)
@@ -316,7 +333,7 @@ class MinimumClassificationError(_SmoothedErrorLoss):
             grads[1][:] += fbw.transition_counts
             grads[2][:] += fbw.start_counts
             grads[3][:] += fbw.end_counts
-            _add_path_counts(grads, y, offsets, -r_c, rows)
+            _add_path_counts(grads, y, offsets, -r_c, rows, transition)
         return (value,) + grads
 
     def _warn_if_saturated(self, d, log_a, w):
@@ -559,6 +576,8 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
     """
 
     name = "mce_f"
+    #: Whether ``segment_match='labels'`` takes the fast path (``_fused_mce``).
+    _fast_path = True
 
     def __loss_tags__(self):
         # Docstring inherited: a ratio of corpus-level sums, not a sum over sequences.
@@ -635,6 +654,11 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         gold = self._gold_segments(y, offsets)
         gseq = gold[0]
         if self.segment_match == "chunks":
+            if isinstance(transition, PositionTransitions):
+                raise ValueError(
+                    "loss='mce_f' with segment_match='chunks' does not take position-dependent "
+                    "transitions (observation-dependent label bigrams): use "
+                    "segment_match='labels' or drop the template's bigram lines.")
             m_g, fp_seq, m_f, gradient = chunk_margins(
                 self, self._chunk_events(), unary, transition, start, end, y, offsets, gold,
                 n_threads)
@@ -688,6 +712,10 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         Returns ``(m_gold, fp_seq, m_fp, gradient)`` as
         :func:`~sklearn_crfloss.losses._chunks.chunk_margins` does.
         """
+        if self._fast_path:  # the same margins, each kernel run once
+            from .._fused_mce import label_margins
+            return label_margins(self, unary, transition, start, end, y, offsets, gold,
+                                 n_threads)
         gseq, gbeg, gend, gkey, _ = gold
         if self.false_positives == "viterbi":
             wrong_path = viterbi(unary, transition, start, end, offsets, n_threads=n_threads)[0]

@@ -1,0 +1,207 @@
+"""The segment margins of MCE-F (``segment_match='labels'``) with one pass of each kernel.
+
+:meth:`SegmentFScoreMCE._label_margins
+<sklearn_crfloss.losses.SegmentFScoreMCE>` calls :func:`label_margins`,
+which returns what the general code returns, computed with less work:
+
+* the maximum incorrect output (Suzuki et al. 2006, Eq. 5) is read off the
+  max-marginal tables (Eq. 14) that the segment margins need anyway: a
+  sequence that differs from the gold labels differs at some token ``t``
+  with some label ``j``, and the best one through ``(t, j)`` is the
+  max-marginal's, so the best incorrect output is the best max-marginal
+  over the tokens and the labels other than the gold one, completed through
+  the tables' backpointers (no separate Viterbi pass over (label,
+  deviated) states; the same path up to ties);
+* each segment's best competitor (Eq. 15: the best sequence that does not
+  carry its labels on its span) is read off the same tables: the best
+  max-marginal over the span's tokens and the labels other than the
+  segment's, by the same argument (no Viterbi pass over the span); its
+  (token, label) is kept, and the gradient, whose coefficients need every
+  margin of the batch (the F-score ratio), adds the counts of the best
+  paths through the kept nodes, all the prefixes and suffixes of a
+  sequence in one sweep of the backpointers;
+* the false positives measured against the gold labels of their span
+  (``false_positives='gold'``) need only the carrying paths' scores, not a
+  competitor.
+
+Position-dependent transitions (:class:`~sklearn_crfloss.inference.PositionTransitions`)
+are taken as by the general code; the plain matrix is the fast case.
+"""
+
+import weakref
+
+import numpy as np
+
+from ._forward_backward import accumulator_blocks
+from ._simd import max_incorrect_from_tables, max_marginals_batch, segment_margins_batch
+from .inference import MaxMarginalsResult, PositionTransitions, _Chain, _transition_table
+
+#: The max-marginal tables of the last evaluation on a unary array, kept while
+#: the array lives: a training objective passes the same buffer at every
+#: evaluation, and four fresh (n_tokens, n_labels) arrays a call cost as much
+#: as the pass that fills them (page faults). Never returned to a caller.
+_TABLES = {}
+
+__all__ = ["label_margins"]
+
+
+class _Spans:
+    """Segments of one reference labelling, evaluated by ``segment_margins_batch``.
+
+    Parameters
+    ----------
+    chain : _Chain
+        The checked potentials.
+    mm : MaxMarginalsResult
+    ref : ndarray of intp of shape (n_tokens,)
+        The labels the segments carry.
+    segments : tuple (seq, begin, stop) of ndarray of intp
+        Sorted by sequence; positions inside the sequence, ``stop`` exclusive.
+    need_other : ndarray of bool of shape (n_segments,)
+        The segments whose best competitor is computed.
+
+    Attributes
+    ----------
+    carry, other : ndarray of shape (n_segments,)
+        Best scores with and without the labels on the span (``other`` is
+        ``-inf`` where not computed or where every labelling carries them).
+    """
+
+    def __init__(self, chain, mm, ref, segments, need_other):
+        c = chain
+        seq, begin, stop = segments
+        self.chain, self.mm, self.ref = c, mm, ref
+        self.n = seq.shape[0]
+        self.seg_offsets = np.searchsorted(seq, np.arange(c.n_seq + 1)).astype(np.intp)
+        self.begin = np.ascontiguousarray(begin + c.offsets[seq], dtype=np.intp)
+        self.stop = np.ascontiguousarray(stop + c.offsets[seq], dtype=np.intp)
+        self.need_other = np.ascontiguousarray(need_other, dtype=np.uint8)
+        self.nodes = np.empty((max(1, self.n), 2), dtype=np.intp)  # competitors' (t, j)
+        self.carry, self.other = np.empty(self.n), np.empty(self.n)
+        self._run(3, np.zeros(self.n), np.zeros(self.n), None, None)
+
+    def _run(self, mode, coef, coef_other, d_unary, acc):
+        c, mm = self.chain, self.mm
+        L = c.n_labels
+        table, index = _transition_table(c.transition)
+        max_length = int(np.diff(c.offsets).max()) if c.n_seq else 0
+        if acc is None:
+            d_unary = np.empty((0, L))
+            acc = (np.zeros((1, 1)), np.zeros((1, 2 * L)))
+        segment_margins_batch(
+            c.unary, table, index, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets,
+            self.ref, self.seg_offsets, self.begin, self.stop, self.carry, self.other,
+            np.ascontiguousarray(coef, dtype=np.float64),
+            np.ascontiguousarray(coef_other, dtype=np.float64), mode, self.need_other,
+            self.nodes, d_unary, acc[0], acc[1], np.empty((1, 1)),
+            np.empty((1, 1), dtype=np.int32), np.empty((1, 1), dtype=np.intp),
+            np.empty((c.n_threads, max(1, 2 * max_length * L)) if mode == 2 else (1, 1)),
+            c.n_threads)
+
+    def add_gradient(self, coef, coef_other, d_unary, acc):
+        """Add the counts of the best paths: ``coef`` carrying, ``-coef_other`` the others."""
+        self._run(2, coef, coef_other, d_unary, acc)
+
+
+def _max_marginals(c):
+    """The max-marginal tables of the checked chain ``c``, in the kept arrays.
+
+    As :func:`~sklearn_crfloss.inference.max_marginals` without the backward
+    pointers (``bp_bwd`` is a placeholder). One training objective evaluates
+    on its unary buffer from one thread at a time; two threads evaluating on
+    the same unary array at once would share these tables.
+    """
+    key = id(c.unary)
+    owner, mm = _TABLES.get(key, (None, None))
+    if owner is None or owner() is not c.unary or mm.alpha.shape != c.unary.shape:
+        # no backward pointers: the kernels recompute the few they follow
+        mm = MaxMarginalsResult(c.rows(), c.rows(), c.rows(dtype=np.int32),
+                                np.zeros((1, c.n_labels), dtype=np.int32))
+        if owner is None:
+            weakref.finalize(c.unary, _TABLES.pop, key, None)
+        _TABLES[key] = (weakref.ref(c.unary), mm)
+    table, index = _transition_table(c.transition)
+    max_marginals_batch(c.unary, table, np.ascontiguousarray(table.transpose(0, 2, 1)), index,
+                        c.start, c.end, c.offsets, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd,
+                        c.n_threads, False)
+    return mm
+
+
+def label_margins(loss, unary, transition, start, end, y, offsets, gold, n_threads):
+    """Margins of the gold and false positive segments, and their gradient.
+
+    The fast path of ``SegmentFScoreMCE._label_margins`` (the segments
+    compared as the label strings on their spans).
+
+    Parameters
+    ----------
+    loss : SegmentFScoreMCE
+        Its ``false_positives`` and its segment decoder (``_segments``).
+    unary, transition, start, end, y, offsets
+        As :meth:`~sklearn_crfloss.losses.BaseLoss.value_and_grad` takes them.
+    gold : tuple
+        ``loss._gold_segments(y, offsets)``.
+    n_threads : int
+
+    Returns
+    -------
+    m_gold : ndarray of shape (n_gold,)
+        Margin of every gold segment.
+    fp_seq : ndarray of intp of shape (n_fp,)
+        Sequence of every false positive segment.
+    m_fp : ndarray of shape (n_fp,)
+        The misclassification measure of every false positive.
+    gradient : callable
+        ``gradient(coef_gold, coef_fp)``: ``(d_unary, d_transition, d_start,
+        d_end)`` of ``sum coef_gold * m_gold + coef_fp * m_fp``.
+    """
+    from .losses._mce import _stack_segments
+
+    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
+    y = c.labels(y, "y")
+    mm = _max_marginals(c)
+    wrong_path = np.empty(c.n_tokens, dtype=np.intp)
+    table, index = _transition_table(c.transition)
+    max_incorrect_from_tables(c.unary, table, index, mm.alpha, mm.beta, mm.bp_fwd, c.offsets,
+                              y, loss.false_positives != "viterbi", wrong_path,
+                              np.zeros(c.n_seq), c.n_threads)
+    gseq, gbeg, gend, gkey, _ = gold
+    wseq, wbeg, wend, wkey, _ = loss._segments(wrong_path, c.offsets)
+    if gkey.shape[0] and np.all(gkey[1:] > gkey[:-1]):  # sorted (the decoder's order)
+        keep = gkey[np.minimum(np.searchsorted(gkey, wkey), gkey.shape[0] - 1)] != wkey
+    else:
+        keep = ~np.isin(wkey, gkey)
+    fp_segs = (wseq[keep], wbeg[keep], wend[keep])
+    n_gold, n_fp = gseq.shape[0], fp_segs[0].shape[0]
+    gold_competitor = loss.false_positives == "gold"
+    # The gold labels' spans: the gold segments, then (for 'gold') those of
+    # the false positives, whose competitor is not needed; sorted by sequence.
+    ref_segs, order = _stack_segments((gseq, gbeg, gend),
+                                      fp_segs if gold_competitor else None)
+    perm = np.argsort(order, kind="stable")  # sorted position -> stacked position
+    on_gold = _Spans(c, mm, y, ref_segs, perm < n_gold)
+    on_wrong = _Spans(c, mm, wrong_path, fp_segs, np.full(n_fp, not gold_competitor))
+    c_y, o_y = on_gold.carry[order], on_gold.other[order]
+    m_g = c_y[:n_gold] - o_y[:n_gold]
+    m_f = on_wrong.carry - (c_y[n_gold:] if gold_competitor else on_wrong.other)
+
+    def gradient(coef_g, coef_f):
+        table, _ = _transition_table(c.transition)
+        L = c.n_labels
+        n_acc = accumulator_blocks(c.n_threads, table.size + 2 * L)
+        acc = (np.zeros((n_acc, table.size)), np.zeros((n_acc, 2 * L)))
+        d_unary = np.zeros((c.n_tokens, L))
+        if gold_competitor:
+            # d(s') = g(s') - g(gold labels on the span): the carrying paths only.
+            on_gold.add_gradient(np.concatenate([coef_g, -coef_f])[perm],
+                                 np.concatenate([coef_g, np.zeros(n_fp)])[perm], d_unary, acc)
+        else:
+            on_gold.add_gradient(coef_g, coef_g, d_unary, acc)
+        on_wrong.add_gradient(coef_f, coef_f, d_unary, acc)
+        boundary = acc[1].sum(axis=0)
+        d_trans = acc[0].sum(axis=0).reshape(table.shape)
+        if not isinstance(c.transition, PositionTransitions):
+            d_trans = d_trans[0]
+        return d_unary, d_trans, boundary[:L], boundary[L:]
+
+    return m_g, fp_segs[0], m_f, gradient
