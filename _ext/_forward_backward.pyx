@@ -127,33 +127,24 @@ def row_width(Py_ssize_t n_labels):
 
 
 cdef enum:
-    # Rows (tokens) of a batch of sequences that the kernels run together
-    # (more if one sequence of the chunk is longer): a chunk's sequences
-    # are taken in order, as many as fit (at least one).
-    BATCH_ROWS = 256
+    BATCH_ROWS = 256  # GROUP_ROWS
 
-#: Rows of a batch of sequences run together (see ``_batch``).
+#: Tokens of a batch of sequences run together (more if a sequence of the chunk
+#: is longer): a chunk's sequences in order, as many as fit (at least one).
 GROUP_ROWS = BATCH_ROWS
-
-
-cdef inline Py_ssize_t _capacity(Py_ssize_t max_len) noexcept nogil:
-    """Rows of the thread's batch buffers: max(max_len, GROUP_ROWS)."""
-    return max_len if max_len > BATCH_ROWS else BATCH_ROWS
 
 
 def scratch_width(Py_ssize_t n_labels, Py_ssize_t max_length):
     """Doubles of scratch per thread for sequences of at most max_length tokens."""
     cdef Py_ssize_t Lp = padded_width(n_labels)
-    cdef Py_ssize_t R = _capacity(max_length)
+    cdef Py_ssize_t R = max(max_length, BATCH_ROWS)  # rows of the batch buffers
     return 2 * Lp * Lp + 4 * Lp + 2 * MANY_MAX * Lp + padded_width(R) + 4 * R * Lp + LANES
 
 
 cdef struct Buffers:
-    # A thread's padded rows (see scratch_width): expT and its transpose,
-    # exp_start, exp_end, two rows of scratch, two beta rows per sequence of
-    # a batch, the inverse scales, and the psi, alpha and marginal rows of
-    # the batch's tokens (R rows each), and alpha transposed (L rows of R,
-    # for the pair sums).
+    # A thread's padded rows (scratch_width): expT, its transpose, exp_start,
+    # exp_end, 2 rows of scratch, 2 beta rows per sequence, the inverse scales,
+    # R rows each of psi, alpha, marginals, and alpha transposed (L rows of R).
     double* E
     double* Et
     double* es
@@ -170,7 +161,7 @@ cdef struct Buffers:
 cdef inline Buffers _buffers(double* row, Py_ssize_t Lp, Py_ssize_t max_len) noexcept nogil:
     """The thread's buffers in its scratch row, from a 64-byte boundary."""
     cdef Buffers b
-    cdef Py_ssize_t R = _capacity(max_len)
+    cdef Py_ssize_t R = max(max_len, BATCH_ROWS)
     b.E = <double*>((<uintptr_t>row + 63) & ~(<uintptr_t>63))
     b.Et = b.E + Lp * Lp
     b.es = b.Et + Lp * Lp
@@ -208,24 +199,19 @@ cdef void _scaled_group(Buffers* b, Py_ssize_t K, const Py_ssize_t* first,
                         int* failed, double* log_z) noexcept nogil:
     """Scaled forward-backward of K <= MANY_MAX sequences advanced together.
 
-    Sequence q has length[q] rows from row first[q] of the batch buffers;
-    on entry b.psi holds the rows of U (pads -inf). Each sequence's rows get
-    what the scaled pass of one sequence gives (the products are
-    :func:`_panels.vec_mat_many`, the same sums as one at a time): alpha
-    holds alpha_hat, mu the node marginals (pads 0), psi's rows t >= 1
-    v_t = psi_t / c_t * beta_hat[t] (the pair factor of edge (t-1, t) but
-    for expT), and log_z[q] log Z minus the shifts of the exponentials of
-    the transition, start and end potentials. failed[q] is set to 1 (and
-    that sequence's rows are left partial) when a normaliser underflows,
-    when t_range (the :func:`tail_range` of _chain.pxd) plus the range of
-    a row of U passes MAX_RANGE, or when a backward row overflows: the
-    caller computes it in log space instead.
+    Sequence q has length[q] rows from row first[q] of the batch buffers, where
+    b.psi holds the rows of U (pads -inf). On return (the products of
+    :func:`_panels.vec_mat_many` are the sums of one sequence at a time):
+    alpha holds alpha_hat, mu the node marginals (pads 0), psi's rows t >= 1
+    v_t = psi_t / c_t * beta_hat[t] (edge (t-1, t)'s pair factor but for expT),
+    log_z[q] log Z minus the shifts of the exponentials. failed[q] = 1 (rows
+    left partial; the caller uses log space) when a normaliser underflows, a
+    row of U's range plus t_range (tail_range) passes MAX_RANGE, or a
+    backward row overflows.
     """
     cdef Py_ssize_t q, t, j, cnt, n_max = 0
     cdef double m, c, r
-    cdef double* row
-    cdef double* a
-    cdef double* sw
+    cdef double *row, *a, *sw
     cdef const double* xs[MANY_MAX]
     cdef double* outs[MANY_MAX]
     cdef Py_ssize_t ids[MANY_MAX]
@@ -316,12 +302,11 @@ cdef void _scaled_group(Buffers* b, Py_ssize_t K, const Py_ssize_t* first,
         vec_mat_many(xs, b.Et, outs, cnt, L, Lp, False)
         for j in range(cnt):
             q = ids[j]
-            # beta_hat[t-1, j] is only bounded by 1 / alpha_hat[t-1, j], and
-            # an alpha_hat that underflowed to 0 bounds nothing: with
-            # potentials of a few hundred the backward rows can overflow (inf,
-            # or NaN from 0 * inf in the pads) although no forward normaliser
-            # did. The row's sum is not finite then (the terms are >= 0 or
-            # NaN): redo it in log space.
+            # beta_hat[t-1, j] is only bounded by 1 / alpha_hat[t-1, j] (nothing
+            # if that underflowed to 0): with potentials of a few hundred the
+            # backward rows can overflow (inf, or NaN from 0 * inf in the pads)
+            # with no forward normaliser underflowing. Then the row's sum is not
+            # finite (terms >= 0 or NaN): redo it in log space.
             if not isfinite(row_sum_padded(b2q[q], Lp)):
                 failed[q] = 1
                 continue
@@ -339,11 +324,10 @@ cdef void _pair_sums(Buffers* b, Py_ssize_t K, const Py_ssize_t* first, const Py
                      double* pair_acc) noexcept nogil:
     """pair_acc[i, :] += sum_q weights[q] sum_t alpha_hat_q[t-1, i] v_q[t, :] (rows of Lp).
 
-    The pair sums of the batch's sequences that did not fail, as one product
-    alpha_t @ psi over the batch's rows P: alpha_t[i, p] is weights[q] *
-    alpha_hat[p - 1, i] for row p of position t >= 1 of sequence q, 0 for
-    the first row of each sequence and for the rows of failed sequences
-    (whose psi rows are set to 0 here: they may hold anything).
+    Over the sequences that did not fail, as one product alpha_t @ psi over the
+    batch's P rows: alpha_t[i, p] = weights[q] * alpha_hat[p - 1, i] for row p of
+    position t >= 1 of sequence q, 0 for first rows and failed sequences (whose
+    psi rows, which may hold anything, are set to 0 here).
     """
     cdef Py_ssize_t q, t, i, j, p, P = first[K - 1] + length[K - 1]
     cdef double w
@@ -453,14 +437,12 @@ cdef int _group(
     Py_ssize_t L, Py_ssize_t Lp, double shift_start, double shift_end, double shift_trans,
     double t_range,
 ) noexcept nogil:
-    """Sequences k:k+K (K <= MANY_MAX, at most the buffers' rows) in the batch buffers.
+    """Sequences k:k+K (K <= MANY_MAX, at most the buffers' rows). Returns the fallbacks.
 
-    Rows of U in (copied, or gathered from the features when ``fused``), the
-    scaled passes of :func:`_scaled_group`, the log-space fallback of the
-    sequences that need it, then the accumulators in sequence order (the
-    boundary sums, the fallback's direct pair sums), the pair sums of the
-    others (:func:`_pair_sums`), and the marginals out (copied, or
-    scattered into the gradient). Returns the number of fallbacks.
+    Rows of U in (copied, or gathered from the features when ``fused``),
+    :func:`_scaled_group`, in sequence order the boundary sums or the log-space
+    fallback (direct pair sums), then :func:`_pair_sums` of the others, and the
+    marginals out (copied, or scattered into the gradient).
     """
     cdef Py_ssize_t first[MANY_MAX]
     cdef Py_ssize_t length[MANY_MAX]
@@ -535,10 +517,9 @@ cdef int _batch(
 ) noexcept nogil:
     """Both front ends: rows of U copied in and marginals out, or (fused) gathered and scattered.
 
-    Chunk c (sequences 8c:8c+8) runs on thread c % n_threads and adds into
-    the accumulators of block c % n_acc (see the header), its sequences in
-    batches of consecutive sequences of at most max(longest of the chunk,
-    GROUP_ROWS) rows: the batches depend on the chunk alone, so the sums do
+    Chunk c (sequences 8c:8c+8) runs on thread c % n_threads into block c % n_acc
+    (see the header), in batches of consecutive sequences of at most max(its
+    longest, GROUP_ROWS) rows: batches depend on the chunk alone, so the sums do
     not depend on the number of threads or on the other sequences.
     """
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
