@@ -17,9 +17,15 @@
 #   The factor expT[i, j] is the same for every edge of every sequence, so the
 #   kernel accumulates sum_t outer(alpha_hat[t-1], psi[t] * beta_hat[t] / c_t)
 #   and the wrapper multiplies by expT once.
-# * One core (_scaled_core) runs a sequence in the thread's own buffers, rows
-#   of Lp = padded_width(L) doubles (_chain.pxd), which keeps the L x L
-#   products' sums in registers. Two front ends feed it:
+# * One core (_scaled_group) runs a batch of sequences in the thread's own
+#   buffers, rows of Lp = padded_width(L) doubles (_chain.pxd), advancing
+#   the batch's sequences together: at each position one pass over expT
+#   (or its transpose) serves every sequence of the batch (_panels.pxd's
+#   vec_mat_many), so that a transition matrix larger than the L2 cache
+#   (L = 500: 2 MB) is not streamed from L3 once per token, and the pair
+#   sums of the batch are one matrix product (_pair_sums). Batches are
+#   consecutive sequences of one chunk (below), at most GROUP_ROWS tokens
+#   (or the chunk's longest sequence). Two front ends feed it:
 #   - forward_backward_batch copies the rows of U in and the marginals out
 #     (every loss, predict_marginals);
 #   - cll_features_batch gathers the rows of U from the sparse features and
@@ -33,8 +39,8 @@
 #   later token makes likely (MAX_RANGE in _chain.pxd), or a backward row
 #   overflows, that sequence is recomputed in log space. The fallback is exact but does
 #   L^2 exp/log per edge; ordinary models never reach it.
-# * Sequences run in parallel (OpenMP prange, a static schedule of chunks of
-#   CHUNK sequences, dealt to the threads round robin); each thread owns its
+# * Chunks of CHUNK sequences run in parallel (OpenMP prange, a static
+#   schedule dealt to the threads round robin); each thread owns its
 #   scratch rows. The accumulators are per block, not per thread: chunk c
 #   adds into accumulator c % n_acc, and the wrapper sums them in block
 #   order. With n_acc a multiple of n_threads a block's chunks all run on
@@ -47,9 +53,10 @@ from cython.parallel cimport prange, threadid
 from libc.math cimport exp, log, isfinite, INFINITY
 from libc.stdint cimport uintptr_t
 
-from _chain cimport (LANES, exp_nonpos, gather_token, logsumexp_row, outer_acc_padded,
-                     padded_width, row_max_padded, row_sum_padded, row_too_wide, scale_ok,
-                     scaled_forward_padded, scatter_token, tail_range, vec_mat_padded)
+from _chain cimport (LANES, exp_nonpos, gather_token, logsumexp_row, padded_width,
+                     row_max_padded, row_sum_padded, row_too_wide, scale_ok, scatter_token,
+                     tail_range)
+from _panels cimport MANY_MAX, mat_mat_acc, vec_mat_many
 
 
 def exp_potentials(transition, start, end):
@@ -119,22 +126,31 @@ def row_width(Py_ssize_t n_labels):
     return padded_width(n_labels)
 
 
+cdef enum:
+    BATCH_ROWS = 256  # GROUP_ROWS
+
+#: Tokens of a batch of sequences run together (more if a sequence of the chunk
+#: is longer): a chunk's sequences in order, as many as fit (at least one).
+GROUP_ROWS = BATCH_ROWS
+
+
 def scratch_width(Py_ssize_t n_labels, Py_ssize_t max_length):
     """Doubles of scratch per thread for sequences of at most max_length tokens."""
     cdef Py_ssize_t Lp = padded_width(n_labels)
-    return 2 * Lp * Lp + 4 * Lp + padded_width(max_length) + 4 * max_length * Lp + LANES
+    cdef Py_ssize_t R = max(max_length, BATCH_ROWS)  # rows of the batch buffers
+    return 2 * Lp * Lp + 4 * Lp + 2 * MANY_MAX * Lp + padded_width(R) + 4 * R * Lp + LANES
 
 
 cdef struct Buffers:
-    # A thread's padded rows (see scratch_width): expT and its transpose,
-    # exp_start, exp_end, two rows of scratch, the inverse scales, and the
-    # psi, alpha and marginal rows of the current sequence, and alpha
-    # transposed (for the pair sums).
+    # A thread's padded rows (scratch_width): expT, its transpose, exp_start,
+    # exp_end, 2 rows of scratch, 2 beta rows per sequence, the inverse scales,
+    # R rows each of psi, alpha, marginals, and alpha transposed (L rows of R).
     double* E
     double* Et
     double* es
     double* ee
     double* tmp
+    double* beta
     double* rs
     double* psi
     double* alpha
@@ -145,16 +161,18 @@ cdef struct Buffers:
 cdef inline Buffers _buffers(double* row, Py_ssize_t Lp, Py_ssize_t max_len) noexcept nogil:
     """The thread's buffers in its scratch row, from a 64-byte boundary."""
     cdef Buffers b
+    cdef Py_ssize_t R = max(max_len, BATCH_ROWS)
     b.E = <double*>((<uintptr_t>row + 63) & ~(<uintptr_t>63))
     b.Et = b.E + Lp * Lp
     b.es = b.Et + Lp * Lp
     b.ee = b.es + Lp
     b.tmp = b.ee + Lp
-    b.rs = b.tmp + 2 * Lp
-    b.psi = b.rs + padded_width(max_len)
-    b.alpha = b.psi + max_len * Lp
-    b.mu = b.alpha + max_len * Lp
-    b.alpha_t = b.mu + max_len * Lp
+    b.beta = b.tmp + 2 * Lp
+    b.rs = b.beta + 2 * MANY_MAX * Lp
+    b.psi = b.rs + padded_width(R)
+    b.alpha = b.psi + R * Lp
+    b.mu = b.alpha + R * Lp
+    b.alpha_t = b.mu + R * Lp
     return b
 
 
@@ -176,112 +194,160 @@ cdef void _setup_threads(double[:, ::1] scratch, int n_threads, Py_ssize_t L,
             b.ee[i] = exp_end[i] if i < L else 0.0
 
 
-cdef int _scaled_core(
-    double* psi, double* alpha, double* mu, double* rs, Py_ssize_t n, Py_ssize_t L,
-    Py_ssize_t Lp, const double* E, const double* Et, const double* es, const double* ee,
-    double* tmp, double* log_z, double t_range,
-) noexcept nogil:
-    """Scaled forward-backward of one sequence in padded rows. 0, or 1 on underflow.
+cdef void _scaled_group(Buffers* b, Py_ssize_t K, const Py_ssize_t* first,
+                        const Py_ssize_t* length, Py_ssize_t L, Py_ssize_t Lp, double t_range,
+                        int* failed, double* log_z) noexcept nogil:
+    """Scaled forward-backward of K <= MANY_MAX sequences advanced together.
 
-    1 also when t_range (the :func:`tail_range` of _chain.pxd) plus the
-    range of a row of U passes MAX_RANGE, or when the backward rows overflow.
-
-    On entry psi holds the n rows of U (pads -inf); rs has n doubles, tmp 2 * Lp.
-    On return 0: alpha holds alpha_hat, mu the node marginals (pads 0),
-    psi's rows t >= 1 hold v_t = psi_t / c_t * beta_hat[t] (the pair factor
-    of edge (t-1, t) but for expT), and log_z log Z minus the shifts of the
-    exponentials of the transition, start and end potentials.
+    Sequence q has length[q] rows from row first[q] of the batch buffers, where
+    b.psi holds the rows of U (pads -inf). On return (the products of
+    :func:`_panels.vec_mat_many` are the sums of one sequence at a time):
+    alpha holds alpha_hat, mu the node marginals (pads 0), psi's rows t >= 1
+    v_t = psi_t / c_t * beta_hat[t] (edge (t-1, t)'s pair factor but for expT),
+    log_z[q] log Z minus the shifts of the exponentials. failed[q] = 1 (rows
+    left partial; the caller uses log space) when a normaliser underflows, a
+    row of U's range plus t_range (tail_range) passes MAX_RANGE, or a
+    backward row overflows.
     """
-    cdef Py_ssize_t t, j
-    cdef double m, c, r, lz = 0.0
-    cdef double* row
-    cdef double* a
-    cdef double* b = tmp
-    cdef double* b2 = tmp + Lp
-    cdef double* sw
-    # The scaled forward pass written out here, not a call of _chain's
-    # scaled_forward_padded: through the call the CLL evaluation at 44
-    # labels ran about 1.3x slower (0.305 against 0.229 s per iteration).
-    for t in range(n):
-        row = psi + t * Lp
-        if row_too_wide(t_range, row, L):
-            return 1
-        m = row_max_padded(row, Lp)
-        lz += m
-        for j in range(Lp):
-            row[j] = exp_nonpos(row[j] - m)
-    for t in range(n):
-        a = alpha + t * Lp
-        row = psi + t * Lp
-        if t == 0:  # the "previous row times expT" of token 0: exp_start
+    cdef Py_ssize_t q, t, j, cnt, n_max = 0
+    cdef double m, c, r
+    cdef double *row, *a, *sw
+    cdef const double* xs[MANY_MAX]
+    cdef double* outs[MANY_MAX]
+    cdef Py_ssize_t ids[MANY_MAX]
+    cdef double* bq[MANY_MAX]
+    cdef double* b2q[MANY_MAX]
+    for q in range(K):
+        failed[q] = 0
+        log_z[q] = 0.0
+        n_max = length[q] if length[q] > n_max else n_max
+        bq[q] = b.beta + 2 * q * Lp
+        b2q[q] = bq[q] + Lp
+        for t in range(length[q]):
+            row = b.psi + (first[q] + t) * Lp
+            if row_too_wide(t_range, row, L):
+                failed[q] = 1
+                break
+            m = row_max_padded(row, Lp)
+            log_z[q] += m
             for j in range(Lp):
-                a[j] = es[j] * row[j]
-        else:
-            vec_mat_padded(alpha + (t - 1) * Lp, E, a, L, Lp)
+                row[j] = exp_nonpos(row[j] - m)
+    # Forward: alpha_hat[t] = (alpha_hat[t-1] @ expT) * psi[t] / c_t, the
+    # products of the batch's sequences at position t in one pass over expT.
+    for t in range(n_max):
+        cnt = 0
+        for q in range(K):
+            if failed[q] or t >= length[q]:
+                continue
+            a = b.alpha + (first[q] + t) * Lp
+            if t == 0:  # the "previous row times expT" of token 0: exp_start
+                for j in range(Lp):
+                    a[j] = b.es[j]
+            else:
+                xs[cnt] = a - Lp
+                outs[cnt] = a
+                cnt = cnt + 1
+        if cnt:
+            vec_mat_many(xs, b.E, outs, cnt, L, Lp, False)
+        for q in range(K):
+            if failed[q] or t >= length[q]:
+                continue
+            a = b.alpha + (first[q] + t) * Lp
+            row = b.psi + (first[q] + t) * Lp
             for j in range(Lp):
                 a[j] *= row[j]
-        c = row_sum_padded(a, Lp)
-        if not scale_ok(c):
-            return 1
-        r = 1.0 / c
-        rs[t] = r
-        for j in range(Lp):
-            a[j] *= r
-        lz += log(c)
+            c = row_sum_padded(a, Lp)
+            if not scale_ok(c):
+                failed[q] = 1
+                continue
+            r = 1.0 / c
+            b.rs[first[q] + t] = r
+            for j in range(Lp):
+                a[j] *= r
+            log_z[q] += log(c)
     # c_end = alpha_hat[n-1] . exp_end; beta_hat[n-1] = exp_end / c_end
-    for j in range(Lp):
-        b2[j] = alpha[(n - 1) * Lp + j] * ee[j]
-    c = row_sum_padded(b2, Lp)
-    if not scale_ok(c):
-        return 1
-    log_z[0] = lz + log(c)
-    r = 1.0 / c
-    for j in range(Lp):
-        b[j] = ee[j] * r
-    # beta_hat[t-1] = expT @ (psi_t / c_t * beta_hat[t])
-    for t in range(n - 1, 0, -1):
-        a = alpha + t * Lp
-        row = psi + t * Lp
-        r = rs[t]
+    for q in range(K):
+        if failed[q]:
+            continue
+        a = b.alpha + (first[q] + length[q] - 1) * Lp
         for j in range(Lp):
-            mu[t * Lp + j] = a[j] * b[j]
-            row[j] = row[j] * r * b[j]
-        vec_mat_padded(row, Et, b2, L, Lp)
-        # beta_hat[t-1, j] is only bounded by 1 / alpha_hat[t-1, j], and an
-        # alpha_hat that underflowed to 0 bounds nothing: with potentials of a
-        # few hundred the backward rows can overflow (inf, or NaN from 0 * inf
-        # in the pads) although no forward normaliser did. The row's sum is
-        # not finite then (the terms are >= 0 or NaN): redo it in log space.
-        if not isfinite(row_sum_padded(b2, Lp)):
-            return 1
-        sw = b
-        b = b2
-        b2 = sw
-    for j in range(Lp):
-        mu[j] = alpha[j] * b[j]
-    return 0
+            b2q[q][j] = a[j] * b.ee[j]
+        c = row_sum_padded(b2q[q], Lp)
+        if not scale_ok(c):
+            failed[q] = 1
+            continue
+        log_z[q] += log(c)
+        r = 1.0 / c
+        for j in range(Lp):
+            bq[q][j] = b.ee[j] * r
+    # Backward, each sequence from its last token: beta_hat[t-1] =
+    # expT @ (psi_t / c_t * beta_hat[t]), one pass over expT.T per step.
+    for t in range(1, n_max):  # step t: position length[q] - t of sequence q
+        cnt = 0
+        for q in range(K):
+            if failed[q] or length[q] - t < 1:
+                continue
+            a = b.alpha + (first[q] + length[q] - t) * Lp
+            row = b.psi + (first[q] + length[q] - t) * Lp
+            r = b.rs[first[q] + length[q] - t]
+            for j in range(Lp):
+                b.mu[(first[q] + length[q] - t) * Lp + j] = a[j] * bq[q][j]
+                row[j] = row[j] * r * bq[q][j]
+            xs[cnt] = row
+            outs[cnt] = b2q[q]
+            ids[cnt] = q
+            cnt = cnt + 1
+        if not cnt:
+            continue
+        vec_mat_many(xs, b.Et, outs, cnt, L, Lp, False)
+        for j in range(cnt):
+            q = ids[j]
+            # beta_hat[t-1, j] is only bounded by 1 / alpha_hat[t-1, j] (nothing
+            # if that underflowed to 0): with potentials of a few hundred the
+            # backward rows can overflow (inf, or NaN from 0 * inf in the pads)
+            # with no forward normaliser underflowing. Then the row's sum is not
+            # finite (terms >= 0 or NaN): redo it in log space.
+            if not isfinite(row_sum_padded(b2q[q], Lp)):
+                failed[q] = 1
+                continue
+            sw = bq[q]
+            bq[q] = b2q[q]
+            b2q[q] = sw
+    for q in range(K):
+        if not failed[q]:
+            for j in range(Lp):
+                b.mu[first[q] * Lp + j] = b.alpha[first[q] * Lp + j] * bq[q][j]
 
 
-cdef inline int _run(Buffers* b, Py_ssize_t n, Py_ssize_t L, Py_ssize_t Lp, double weight,
-                     double shift, double* pair_acc, double* start_acc, double* end_acc,
-                     double* log_z, double t_range) noexcept nogil:
-    """_scaled_core on the rows in b.psi, then the accumulators. 0, or 1 on underflow.
+cdef void _pair_sums(Buffers* b, Py_ssize_t K, const Py_ssize_t* first, const Py_ssize_t* length,
+                     const int* failed, const double* weights, Py_ssize_t L, Py_ssize_t Lp,
+                     double* pair_acc) noexcept nogil:
+    """pair_acc[i, :] += sum_q weights[q] sum_t alpha_hat_q[t-1, i] v_q[t, :] (rows of Lp).
 
-    On success adds weight * the pair sums to pair_acc (L rows of Lp),
-    weight * the first and last marginals to start_acc and end_acc, and
-    sets log_z to log Z (shift: the shifts of the exponentials, added back).
-    On underflow nothing is touched.
+    Over the sequences that did not fail, as one product alpha_t @ psi over the
+    batch's P rows: alpha_t[i, p] = weights[q] * alpha_hat[p - 1, i] for row p of
+    position t >= 1 of sequence q, 0 for first rows and failed sequences (whose
+    psi rows, which may hold anything, are set to 0 here).
     """
-    cdef Py_ssize_t j
-    cdef double lz = 0.0
-    if _scaled_core(b.psi, b.alpha, b.mu, b.rs, n, L, Lp, b.E, b.Et, b.es, b.ee, b.tmp, &lz, t_range):
-        return 1
-    outer_acc_padded(b.alpha, b.psi + Lp, n - 1, L, Lp, weight, b.alpha_t, b.tmp, pair_acc)
-    for j in range(Lp):
-        start_acc[j] += weight * b.mu[j]
-        end_acc[j] += weight * b.mu[(n - 1) * Lp + j]
-    log_z[0] = lz + shift
-    return 0
+    cdef Py_ssize_t q, t, i, j, p, P = first[K - 1] + length[K - 1]
+    cdef double w
+    cdef bint any_edge = False
+    for q in range(K):
+        for t in range(length[q]):
+            p = first[q] + t
+            if failed[q] or t == 0:
+                for i in range(L):
+                    b.alpha_t[i * P + p] = 0.0
+                if failed[q]:
+                    for j in range(Lp):
+                        b.psi[p * Lp + j] = 0.0
+            else:
+                any_edge = True
+                w = weights[q]
+                for i in range(L):
+                    b.alpha_t[i * P + p] = w * b.alpha[(p - 1) * Lp + i]
+    if any_edge:
+        mat_mat_acc(b.alpha_t, P, b.psi, pair_acc, L, P, Lp)
 
 
 cdef void _log_sequence(
@@ -360,6 +426,83 @@ cdef inline void _gather_sequence(
             psi[t * Lp + j] = -INFINITY
 
 
+cdef int _group(
+    bint fused, Buffers* b, Py_ssize_t k, Py_ssize_t K, const double[:, ::1] unary,
+    double[:, ::1] marginals, const Py_ssize_t[::1] indptr, const int[::1] indices,
+    const double[::1] data, bint binary, const long long[::1] code, const double[::1] w,
+    const double[:, ::1] W_hot, double* grad_acc, double* hot_acc,
+    const double[:, ::1] transition, const double[::1] start, const double[::1] end,
+    const Py_ssize_t[::1] offsets, const double[::1] weights, double[::1] log_z,
+    double* pair_acc, double* direct_acc, double* start_acc, double* end_acc,
+    Py_ssize_t L, Py_ssize_t Lp, double shift_start, double shift_end, double shift_trans,
+    double t_range,
+) noexcept nogil:
+    """Sequences k:k+K (K <= MANY_MAX, at most the buffers' rows). Returns the fallbacks.
+
+    Rows of U in (copied, or gathered from the features when ``fused``),
+    :func:`_scaled_group`, in sequence order the boundary sums or the log-space
+    fallback (direct pair sums), then :func:`_pair_sums` of the others, and the
+    marginals out (copied, or scattered into the gradient).
+    """
+    cdef Py_ssize_t first[MANY_MAX]
+    cdef Py_ssize_t length[MANY_MAX]
+    cdef int failed[MANY_MAX]
+    cdef double lz[MANY_MAX]
+    cdef double wq[MANY_MAX]
+    cdef Py_ssize_t nnz = indices.shape[0]
+    cdef Py_ssize_t q, s, n, t, j
+    cdef int n_fallback = 0
+    cdef double* psi
+    for q in range(K):
+        s = offsets[k + q]
+        first[q] = s - offsets[k]
+        length[q] = offsets[k + q + 1] - s
+        wq[q] = weights[k + q]
+        psi = b.psi + first[q] * Lp
+        if fused:
+            _gather_sequence(&indptr[0], &indices[0], &data[0], binary, &code[0], &w[0],
+                             &W_hot[0, 0], s, length[q], L, Lp, nnz, psi)
+        else:
+            for t in range(length[q]):
+                for j in range(Lp):
+                    psi[t * Lp + j] = unary[s + t, j] if j < L else -INFINITY
+    _scaled_group(b, K, first, length, L, Lp, t_range, failed, lz)
+    for q in range(K):
+        s = offsets[k + q]
+        n = length[q]
+        if not failed[q]:
+            log_z[k + q] = lz[q] + shift_start + shift_end + (n - 1) * shift_trans
+            for j in range(Lp):
+                start_acc[j] += wq[q] * b.mu[first[q] * Lp + j]
+                end_acc[j] += wq[q] * b.mu[(first[q] + n - 1) * Lp + j]
+            if not fused:
+                for t in range(n):
+                    for j in range(L):
+                        marginals[s + t, j] = b.mu[(first[q] + t) * Lp + j]
+            continue
+        # Log space; the scaled pass touched no accumulator: nothing to undo.
+        n_fallback += 1
+        if fused:  # psi was overwritten: gather U again
+            psi = b.psi + first[q] * Lp
+            _gather_sequence(&indptr[0], &indices[0], &data[0], binary, &code[0], &w[0],
+                             &W_hot[0, 0], s, n, L, Lp, nnz, psi)
+            _log_sequence(psi, Lp, n, L, transition, start, end, wq[q], b.mu + first[q] * Lp,
+                          Lp, b.alpha + first[q] * Lp, b.rs + first[q], b.tmp, direct_acc,
+                          start_acc, end_acc, &log_z[k + q])
+        else:
+            _log_sequence(&unary[s, 0], L, n, L, transition, start, end, wq[q],
+                          &marginals[s, 0], L, b.alpha + first[q] * Lp, b.rs + first[q], b.tmp,
+                          direct_acc, start_acc, end_acc, &log_z[k + q])
+    _pair_sums(b, K, first, length, failed, wq, L, Lp, pair_acc)
+    if fused:
+        for q in range(K):
+            for t in range(length[q]):
+                scatter_token(&indptr[0], &indices[0], &data[0], binary, &code[0], grad_acc,
+                              hot_acc, Lp, b.mu + (first[q] + t) * Lp, wq[q],
+                              offsets[k + q] + t, Lp, nnz)
+    return n_fallback
+
+
 cdef int _batch(
     bint fused, const double[:, ::1] unary, double[:, ::1] marginals,
     const Py_ssize_t[::1] indptr, const int[::1] indices, const double[::1] data, bint binary,
@@ -372,57 +515,49 @@ cdef int _batch(
     double[:, ::1] scratch, Py_ssize_t max_length, double shift_start, double shift_end,
     double shift_trans, int n_threads,
 ) noexcept nogil:
-    """Both front ends: rows of U copied in and marginals out, or (fused) gathered and scattered."""
+    """Both front ends: rows of U copied in and marginals out, or (fused) gathered and scattered.
+
+    Chunk c (sequences 8c:8c+8) runs on thread c % n_threads into block c % n_acc
+    (see the header), in batches of consecutive sequences of at most max(its
+    longest, GROUP_ROWS) rows: batches depend on the chunk alone, so the sums do
+    not depend on the number of threads or on the other sequences.
+    """
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
+    cdef Py_ssize_t n_chunks = (n_seq + 7) // 8  # CHUNK
     cdef Py_ssize_t L = exp_trans.shape[0]
     cdef Py_ssize_t Lp = padded_width(L)
-    cdef Py_ssize_t nnz = indices.shape[0]
-    cdef Py_ssize_t k, s, n, t, j, a, g
     # Each set of accumulators has its own count (a multiple of n_threads).
     cdef Py_ssize_t n_acc = pair_acc.shape[0], n_grad = grad_acc.shape[0]
+    cdef Py_ssize_t ch, k, k1, kk, a, g, cap, rows, K
     cdef int tid
     cdef int n_fallback = 0
     cdef double t_range = tail_range(&transition[0, 0], &start[0], L, 1.0)
     cdef Buffers b
     _setup_threads(scratch, n_threads, L, max_length, exp_trans, exp_start, exp_end)
-    for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):  # CHUNK
+    for ch in prange(n_chunks, num_threads=n_threads, schedule='static', chunksize=1):
         tid = threadid()
-        a = (k // 8) % n_acc  # the block's accumulators (see the header)
-        g = (k // 8) % n_grad
+        a = ch % n_acc  # the block's accumulators (see the header)
+        g = ch % n_grad
         b = _buffers(&scratch[tid, 0], Lp, max_length)
-        s = offsets[k]
-        n = offsets[k + 1] - s
-        if fused:
-            _gather_sequence(&indptr[0], &indices[0], &data[0], binary, &code[0], &w[0],
-                             &W_hot[0, 0], s, n, L, Lp, nnz, b.psi)
-        else:
-            for t in range(n):
-                for j in range(Lp):
-                    b.psi[t * Lp + j] = unary[s + t, j] if j < L else -INFINITY
-        if _run(&b, n, L, Lp, weights[k], shift_start + shift_end + (n - 1) * shift_trans,
-                &pair_acc[a, 0, 0], &boundary_acc[a, 0, 0], &boundary_acc[a, 1, 0],
-                &log_z[k], t_range):
-            # Log space. The scaled pass touched no accumulator: nothing to undo.
-            if fused:  # psi was overwritten: gather U again
-                _gather_sequence(&indptr[0], &indices[0], &data[0], binary, &code[0], &w[0],
-                                 &W_hot[0, 0], s, n, L, Lp, nnz, b.psi)
-                _log_sequence(b.psi, Lp, n, L, transition, start, end, weights[k], b.mu, Lp,
-                              b.alpha, b.rs, b.tmp, &direct_acc[a, 0, 0], &boundary_acc[a, 0, 0],
-                              &boundary_acc[a, 1, 0], &log_z[k])
-            else:
-                _log_sequence(&unary[s, 0], L, n, L, transition, start, end, weights[k],
-                              &marginals[s, 0], L, b.alpha, b.rs, b.tmp, &direct_acc[a, 0, 0],
-                              &boundary_acc[a, 0, 0], &boundary_acc[a, 1, 0], &log_z[k])
-            n_fallback += 1
-        elif not fused:
-            for t in range(n):
-                for j in range(L):
-                    marginals[s + t, j] = b.mu[t * Lp + j]
-        if fused:
-            for t in range(n):
-                scatter_token(&indptr[0], &indices[0], &data[0], binary, &code[0],
-                              &grad_acc[g, 0], &hot_acc[g, 0, 0], Lp, b.mu + t * Lp,
-                              weights[k], s + t, Lp, nnz)
+        k = 8 * ch
+        k1 = k + 8 if k + 8 < n_seq else n_seq
+        cap = BATCH_ROWS
+        for kk in range(k, k1):
+            if offsets[kk + 1] - offsets[kk] > cap:
+                cap = offsets[kk + 1] - offsets[kk]
+        while k < k1:
+            K = 1
+            rows = offsets[k + 1] - offsets[k]
+            while k + K < k1 and rows + offsets[k + K + 1] - offsets[k + K] <= cap:
+                rows = rows + offsets[k + K + 1] - offsets[k + K]
+                K = K + 1
+            n_fallback += _group(fused, &b, k, K, unary, marginals, indptr, indices, data, binary,
+                                 code, w, W_hot, &grad_acc[g, 0], &hot_acc[g, 0, 0], transition,
+                                 start, end, offsets, weights, log_z, &pair_acc[a, 0, 0],
+                                 &direct_acc[a, 0, 0], &boundary_acc[a, 0, 0],
+                                 &boundary_acc[a, 1, 0], L, Lp, shift_start, shift_end,
+                                 shift_trans, t_range)
+            k = k + K
     return n_fallback
 
 

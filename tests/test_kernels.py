@@ -179,9 +179,10 @@ def _log_space_forward_backward(U, T, s, e):
     return log_z, np.exp(la + lb - log_z), pairs
 
 
-@pytest.mark.parametrize("n_labels", [9, 17, 22])
+@pytest.mark.parametrize("n_labels", [9, 17, 22, 33, 70])
 def test_forward_backward_with_padded_rows_matches_log_space(n_labels):
-    # More than 8 labels: the kernel's rows are padded to 16 or 24 doubles.
+    # More than 8 labels: the kernel's rows are padded to 16 to 72 doubles
+    # (33 and 70: one and two full column panels of the products, and a rest).
     rng = np.random.default_rng(n_labels)
     U, T, s, e, y, off = random_problem(rng, n_labels, lengths=(1, 2, 7, 30), scale=2.0)
     fb = forward_backward(U, T, s, e, off, n_threads=2)
