@@ -246,7 +246,7 @@ def test_default_mce_schedule_warms_up_from_zero_only():
     X, y = make_toy_chunks(30, seed=5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        zero = CRFTagger(loss="mce", max_iter=6, random_state=0).fit(X, y)
+        zero = CRFTagger(loss="mce", init=None, max_iter=6, random_state=0).fit(X, y)
         fit = CRFTagger(loss="mce", init="cll", max_iter=6).fit(X, y)
         qp = CRFTagger(loss="mce", init="cll", max_iter=6, solver="quickprop").fit(X, y)
     # Ten SGD epochs, then QuickProp (which stops at once where no step descends).
