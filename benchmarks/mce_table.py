@@ -24,7 +24,13 @@ for every MCE row and initialisation; the ``map`` initialisation starts
 from the MAP model with MAP's chosen C (on the development split: the MAP
 fit on the rest), then trains the row's loss with the row's C.
 ``--select map`` chooses C for the MAP row only and uses it for every row
-(one grid instead of one per row; ML has no C). The paper's grid is
+(one grid instead of one per row; ML has no C). ``--select joint`` chooses
+the C of a row from MAP together with the C of its MAP start (every pair of
+``--C-grid`` x ``--stage-C-grid``; each MAP start is fitted once).
+``--stage-C-grid`` is the grid of the MCE rows' C (default: ``--C-grid``,
+which is then the grid of MAP and of the starts). ``--cache DIR`` keeps
+every fit (MAP models, each row's predictions) so a run cut short
+resumes; the rows from zero run with ``init=None``. The paper's grid is
 ``--C-grid 1e-5 1e-4 ... 1e5``. Features: ``--template conll2000`` (the
 CRF++ template, ``CONLL2000_TEMPLATE``, default) or ``suzuki2006`` (the
 paper's section 5.2, ``SUZUKI2006_TEMPLATE``), computed once.

@@ -254,9 +254,11 @@ def test_default_mce_schedule_warms_up_from_zero_only():
     assert zero.n_parameters_ == fit.n_parameters_  # SGD trains the CLL layout
     assert fit.n_iter_ == 6  # from a CLL fit: QuickProp alone, on the CLL layout
     assert_array_equal(fit.coef_, qp.coef_)
-    schedule = make_solver(get_loss_tags(get_loss("mce_f")).default_solver)
+    schedule = make_solver(get_loss_tags(get_loss("mce")).default_solver)
     assert schedule.for_start(from_zero=False).name == "quickprop"
     assert schedule.for_start(from_zero=True) is schedule
+    any_start = make_solver(get_loss_tags(get_loss("mce_f")).default_solver)
+    assert any_start.for_start(from_zero=False) is any_start  # the SGD epochs from a fit too
 
 
 @pytest.mark.parametrize("solver,match", [

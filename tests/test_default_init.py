@@ -43,3 +43,22 @@ def test_init_refuses_an_unknown_start():
     X, y = make_toy_chunks(5, seed=2)
     with pytest.raises(ValueError, match="init"):
         CRFTagger(init="zeros").fit(X, y)
+
+
+def test_mce_f_default_solver_runs_the_sgd_epochs_from_a_fit_too():
+    X, y = make_toy_chunks(30, seed=5)
+    # From zero: the same schedule as Suzuki et al.'s 'suzuki2006'.
+    zero = _fit(X, y, loss="mce_f", init=None)
+    paper = _fit(X, y, loss="mce_f", init=None, solver="suzuki2006")
+    assert_array_equal(zero.coef_, paper.coef_)
+    # From a CLL fit: ten SGD epochs, then QuickProp (suzuki2006: QuickProp alone).
+    auto = _fit(X, y, loss="mce_f")
+    quickprop = _fit(X, y, loss="mce_f", solver="suzuki2006")
+    assert auto.n_iter_ >= 10 and quickprop.n_iter_ <= 8
+    # One fit with the CLL start is the CLL fit continued by warm_start.
+    warm = _fit(X, y, loss="cll")
+    warm.set_params(loss="mce_f", warm_start=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warm.fit(X, y)
+    assert_array_equal(auto.coef_, warm.coef_)
