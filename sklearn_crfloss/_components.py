@@ -66,7 +66,7 @@ def starts_from_cll(est, tags, warm):
     bool
         True for ``init='cll'`` with any loss but CLL, and for
         ``init='auto'`` with a loss trained from a fit (``needs_init``:
-        MCE, MCE-F, labelwise, risk, Jensen risk bound) unless training
+        MCE, MCE-F, the marginal losses, risk, Jensen risk bound) unless training
         warm-starts: Suzuki et al. (2006) start MCE and MCE-F from the MAP
         model (their Table 2), which scored higher than a start from zero.
     """

@@ -130,7 +130,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         with the same prior and ``init_C``, then train ``loss`` from there (the
         MAP initialisation of Suzuki et al. 2006, Table 2); a no-op when
         ``loss='cll'``. ``'auto'``: ``'cll'`` for the losses trained from a fit
-        (MCE, MCE-F, labelwise, risk, JRB) unless warm-starting, else None.
+        (MCE, MCE-F, the marginal losses, risk, JRB) unless warm-starting, else None.
     init_C : float or None, default=None
         ``C`` of the ``init='cll'`` stage, ``> 0``; None: ``C``. The start
         and the loss may need different strengths: the MCE losses' data
