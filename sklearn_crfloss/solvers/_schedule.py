@@ -285,25 +285,23 @@ class Suzuki2006(Schedule):
 class GPDQuickProp(Suzuki2006):
     """Ten SGD epochs, then QuickProp, from any start (``solver='gpd_quickprop'``).
 
-    Suzuki et al.'s schedule (:class:`Suzuki2006`) with its SGD ("online
-    GPD") epochs run from a fit too (``warm_up=0``), as section 5.1 and
-    footnote 2 of the paper describe it for every start. The default of
+    Suzuki et al.'s schedule (:class:`Suzuki2006`, section 5.1 and footnote
+    2 of their 2006 paper) with its SGD ("online GPD") epochs run from a fit
+    too, as the paper describes them for every start. The default of
     ``loss='mce_f'``: from the MAP model of ``C = 1`` on CoNLL-2000 it scored
     above QuickProp alone on the development split (93.64 against 93.52
-    F1) and it is the same schedule from zero.
+    F1), and from zero it is the same schedule.
 
     Parameters
     ----------
     stages : list, default=[('sgd', 10), 'quickprop']
-        As :class:`Schedule`'s.
+        The stages, run in order (:class:`Schedule`).
     warm_up : int, default=0
-        As :class:`Schedule`'s.
+        No stage is skipped when training starts from a fit.
 
-    References
-    ----------
-    J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
-    fields with multivariate evaluation measures. ACL. Section 5.1,
-    footnote 2.
+    See Also
+    --------
+    Suzuki2006 : The same stages, the SGD epochs from zero only.
     """
 
     name = "gpd_quickprop"
