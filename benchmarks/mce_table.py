@@ -24,7 +24,13 @@ for every MCE row and initialisation; the ``map`` initialisation starts
 from the MAP model with MAP's chosen C (on the development split: the MAP
 fit on the rest), then trains the row's loss with the row's C.
 ``--select map`` chooses C for the MAP row only and uses it for every row
-(one grid instead of one per row; ML has no C). The paper's grid is
+(one grid instead of one per row; ML has no C). ``--select joint`` chooses
+the C of a row from MAP together with the C of its MAP start (every pair of
+``--C-grid`` x ``--stage-C-grid``; each MAP start is fitted once).
+``--stage-C-grid`` is the grid of the MCE rows' C (default: ``--C-grid``,
+which is then the grid of MAP and of the starts). ``--cache DIR`` keeps
+every fit (MAP models, each row's predictions) so a run cut short
+resumes; the rows from zero run with ``init=None``. The paper's grid is
 ``--C-grid 1e-5 1e-4 ... 1e5``. Features: ``--template conll2000`` (the
 CRF++ template, ``CONLL2000_TEMPLATE``, default) or ``suzuki2006`` (the
 paper's section 5.2, ``SUZUKI2006_TEMPLATE``), computed once.
@@ -130,7 +136,8 @@ def fit(X, y, loss, prior, C, args, warm_from=None):
     eta0 = "auto" if args.eta0 is None else args.eta0
     if warm_from is None:
         crf = CRFTagger(loss=loss, prior=prior, C=C, max_iter=max_iter, solver=solver,
-                        eta0=eta0, random_state=0, n_jobs=args.n_jobs, callback=clock)
+                        eta0=eta0, random_state=0, n_jobs=args.n_jobs, callback=clock,
+                        init=None)  # from zero (Table 1); from MAP: warm_from
     else:
         crf = warm_from
         crf.set_params(loss=loss, C=C, warm_start=True, callback=clock, max_iter=max_iter,
@@ -152,6 +159,78 @@ def copy_fitted(crf):
     return copy.deepcopy(crf)
 
 
+def _cache_file(args, kind, where):
+    """Path of one cached fit under ``--cache`` (None: no cache)."""
+    if not getattr(args, "cache", None):
+        return None
+    import hashlib
+    import json
+
+    spec = dict(where, kind=kind, template=args.template, solver=args.solver, eta0=args.eta0,
+                max_iter=args.max_iter, mce_max_iter=args.mce_max_iter,
+                segment_match=SEGMENT_MATCH[0])
+    digest = hashlib.md5(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+    return os.path.join(args.cache, f"{kind}-{digest}.pkl")
+
+
+def _load(args, kind, where):
+    import pickle
+
+    path = _cache_file(args, kind, where)
+    if path is None or not os.path.exists(path):
+        return None
+    with open(path, "rb") as f:
+        return pickle.load(f)
+
+
+def _store(args, kind, where, value):
+    import pickle
+
+    path = _cache_file(args, kind, where)
+    if path is None:
+        return
+    os.makedirs(args.cache, exist_ok=True)
+    with open(path + ".tmp", "wb") as f:
+        pickle.dump(value, f)
+    os.replace(path + ".tmp", path)
+
+
+def map_start(X_tr, y_tr, C, args, map_models):
+    """The MAP model of ``C`` on ``X_tr`` (fitted once: memory, then ``--cache``)."""
+    if C not in map_models:
+        where = dict(n_fit=len(X_tr), C=C)
+        model = _load(args, "map", where)
+        if model is None:
+            model = fit(X_tr, y_tr, "cll", "l2", C, args)
+            _store(args, "map", where, model)
+        map_models[C] = model
+    return map_models[C]
+
+
+def fit_row(X_tr, y_tr, X_te, y_te, key, init, C, C_start, args, map_models):
+    """Fit and score one row; the MAP start of ``init='map'`` comes from ``map_start``."""
+    name, make_loss, prior = ROWS[key]
+    start = end = float("nan")
+    if init == "map":
+        base_model = map_start(X_tr, y_tr, C_start, args, map_models)
+        base = copy_fitted(base_model[0])
+        start = objective_at(base, X_tr, y_tr, make_loss(), C, args.n_jobs)
+        crf, sec, per_it = fit(X_tr, y_tr, make_loss(), prior, C, args, warm_from=base)
+        end = objective_at(crf, X_tr, y_tr, make_loss(), C, args.n_jobs)
+        sec_total = sec + base_model[1]
+    elif key == "map":
+        crf, sec, per_it = map_start(X_tr, y_tr, C, args, map_models)
+        sec_total = sec
+    else:
+        crf, sec, per_it = fit(X_tr, y_tr, make_loss(), prior, C, args)
+        sec_total = sec
+    f1, acc, pred = evaluate(crf, X_te, y_te)
+    return dict(row=name, key=key, init=init, C=C, f1=f1, acc=acc, C_start=C_start,
+                max_iter=crf.max_iter, start=start, end=end, fit_s=sec_total,
+                n_iter=crf.n_iter_, s_per_iter=per_it, converged=crf.converged_, pred=pred,
+                load=os.getloadavg()[0])
+
+
 def run_rows(X_tr, y_tr, X_te, y_te, rows, inits, C_of, args, log, map_models=None,
              start_of=None):
     """Fit and score ``rows`` x ``inits``; ``C_of(key, init)`` gives C (init '-' for ML, MAP).
@@ -165,31 +244,15 @@ def run_rows(X_tr, y_tr, X_te, y_te, rows, inits, C_of, args, log, map_models=No
     results = []
     map_models = {} if map_models is None else map_models
     for key in rows:
-        name, make_loss, prior = ROWS[key]
-        plain = key in ("ml", "map")
-        for init in (["-"] if plain else inits):
+        for init in (["-"] if key in ("ml", "map") else inits):
             C = C_of(key, init)
-            start = end = float("nan")
-            if init == "map":
-                C_map = start_of(key)
-                if C_map not in map_models:
-                    map_models[C_map] = fit(X_tr, y_tr, "cll", "l2", C_map, args)
-                base = copy_fitted(map_models[C_map][0])
-                start = objective_at(base, X_tr, y_tr, make_loss(), C, args.n_jobs)
-                crf, sec, per_it = fit(X_tr, y_tr, make_loss(), prior, C, args, warm_from=base)
-                end = objective_at(crf, X_tr, y_tr, make_loss(), C, args.n_jobs)
-                sec_total = sec + map_models[C_map][1]
-            else:
-                crf, sec, per_it = fit(X_tr, y_tr, make_loss(), prior, C, args)
-                sec_total = sec
-                if key == "map":
-                    map_models[C] = (crf, sec, per_it)
-            f1, acc, pred = evaluate(crf, X_te, y_te)
-            row = dict(row=name, key=key, init=init, C=C, f1=f1, acc=acc,
-                       C_start=start_of(key) if init == "map" else None,
-                       max_iter=crf.max_iter, start=start, end=end,
-                       fit_s=sec_total, n_iter=crf.n_iter_, s_per_iter=per_it,
-                       converged=crf.converged_, pred=pred)
+            C_start = start_of(key) if init == "map" else None
+            where = dict(n_fit=len(X_tr), n_eval=len(X_te), key=key, init=init, C=C,
+                         C_start=C_start)
+            row = _load(args, "row", where)
+            if row is None:
+                row = fit_row(X_tr, y_tr, X_te, y_te, key, init, C, C_start, args, map_models)
+                _store(args, "row", where, row)
             results.append(row)
             log(row)
     return results, map_models
@@ -207,11 +270,12 @@ def select_C(F, y, args, log):
     chosen = {("ml", "-"): args.C_grid[0]}  # ML has no C
     starts = {}
     dev_maps = {}
+    stage_grid = args.stage_C_grid or args.C_grid
 
     def best_pair(key):
         scores = {}
         for C_start in args.C_grid:
-            for C in args.C_grid:
+            for C in stage_grid:
                 print(f"dev: {key} init=map C_start={C_start:g} C={C:g}", flush=True)
                 res = run_rows(*split, [key], ["map"], lambda k, i, C=C: C, args, log,
                                dev_maps, start_of=lambda k, C_start=C_start: C_start)[0]
@@ -220,13 +284,14 @@ def select_C(F, y, args, log):
 
     def best(key, init):
         scores = []
-        for C in args.C_grid:
+        grid = args.C_grid if key == "map" else stage_grid
+        for C in grid:
             print(f"dev: {key} init={init} C={C:g}", flush=True)
             res = run_rows(*split, [key], [init],
                            lambda k, i, C=C: C if (k, i) == (key, init) else chosen[("map", "-")],
                            args, log, dev_maps)[0]
             scores.append(res[-1]["f1"])
-        chosen[(key, init)] = args.C_grid[int(np.argmax(scores))]
+        chosen[(key, init)] = grid[int(np.argmax(scores))]
 
     best("map", "-")
     for key in args.rows:
@@ -309,6 +374,12 @@ def main(argv=None):
     p.add_argument("--init", nargs="+", default=["zero", "map"], choices=["zero", "map"])
     p.add_argument("--C", type=float, default=None, help="one C for every row")
     p.add_argument("--C-grid", type=float, nargs="+", default=None)
+    p.add_argument("--stage-C-grid", type=float, nargs="+", default=None,
+                   help="with --C-grid: the grid of the MCE rows' C (default: --C-grid; "
+                        "--C-grid is then the grid of MAP and of the MAP starts)")
+    p.add_argument("--cache", default=None,
+                   help="directory caching every fit (MAP models, rows' predictions), "
+                        "so that a run cut short resumes")
     p.add_argument("--dev", type=int, default=2000, help="last training sentences held out")
     p.add_argument("--select", choices=["each", "map", "joint"], default="each",
                    help="with --C-grid: choose C per row ('each'), for the MAP row only "
@@ -369,8 +440,9 @@ def main(argv=None):
     results, map_models = run_rows(F_train, y_train, F_test, y_test, args.rows, args.init,
                                    C_of, args, log, start_of=start_of)
     if args.time_evals:
-        C = C_of("map", "-") if "map" in args.rows else next(iter(map_models))
-        t = time_evaluations(F_train, y_train, map_models[C][0], args.rows, args.time_evals)
+        C = C_of("map", "-")
+        start = map_start(F_train, y_train, C, args, map_models)[0]
+        t = time_evaluations(F_train, y_train, start, args.rows, args.time_evals)
         print("seconds per objective evaluation at the MAP solution (C=%g):" % C, flush=True)
         for key, sec in t.items():
             print(f"  {ROWS[key][0]:<15} {sec:.3f} s  ({sec / t['map']:.2f} x CLL)", flush=True)

@@ -124,13 +124,13 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         Feature-dict input only: if an int (below 2**31), hash with
         :class:`~sklearn.feature_extraction.FeatureHasher` into that many columns
         (keeping those seen in training) instead of a ``DictVectorizer``.
-    init : {None, 'cll'}, default=None
+    init : {'auto', None, 'cll'}, default='auto'
         Starting point of training. None: zeros (or the previous fit with
         ``warm_start=True``). ``'cll'``: first fit conditional log-likelihood
-        with the same prior and ``C``, then train ``loss`` from there (the
-        MAP initialisation that nonconvex losses need, Suzuki et al. 2006,
-        Table 2); a no-op when ``loss='cll'``. Usable inside GridSearchCV and
-        Pipelines, unlike a manual ``warm_start`` sequence.
+        with the same prior and ``init_C``, then train ``loss`` from there (the
+        MAP initialisation of Suzuki et al. 2006, Table 2); a no-op when
+        ``loss='cll'``. ``'auto'``: ``'cll'`` for the losses trained from a fit
+        (MCE, MCE-F, the marginal losses, risk, JRB) unless warm-starting, else None.
     init_C : float or None, default=None
         ``C`` of the ``init='cll'`` stage, ``> 0``; None: ``C``. The start
         and the loss may need different strengths: the MCE losses' data
@@ -347,7 +347,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         "all_possible_states": ["boolean"],
         "boundary_potentials": ["boolean"],
         "feature_hashing": [None, Interval(Integral, 1, 2**31 - 1, closed="both")],  # int32
-        "init": [None, StrOptions({"cll"})],
+        "init": [None, StrOptions({"cll", "auto"})],
         "init_C": [None, Interval(Real, 0, None, closed="neither")],
         "solver": [None, StrOptions(set(SOLVERS)), list, tuple, HasMethods(["solve"])],
         "average": ["boolean", Interval(Integral, 1, None, closed="left")],
@@ -378,7 +378,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         all_possible_states=False,
         boundary_potentials=True,
         feature_hashing=None,
-        init=None,
+        init="auto",
         init_C=None,
         solver=None,
         average=True,
@@ -539,7 +539,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
             snapshot=lambda t: self._snapshot(features, classes, layout, t, loss, prior))
         publish(self, self._snapshot(features, classes, layout, theta, loss, prior, info))
         if self.verbose:
-            print(info.summary(self.objective_, self.init == "cll",
+            print(info.summary(self.objective_, info.init_n_iter > 0,
                                time.perf_counter() - t0), flush=True)
         return self
 

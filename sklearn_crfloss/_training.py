@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ._components import starts_from_cll
 from .losses import ConditionalLogLikelihood
 from .losses._base import get_loss_tags
 from .solvers import ConvergenceMonitor, default_solver, make_solver
@@ -270,7 +271,7 @@ def train_stages(est, objective, loss, prior, solver, x0, from_zero, validation=
     C = float(est.C)
     tags = get_loss_tags(loss)
     name = tags.name or type(loss).__name__
-    if est.init == "cll" and name != "cll":
+    if starts_from_cll(est, tags, warm=not from_zero) and name != "cll":
         t0 = time.perf_counter()
         cll = ConditionalLogLikelihood()
         init_solver = make_solver(default_solver(cll, prior))

@@ -246,7 +246,7 @@ def test_default_mce_schedule_warms_up_from_zero_only():
     X, y = make_toy_chunks(30, seed=5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        zero = CRFTagger(loss="mce", max_iter=6, random_state=0).fit(X, y)
+        zero = CRFTagger(loss="mce", init=None, max_iter=6, random_state=0).fit(X, y)
         fit = CRFTagger(loss="mce", init="cll", max_iter=6).fit(X, y)
         qp = CRFTagger(loss="mce", init="cll", max_iter=6, solver="quickprop").fit(X, y)
     # Ten SGD epochs, then QuickProp (which stops at once where no step descends).
@@ -254,9 +254,11 @@ def test_default_mce_schedule_warms_up_from_zero_only():
     assert zero.n_parameters_ == fit.n_parameters_  # SGD trains the CLL layout
     assert fit.n_iter_ == 6  # from a CLL fit: QuickProp alone, on the CLL layout
     assert_array_equal(fit.coef_, qp.coef_)
-    schedule = make_solver(get_loss_tags(get_loss("mce_f")).default_solver)
+    schedule = make_solver(get_loss_tags(get_loss("mce")).default_solver)
     assert schedule.for_start(from_zero=False).name == "quickprop"
     assert schedule.for_start(from_zero=True) is schedule
+    any_start = make_solver(get_loss_tags(get_loss("mce_f")).default_solver)
+    assert any_start.for_start(from_zero=False) is any_start  # the SGD epochs from a fit too
 
 
 @pytest.mark.parametrize("solver,match", [

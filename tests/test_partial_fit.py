@@ -51,7 +51,8 @@ def _assert_same_model(a, b, rtol=1e-10):
 def test_one_call_is_one_epoch_of_fit(params):
     X, y = make_toy_chunks(80, seed=3)
     rule = params["loss"] if params["loss"] in ("perceptron", "mira") else "sgd"
-    full = _fit_quietly(CRFTagger(solver=rule, max_iter=1, random_state=0, **params), X, y)
+    full = _fit_quietly(CRFTagger(solver=rule, max_iter=1, init=None, random_state=0, **params),
+                        X, y)
     part = CRFTagger(random_state=0, **params).partial_fit(X, y, classes=CLASSES)
     _assert_same_model(part, full)
     assert part.n_iter_ == 1 and not part.converged_

@@ -583,6 +583,9 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         # Docstring inherited: a ratio of corpus-level sums, not a sum over sequences.
         tags = super().__loss_tags__()
         tags.additive = False
+        # The SGD epochs from a fit too: they won on the development split
+        # (see :class:`sklearn_crfloss.solvers.GPDQuickProp`).
+        tags.default_solver = "gpd_quickprop"
         return tags
 
     _parameter_constraints: dict = {

@@ -20,9 +20,9 @@ from ._online import MIRA, StructuredPerceptron
 from ._owlqn import OWLQN, minimize_liblbfgs
 from ._quickprop import QuickProp
 from ._rprop import Rprop
-from ._schedule import SOLVERS, Schedule, Suzuki2006, default_solver, make_solver
+from ._schedule import SOLVERS, GPDQuickProp, Schedule, Suzuki2006, default_solver, make_solver
 from ._sgd import SGD
 
-__all__ = ["BaseSolver", "ConvergenceMonitor", "HeldOutScore", "LBFGS", "MIRA", "OWLQN",
-           "QuickProp", "Rprop", "SGD", "SOLVERS", "Schedule", "StructuredPerceptron", "Suzuki2006",
-           "default_solver", "make_solver", "minimize_lbfgs", "minimize_liblbfgs"]
+__all__ = ["BaseSolver", "ConvergenceMonitor", "GPDQuickProp", "HeldOutScore", "LBFGS", "MIRA",
+           "OWLQN", "QuickProp", "Rprop", "SGD", "SOLVERS", "Schedule", "StructuredPerceptron",
+           "Suzuki2006", "default_solver", "make_solver", "minimize_lbfgs", "minimize_liblbfgs"]

@@ -1,0 +1,195 @@
+"""MCE-F from MAP: candidate defaults screened on the development split.
+
+Suzuki et al. (2006), Table 2 protocol on CoNLL-2000: the last ``--dev``
+training sentences are held out (the paper's footnote 3), MAP
+(``loss='cll'``, L2, ``C = --init-C``) is fitted once on the rest, then
+every ``--variant`` continues MCE-F (Eq. 16, ``false_positives='gold'``)
+from that model (``warm_start=True``) and is scored on the held-out
+sentences. ``--init zero`` runs the variants from zero parameters instead
+(Table 1), to check that a candidate default does not hurt MCE-F from zero.
+
+Variants (``NAME`` or ``NAME:VALUE``)::
+
+    default          the package defaults (alpha=1, C=--C, the loss's solver)
+    alpha:A          SegmentFScoreMCE(alpha=A)
+    C:C              the MCE-F stage's C (the start keeps --init-C)
+    centred:C        GaussianPrior(mean=<the start's parameters>) with this C:
+                     MCE-F as a regularised refinement of MAP
+    centred_alpha:A  the centred prior (C=--C) and alpha=A
+    solver:S         solver S ('rprop', 'quickprop', 'sgd', 'paper' =
+                     [('sgd', 10), 'quickprop'])
+    chunks           segment_match='chunks'
+
+Every fit is cached (``--cache``: the MAP start as a pickle, each variant's
+development F1 and predictions as JSON), so a run cut short resumes; with
+``--test`` the variants are refitted on the full training set and tested
+against MAP of the same start C (paired bootstrap and McNemar)::
+
+    SKLEARN_CRFLOSS_DATA=../shared/data nice -n 15 python benchmarks/mcef_defaults.py \\
+        --variant default alpha:0.1 C:10 centred:1 solver:paper
+
+Timed runs are never tests; see benchmarks/README.md for measured tables.
+"""
+
+import argparse
+import copy
+import hashlib
+import json
+import os
+import pickle
+import sys
+import time
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _common import training_objective  # noqa: E402
+from mce_table import conll2000_features  # noqa: E402
+from sklearn_crfloss import CRFTagger  # noqa: E402
+from sklearn_crfloss.losses import SegmentFScoreMCE  # noqa: E402
+from sklearn_crfloss.metrics import (mcnemar_test, paired_bootstrap_test,  # noqa: E402
+                                     segment_f1_score)
+from sklearn_crfloss.priors import GaussianPrior  # noqa: E402
+
+SOLVERS = {"paper": [("sgd", 10), "quickprop"]}
+
+
+def make_stage(variant, args, theta0):
+    """``(loss, set_params kwargs)`` of one variant."""
+    name, _, value = variant.partition(":")
+    loss_kw, params = {}, dict(C=args.C, solver=None, prior="l2")
+    if name == "alpha":
+        loss_kw["alpha"] = float(value)
+    elif name == "C":
+        params["C"] = float(value)
+    elif name in ("centred", "centred_alpha"):
+        params["prior"] = GaussianPrior(mean=theta0)
+        if name == "centred":
+            params["C"] = float(value)
+        else:
+            loss_kw["alpha"] = float(value)
+    elif name == "solver":
+        params["solver"] = SOLVERS.get(value, value)
+    elif name == "chunks":
+        loss_kw["segment_match"] = "chunks"
+    elif name != "default":
+        raise ValueError(f"unknown variant {variant!r}")
+    return SegmentFScoreMCE(**loss_kw), params
+
+
+def cached(path, compute):
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    value = compute()
+    with open(path + ".tmp", "wb") as f:
+        pickle.dump(value, f)
+    os.replace(path + ".tmp", path)
+    return value
+
+
+def run(F_tr, y_tr, F_ev, y_ev, args, tag):
+    """MAP start and every variant on one split; ``tag`` names the split in the cache."""
+    key = f"{tag}-{args.template}-{args.init_C:g}-{len(F_tr)}-{len(F_ev)}"
+
+    def fit_map():
+        t0 = time.perf_counter()
+        crf = CRFTagger(C=args.init_C, n_jobs=args.n_jobs).fit(F_tr, y_tr)
+        return crf, time.perf_counter() - t0
+
+    start, sec = cached(os.path.join(args.cache, f"map-{key}.pkl"), fit_map)
+    map_pred = [list(p) for p in start.predict(F_ev)]
+    print(f"[{tag}] MAP C={args.init_C:g}: F1 {100 * segment_f1_score(y_ev, map_pred):.2f}, "
+          f"{start.n_iter_} iterations, {sec:.0f} s", flush=True)
+    objective, theta0, _, _ = training_objective(start, F_tr, y_tr, n_threads=args.n_jobs)
+    assert theta0.size == start.n_parameters_
+    for alpha in args.saturation_alphas:
+        loss = SegmentFScoreMCE(alpha=alpha)
+        loss.set_classes(start.classes_)
+        value = objective.value_and_grad(theta0, loss, GaussianPrior(), args.C)[0]
+        print(f"[{tag}] at the start, alpha={alpha:g}: saturation_ {loss.saturation_:.3f}, "
+              f"objective {value:.1f}", flush=True)
+    out = {}
+    for variant in args.variant:
+        vkey = hashlib.md5(f"{key}-{variant}-{args.C:g}-{args.init}-{args.max_iter}"
+                           .encode()).hexdigest()[:10]
+        path = os.path.join(args.cache, f"var-{vkey}.pkl")
+
+        def fit_variant(variant=variant):
+            loss, params = make_stage(variant, args, theta0)
+            t0 = time.perf_counter()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                if args.init == "map":
+                    crf = copy.deepcopy(start)
+                    crf.set_params(loss=loss, warm_start=True, max_iter=args.max_iter,
+                                   random_state=0, **params)
+                else:
+                    if params["prior"] != "l2":
+                        raise ValueError("the centred prior needs --init map")
+                    crf = CRFTagger(loss=loss, max_iter=args.max_iter, random_state=0,
+                                    n_jobs=args.n_jobs, init=None, **params)
+                crf.fit(F_tr, y_tr)
+            sec = time.perf_counter() - t0
+            sat = getattr(crf.loss, "saturation_", float("nan"))
+            pred = [list(p) for p in crf.predict(F_ev)]
+            return dict(variant=variant, f1=100 * segment_f1_score(y_ev, pred), pred=pred,
+                        n_iter=crf.n_iter_, stop=crf.stop_reason_, sec=sec,
+                        saturation=sat, loss_curve=list(map(float, crf.loss_curve_)),
+                        warnings=sorted({str(w.message)[:90] for w in caught}))
+
+        r = cached(path, fit_variant)
+        out[variant] = r
+        curve = r["loss_curve"]
+        fall = 100 * (1 - curve[-1] / curve[0]) if len(curve) > 1 and curve[0] else 0.0
+        print(f"[{tag}] {variant:<18} init={args.init} F1 {r['f1']:.2f} "
+              f"({r['f1'] - 100 * segment_f1_score(y_ev, map_pred):+.2f}) "
+              f"iters {r['n_iter']} ({r['stop']}) objective -{fall:.1f}% "
+              f"{r['sec']:.0f} s  load {os.getloadavg()[0]:.1f}  {r['warnings']}", flush=True)
+    return map_pred, out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--variant", nargs="+", default=["default"])
+    p.add_argument("--init", choices=["map", "zero"], default="map")
+    p.add_argument("--init-C", type=float, default=1.0, help="C of the MAP start")
+    p.add_argument("--C", type=float, default=1.0, help="C of the MCE-F stage")
+    p.add_argument("--dev", type=int, default=2000)
+    p.add_argument("--train-sentences", type=int, default=None, help="prefix, quick runs")
+    p.add_argument("--template", default="conll2000", choices=["conll2000", "suzuki2006"])
+    p.add_argument("--max-iter", type=int, default=60)
+    p.add_argument("--n-jobs", type=int, default=1)
+    p.add_argument("--test", action="store_true",
+                   help="refit on the full training set, test against MAP")
+    p.add_argument("--saturation-alphas", type=float, nargs="*", default=[],
+                   help="print the start's saturation_ at these alpha")
+    p.add_argument("--n-resamples", type=int, default=2000)
+    p.add_argument("--cache", default="benchmarks/results/mcef_defaults")
+    args = p.parse_args(argv)
+    os.makedirs(args.cache, exist_ok=True)
+    print("command:", " ".join(["python"] + sys.argv), flush=True)
+    F, y, F_te, y_te = conll2000_features(args.template, args.train_sentences,
+                                          None if args.test else 0)
+    if not args.test:
+        n_fit = len(F) - args.dev
+        run(F[:n_fit], y[:n_fit], F[n_fit:], y[n_fit:], args, "dev")
+        return
+    map_pred, out = run(F, y, F_te, y_te, args, "test")
+    print(f"\nagainst MAP (C={args.init_C:g}), {args.n_resamples} resamples, "
+          f"load {os.getloadavg()}")
+    print("| variant | test F1 | vs MAP | 95% CI | p (bootstrap) | p (McNemar sent. / tok.) |")
+    print("|---|---|---|---|---|---|")
+    for variant, r in out.items():
+        boot = paired_bootstrap_test(y_te, r["pred"], map_pred, n_resamples=args.n_resamples,
+                                     random_state=0)
+        sent = mcnemar_test(y_te, r["pred"], map_pred, unit="sentence")
+        tok = mcnemar_test(y_te, r["pred"], map_pred, unit="token")
+        lo, hi = boot.confidence_interval
+        print(f"| {variant} | {r['f1']:.2f} | {100 * boot.difference:+.2f} | "
+              f"[{100 * lo:+.2f}, {100 * hi:+.2f}] | {boot.pvalue:.3g} | "
+              f"{sent.pvalue:.2g} / {tok.pvalue:.2g} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
