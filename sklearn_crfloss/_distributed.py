@@ -449,13 +449,17 @@ class DistributedObjective:
         grad = np.zeros(self.n_params)
         state = grad[:layout.n_state]
         acc = Accumulators(1, layout.n_labels)
-        n_fallback = 0
+        n_fallback, first = 0, True
         for index, state_index, reply in zip(self._index, self._state_index, replies):
             log_z[index] = reply["log_z"]
             # Blocks in block order; 0 + x is x and a block is exactly 0
             # where it is not sent: the sums of one process.
             for touched, block in zip(state_index, reply["state"]):
-                state[touched] += block
+                if first:  # onto zeros
+                    state[touched] = block
+                    first = False
+                else:
+                    state[touched] += block
             blocks = reply["blocks"]
             acc.pair[blocks], acc.direct[blocks] = reply["pair"], reply["direct"]
             acc.boundary[blocks] = reply["boundary"]
