@@ -1,12 +1,14 @@
 """Where DaskCRFTagger's time goes on CoNLL-2000: one evaluation of the CLL objective.
 
 Measured in one process, against the same evaluation of ``CRFTagger``'s
-objective with 1 and 2 threads: the parameter count and bytes sent, the
-wall time of one distributed evaluation (parameters to every worker, one
-reply from each, the client's reduction), the compute time on each worker
-(inside the task), and the round trips of empty tasks (scheduler latency),
-of the parameters out and nothing back, and of the parameters out and a
-gradient back. ``--evaluations`` evaluations each (best of, mean reported).
+objective with 1 and 2 threads: the parameter count and the bytes sent
+and received per evaluation, the wall time of one distributed evaluation
+(each worker's actor called directly with the parameters its sequences
+use, one reply from each, the client's reduction), the compute time on
+each worker (inside the call), the round trips of calls to an actor on
+every worker (empty, with the parameters out, with the parameters out and
+the replies back), and the client's reduction of the replies.
+``--evaluations`` repeats each, interleaved; median and minimum reported.
 
 Usage::
 
@@ -23,22 +25,33 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 
 
-def _worker_compute(theta, loss, exact, data):
-    t0 = time.perf_counter()
-    data.evaluate(theta, loss, exact)
-    return time.perf_counter() - t0
+class Probe:
+    """An actor next to a worker's data: the parts of one evaluation, timed apart."""
+
+    def __init__(self, data):
+        self.data = data
+        self.reply = None
+
+    def empty(self):
+        return 0
+
+    def parameters_out(self, values):
+        return 0
+
+    def replies_back(self, values, loss, exact):
+        if self.reply is None:
+            self.reply = self.data.evaluate(values, loss, exact)
+        return self.reply
+
+    def compute(self, values, loss, exact):
+        t0 = time.perf_counter()
+        self.data.evaluate(values, loss, exact)
+        return time.perf_counter() - t0
 
 
-def _nothing(theta, data):
-    return 0
-
-
-def _gradient_back(theta, data):
-    return 0.0, np.zeros(theta.shape[0])
-
-
-def _load():
-    return os.getloadavg()[0]
+def _nbytes(reply):
+    return sum(v.nbytes for k, v in reply.items() if isinstance(v, np.ndarray)) + sum(
+        v.nbytes for v in reply.get("state", ()))
 
 
 def main(argv=None):
@@ -53,9 +66,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--partitions", type=int, default=4)
-    parser.add_argument("--evaluations", type=int, default=10)
+    parser.add_argument("--evaluations", type=int, default=20)
     args = parser.parse_args(argv)
-    N = args.evaluations
     X_train, y_train, _, _ = _common.conll2000_run()
     objectives = {}
     train = CRFTagger._train
@@ -70,39 +82,53 @@ def main(argv=None):
     loss = get_loss("cll")
     theta = np.random.default_rng(0).normal(scale=0.01, size=local.n_params)
     print(f"parameters: {local.n_params} ({local.n_params * 8 / 1e6:.2f} MB a vector)")
+    times = {}
 
-    def per_evaluation(fn):
-        fn()
+    def timed(name, fn):
         t0 = time.perf_counter()
-        for _ in range(N):
-            fn()
-        return 1000 * (time.perf_counter() - t0) / N
+        out = fn()
+        times.setdefault(name, []).append(time.perf_counter() - t0)
+        return out
 
-    for threads in (1, 2):
-        local.n_threads = threads
-        ms = per_evaluation(lambda: local.loss_value_and_grad(theta, loss))
-        print(f"CRFTagger objective, {threads} thread(s): {ms:.1f} ms (load {_load():.2f})")
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         Xb, yb = persisted_bags(client, X_train, y_train, args.partitions)
         DaskCRFTagger(C=1, n_jobs=1, max_iter=1).fit(Xb, yb)
         remote = objectives["DaskCRFTagger"]
-        ms = per_evaluation(lambda: remote.loss_value_and_grad(theta, loss))
-        print(f"DaskCRFTagger objective ({args.workers} workers, exact={remote.exact}): "
-              f"{ms:.1f} ms (load {_load():.2f})")
-        seconds = client.gather([client.submit(_worker_compute, theta, loss, remote.exact, data,
-                                               pure=False, workers=[w])
-                                 for w, data in remote.parts])
-        print("compute inside each worker's task: "
-              + ", ".join(f"{1000 * s:.1f} ms" for s in seconds))
-        for name, fn, arg in (("empty task", _nothing, 0),
-                              ("parameters out, nothing back", _nothing, theta),
-                              ("parameters out, a gradient back", _gradient_back, theta)):
-            ms = per_evaluation(lambda: client.gather([
-                client.submit(fn, arg, data, pure=False, workers=[w])
-                for w, data in remote.parts]))
-            print(f"round trip to every worker, {name}: {ms:.1f} ms")
-    print(f"load after: {_load():.2f}")
+        client.direct_to_workers = True  # as DaskCRFTagger calls its actors
+        probes = client.gather([client.submit(Probe, data, actor=True, workers=[w])
+                                for w, data in remote.parts])
+        values = [theta[take] for take in remote._take]
+        replies = [p.replies_back(v, loss, remote.exact).result() for p, v in zip(probes, values)]
+        print(f"per evaluation: {sum(v.nbytes for v in values) / 1e6:.2f} MB out "
+              f"({', '.join(str(v.shape[0]) for v in values)} parameters), "
+              f"{sum(_nbytes(r) for r in replies) / 1e6:.2f} MB back; exact={remote.exact}")
+
+        def on_all(method, *per_probe):
+            calls = [getattr(p, method)(*a) for p, *a in zip(probes, *per_probe)]
+            return [c.result() for c in calls]
+
+        n = [loss] * len(probes)
+        e = [remote.exact] * len(probes)
+        for _ in range(args.evaluations):
+            for threads in (1, 2):
+                local.n_threads = threads
+                timed(f"CRFTagger objective, {threads} thread(s)",
+                      lambda: local.loss_value_and_grad(theta, loss))
+            timed(f"DaskCRFTagger objective ({args.workers} workers)",
+                  lambda: remote.loss_value_and_grad(theta, loss))
+            times.setdefault("compute inside the slowest worker's call", []).append(
+                max(on_all("compute", values, n, e)))
+            timed("round trip to every worker's actor, empty call",
+                  lambda: [c.result() for c in [p.empty() for p in probes]])
+            timed("... the parameters out, nothing back", lambda: on_all("parameters_out", values))
+            timed("... the parameters out, the replies back",
+                  lambda: on_all("replies_back", values, n, e))
+            timed("the client's reduction of the replies", lambda: remote._cll(theta, replies))
+    print(_common.format_table(["what", "median ms", "min ms"],
+                               [[k, f"{1000 * np.median(v):.1f}", f"{1000 * min(v):.1f}"]
+                                for k, v in times.items()]))
+    print(f"load after: {os.getloadavg()}")
 
 
 if __name__ == "__main__":

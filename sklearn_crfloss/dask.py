@@ -15,14 +15,16 @@ for their models:
    one :class:`~sklearn_crfloss._objective.CRFObjective`;
 4. the solver (L-BFGS, OWL-QN, any batch solver, and the ``init='cll'``
    stage) runs in the client process; each evaluation of the objective
-   sends the parameter vector to every worker once, each worker returns
+   calls a dask actor on every worker once, directly (not through the
+   scheduler), with the parameters its sequences use; each worker returns
    its part, and the client adds the parts in a fixed order and adds the
    prior. For the conditional log-likelihood on up to four workers the
    sums are those of ``CRFTagger(n_jobs=1)``, rounding included, so the
    fit follows the same path.
 
 Dask retries a failed task and recomputes the partitions a lost worker held
-from their graph; a fit that still fails raises and leaves the estimator
+from their graph, and the evaluation is made again with a new actor where
+the data then are; a fit that still fails raises and leaves the estimator
 as it was (unfitted if it was).
 """
 
@@ -154,7 +156,10 @@ class DaskCRFTagger(CRFTagger):
     ----------
     client : dask.distributed.Client or None, default=None
         The cluster to train on; None: the current client
-        (:func:`distributed.get_client`).
+        (:func:`distributed.get_client`). The objective's evaluations go
+        from the client to the workers directly, unless the client was made
+        with ``direct_to_workers=False`` (then through the scheduler,
+        slower).
     **params
         The parameters of :class:`~sklearn_crfloss.CRFTagger`. ``n_jobs`` is
         the number of kernel threads per task on a worker. Batch solvers

@@ -76,6 +76,61 @@ def test_cll_fit_on_conll2000_is_bitwise_that_of_one_process(client, corpus):
 
 
 
+def test_a_worker_reads_and_returns_only_the_parameters_its_sequences_touch():
+    # What makes the shortened messages exact. A worker evaluates from
+    # theta[take] alone (zeros elsewhere): its blocks equal those of the whole
+    # objective at theta random everywhere, and the entries it leaves out of
+    # its reply are exact zeros in them.
+    from sklearn_crfloss._distributed import WorkerData, assign_groups, select_sequences
+    from sklearn_crfloss._forward_backward import N_BLOCKS
+    from sklearn_crfloss._objective import CRFObjective
+    from sklearn_crfloss._params import ParameterLayout, observed_pairs
+    from sklearn_crfloss._validation import check_sequences, encode_labels
+    from sklearn_crfloss._vectorize import SequenceVectorizer
+    from sklearn_crfloss.losses import ConditionalLogLikelihood
+
+    X, y = make_toy_chunks(150, seed=21)
+    kind, tokens, offsets = check_sequences(X)
+    classes, y_enc = encode_labels(y, np.diff(offsets))
+    Xc = SequenceVectorizer().fit_transform(kind, tokens, offsets)
+    L = classes.shape[0]
+    layout = ParameterLayout(Xc.shape[1], L, observed_pairs(Xc, y_enc, L))
+    whole = CRFObjective(Xc, y_enc, offsets, layout, n_threads=1)
+    assert whole.n_blocks == N_BLOCKS
+    theta = np.random.default_rng(0).normal(size=layout.n_params)
+    log_z, blocks = (a.copy() for a in whole.cll_blocks(theta)[:2])
+    n_groups, groups, pad = assign_groups(2)
+    left_out = 0
+    for held in groups:
+        data = WorkerData([select_sequences((Xc, y_enc, offsets, None), 0, n_groups, held)],
+                          layout, n_groups, held, pad, 1)
+        reply = data.evaluate(theta[data.take], ConditionalLogLikelihood(), True)
+        state_index = data.describe()[5]
+        expected = [blocks[0] + blocks[1]] if data.first else [blocks[g] for g in held]
+        assert len(reply["state"]) == len(state_index) == len(expected)
+        for sent, index, block in zip(reply["state"], state_index, expected):
+            assert_array_equal(sent, block[index])
+            assert not np.delete(block, index).any()
+            left_out += block.shape[0] - index.shape[0]
+        assert_array_equal(reply["log_z"], log_z[data.global_index])
+    assert left_out > 0  # the replies are shorter
+
+
+def test_evaluations_keep_the_clients_direct_to_workers(client):
+    # The actors are called directly for the fit's evaluations; the client's
+    # setting is left as it was, and a client that routes through the
+    # scheduler (direct_to_workers=False) gives the same fit.
+    X, y = make_toy_chunks(60, seed=22)
+    assert client.direct_to_workers is None
+    direct = DaskCRFTagger(client=client, n_jobs=1).fit(*_bags(X, y))
+    assert client.direct_to_workers is None
+    with Client(client.scheduler.address, direct_to_workers=False,
+                set_as_default=False) as routed:
+        through = DaskCRFTagger(client=routed, n_jobs=1).fit(*_bags(X, y))
+        assert routed.direct_to_workers is False
+    assert through.objective_ == direct.objective_ and through.n_iter_ == direct.n_iter_
+
+
 def test_predict_on_a_bag_sample_weight_and_to_local(client):
     X, y = make_toy_chunks(80, seed=12)
     w = np.random.default_rng(0).uniform(0.5, 2.0, size=len(X))
