@@ -42,7 +42,7 @@ from .inference import MaxMarginalsResult, PositionTransitions, _Chain, _transit
 #: as the pass that fills them (page faults). Never returned to a caller.
 _TABLES = {}
 
-__all__ = ["label_margins"]
+__all__ = ["label_margins", "stack_segments"]
 
 
 class _Spans:
@@ -155,8 +155,6 @@ def label_margins(loss, unary, transition, start, end, y, offsets, gold, n_threa
         ``gradient(coef_gold, coef_fp)``: ``(d_unary, d_transition, d_start,
         d_end)`` of ``sum coef_gold * m_gold + coef_fp * m_fp``.
     """
-    from .losses._mce import _stack_segments
-
     c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     y = c.labels(y, "y")
     mm = _max_marginals(c)
@@ -176,7 +174,7 @@ def label_margins(loss, unary, transition, start, end, y, offsets, gold, n_threa
     gold_competitor = loss.false_positives == "gold"
     # The gold labels' spans: the gold segments, then (for 'gold') those of
     # the false positives, whose competitor is not needed; sorted by sequence.
-    ref_segs, order = _stack_segments((gseq, gbeg, gend),
+    ref_segs, order = stack_segments((gseq, gbeg, gend),
                                       fp_segs if gold_competitor else None)
     perm = np.argsort(order, kind="stable")  # sorted position -> stacked position
     on_gold = _Spans(c, mm, y, ref_segs, perm < n_gold)
@@ -205,3 +203,18 @@ def label_margins(loss, unary, transition, start, end, y, offsets, gold, n_threa
         return d_unary, d_trans, boundary[:L], boundary[L:]
 
     return m_g, fp_segs[0], m_f, gradient
+
+
+def stack_segments(first, second=None):
+    """Two (seq, begin, stop) sets as one sorted by sequence, and the inverse order.
+
+    Returns ``(segments, order)`` such that ``values[order]`` lists the
+    values computed on ``segments`` in the order ``first`` then ``second``.
+    """
+    if second is None:
+        return first, np.arange(first[0].shape[0])
+    stacked = tuple(np.concatenate([a, b]) for a, b in zip(first, second))
+    perm = np.argsort(stacked[0], kind="stable")
+    order = np.empty_like(perm)
+    order[perm] = np.arange(perm.shape[0])
+    return tuple(a[perm] for a in stacked), order

@@ -23,6 +23,7 @@ from ..inference import (
 )
 from ._base import BaseLoss, enumerated_gold_score, gold_counts
 from ._chunks import ChunkEvents, chunk_margins
+from .._fused_mce import label_margins, stack_segments
 
 __all__ = ["MinimumClassificationError", "SegmentFScoreMCE"]
 
@@ -76,21 +77,6 @@ def _times(psi, transition):
     if isinstance(transition, PositionTransitions):
         return transition._replace(table=psi * transition.table)
     return psi * transition
-
-
-def _stack_segments(first, second=None):
-    """Two (seq, begin, stop) sets as one sorted by sequence, and the inverse order.
-
-    Returns ``(segments, order)`` such that ``values[order]`` lists the
-    values computed on ``segments`` in the order ``first`` then ``second``.
-    """
-    if second is None:
-        return first, np.arange(first[0].shape[0])
-    stacked = tuple(np.concatenate([a, b]) for a, b in zip(first, second))
-    perm = np.argsort(stacked[0], kind="stable")
-    order = np.empty_like(perm)
-    order[perm] = np.arange(perm.shape[0])
-    return tuple(a[perm] for a in stacked), order
 
 
 def _add_path_counts(grads, path, offsets, coef, rows, transition=None):
@@ -716,7 +702,6 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         :func:`~sklearn_crfloss.losses._chunks.chunk_margins` does.
         """
         if self._fast_path:  # the same margins, each kernel run once
-            from .._fused_mce import label_margins
             return label_margins(self, unary, transition, start, end, y, offsets, gold,
                                  n_threads)
         gseq, gbeg, gend, gkey, _ = gold
@@ -732,7 +717,7 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         gold_competitor = self.false_positives == "gold"
         # Segments scored on the gold labels: the gold segments, then (for
         # 'gold') the spans of the false positives; sorted by sequence.
-        ref_segs, order = _stack_segments((gseq, gbeg, gend),
+        ref_segs, order = stack_segments((gseq, gbeg, gend),
                                           fp_segs if gold_competitor else None)
         kw = dict(mm=max_marginals(unary, transition, start, end, offsets,
                                    n_threads=n_threads), n_threads=n_threads)
