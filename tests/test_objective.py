@@ -185,3 +185,51 @@ def test_fused_cll_is_finite_on_long_sequences_with_large_weights(scale):
     assert np.isfinite(value) and np.all(np.isfinite(grad))
     assert_allclose(value, ref_value, rtol=1e-9)
     assert_allclose(grad, ref_grad, rtol=1e-6, atol=1e-6 * np.abs(ref_grad).max())
+
+
+@pytest.mark.parametrize("n_labels", [6, 300])  # above 256 labels every attribute is dense
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_kept_dense_row_accumulators_give_the_results_of_new_ones(n_labels, n_threads):
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(1, 6, size=70)  # 9 chunks of 8 sequences: every block used
+    objective, theta, _ = make_objective(rng, n_labels=n_labels, n_features=63,
+                                         lengths=lengths, n_threads=n_threads)
+    # the sequences of chunk c (of 8) have attributes 7c..7c+6 alone: each block has its rows
+    chunk = np.repeat(np.arange(len(lengths)) // 8, lengths)
+    X = sp.csr_matrix((rng.random((chunk.size, 7)) < 0.5).astype(float))
+    X = sp.csr_matrix((X.data, 7 * chunk[X.nonzero()[0]] + X.indices, X.indptr),
+                      shape=(chunk.size, 63))
+    objective = CRFObjective(X, objective.y, objective.offsets, objective.layout,
+                             n_threads=n_threads)
+    other = rng.normal(size=theta.shape)
+    loss = ConditionalLogLikelihood()
+
+    def fresh():
+        return CRFObjective(X, objective.y, objective.offsets, objective.layout,
+                            n_threads=n_threads)
+
+    expected = fresh().loss_value_and_grad(theta, loss)
+    expected_blocks = fresh().cll_blocks(theta)
+    for point in (theta, other, theta):  # the second theta runs on reused accumulators
+        got = objective.loss_value_and_grad(point, loss)
+        kept = objective._hot_acc._acc
+        assert kept is not None and not np.any(kept)  # zeroed again after the evaluation
+    assert got[0] == expected[0]
+    assert_array_equal(got[1], expected[1])
+    for got, want in zip(objective.cll_blocks(theta), expected_blocks):
+        assert_array_equal(got, want)
+    assert not np.any(objective._hot_acc._acc)
+
+
+def test_dense_row_gradient_adds_the_blocks_in_order():
+    rng = np.random.default_rng(8)
+    objective, _, _ = make_objective(rng)
+    weights = objective._weights
+    acc = rng.normal(size=(4, weights.n_state))
+    hot = rng.normal(size=(4,) + weights.W_hot.shape) * 10.0 ** rng.integers(
+        -8, 8, size=(4,) + weights.W_hot.shape)
+    out = weights.gradient(acc, hot, np.empty(weights.n_state))
+    expected = acc.sum(axis=0)
+    expected[weights.hot_index] = (((hot[0] + hot[1]) + hot[2]) + hot[3]).ravel()[
+        weights.hot_position]
+    assert_array_equal(out, expected)
