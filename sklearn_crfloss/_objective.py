@@ -153,12 +153,16 @@ class _StateWeights:
     def gradient(self, acc, hot_acc, out):
         """Sum the threads' accumulators into ``out`` (the state block of the gradient).
 
-        The dense rows' free pairs are gathered from each block and added in
-        block order: the sums of ``hot_acc.sum(axis=0)``, without reading
-        the rest of the rows.
+        The dense rows are added in block order, or, when under a quarter
+        of their entries are free (many labels), their free pairs are
+        gathered from each block and added in block order: the same sums
+        without reading the rest of the rows.
         """
         if not np.may_share_memory(acc, out):  # else acc is out (one thread)
             acc.sum(axis=0, out=out)
+        if 4 * self.hot_position.shape[0] > self.W_hot.size:
+            out[self.hot_index] = hot_acc.sum(axis=0).ravel()[self.hot_position]
+            return out
         hot = hot_acc[0].reshape(-1)[self.hot_position]
         for block in hot_acc[1:]:
             hot += block.reshape(-1)[self.hot_position]
@@ -203,11 +207,14 @@ class _DenseRowAccumulators:
         if acc is None or acc is not self._acc:
             return
         for block, rows in zip(acc, self._rows):
-            block[rows] = 0.0
+            if rows is None:
+                block.fill(0.0)
+            else:
+                block[rows] = 0.0
         self._lock.release()
 
     def _block_rows(self, n_blocks):
-        """Per block, the dense rows of the attributes of its sequences."""
+        """Per block, the dense rows of the attributes of its sequences (None: over half)."""
         indptr, indices = self._csr[0], self._csr[1]
         offsets = self._offsets
         token_block = np.full(indptr.shape[0] - 1, -1, dtype=np.intp)
@@ -217,7 +224,9 @@ class _DenseRowAccumulators:
         hot = code < 0
         rows = -code[hot] - 1
         feature_block = np.repeat(token_block, np.diff(indptr))[hot]
-        return [np.unique(rows[feature_block == b]) for b in range(n_blocks)]
+        blocks = [np.unique(rows[feature_block == b]) for b in range(n_blocks)]
+        half = self._weights.W_hot.shape[0] // 2
+        return [None if r.shape[0] > half else r for r in blocks]
 
 
 class CRFObjective:

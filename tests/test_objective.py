@@ -189,18 +189,21 @@ def test_fused_cll_is_finite_on_long_sequences_with_large_weights(scale):
 
 @pytest.mark.parametrize("n_labels", [6, 300])  # above 256 labels every attribute is dense
 @pytest.mark.parametrize("n_threads", [1, 2])
-def test_kept_dense_row_accumulators_give_the_results_of_new_ones(n_labels, n_threads):
+@pytest.mark.parametrize("disjoint", [True, False])
+def test_kept_dense_row_accumulators_give_the_results_of_new_ones(n_labels, n_threads, disjoint):
     rng = np.random.default_rng(7)
     lengths = rng.integers(1, 6, size=70)  # 9 chunks of 8 sequences: every block used
-    objective, theta, _ = make_objective(rng, n_labels=n_labels, n_features=63,
-                                         lengths=lengths, n_threads=n_threads)
-    # the sequences of chunk c (of 8) have attributes 7c..7c+6 alone: each block has its rows
+    objective, theta, X_all = make_objective(rng, n_labels=n_labels, n_features=63,
+                                             lengths=lengths, n_threads=n_threads)
+    # disjoint: the sequences of chunk c (of 8) have attributes 7c..7c+6 alone, each
+    # block its own rows; else every block has nearly all rows
     chunk = np.repeat(np.arange(len(lengths)) // 8, lengths)
     X = sp.csr_matrix((rng.random((chunk.size, 7)) < 0.5).astype(float))
     X = sp.csr_matrix((X.data, 7 * chunk[X.nonzero()[0]] + X.indices, X.indptr),
                       shape=(chunk.size, 63))
-    objective = CRFObjective(X, objective.y, objective.offsets, objective.layout,
-                             n_threads=n_threads)
+    objective = CRFObjective(X if disjoint else X_all, objective.y, objective.offsets,
+                             objective.layout, n_threads=n_threads)
+    X = objective._X
     other = rng.normal(size=theta.shape)
     loss = ConditionalLogLikelihood()
 
@@ -221,10 +224,15 @@ def test_kept_dense_row_accumulators_give_the_results_of_new_ones(n_labels, n_th
     assert not np.any(objective._hot_acc._acc)
 
 
-def test_dense_row_gradient_adds_the_blocks_in_order():
+@pytest.mark.parametrize("n_labels", [6, 300])  # rows summed whole, free pairs gathered
+def test_dense_row_gradient_adds_the_blocks_in_order(n_labels):
     rng = np.random.default_rng(8)
-    objective, _, _ = make_objective(rng)
+    index = np.concatenate([a * n_labels + np.sort(rng.choice(n_labels, 1 + a % 5, replace=False))
+                            for a in range(14)])  # at 300 labels all rows dense, few pairs free
+    objective, _, _ = make_objective(rng, n_labels=n_labels, state_index=index)
     weights = objective._weights
+    gathered = 4 * weights.hot_position.shape[0] <= weights.W_hot.size
+    assert gathered == (n_labels == 300)
     acc = rng.normal(size=(4, weights.n_state))
     hot = rng.normal(size=(4,) + weights.W_hot.shape) * 10.0 ** rng.integers(
         -8, 8, size=(4,) + weights.W_hot.shape)
