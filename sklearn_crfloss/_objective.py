@@ -28,6 +28,8 @@ The objective holds no loss or prior: training stages (``init='cll'``, a
 loss's annealing ``stages``) evaluate the same bound data with another loss.
 """
 
+import threading
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -124,28 +126,107 @@ class _StateWeights:
         self.W_hot.ravel()[self.hot_position] = state[self.hot_index]
         return self.code, state, self.W_hot
 
-    def accumulators(self, n_threads, out):
+    def accumulators(self, n_threads, out, hot_acc=None):
         """Zeroed gradient accumulators: compact (n_acc, n_state), dense rows (n_acc, ...).
 
         ``n_acc``: ``accumulator_blocks(n_threads, ...)``, blocks of
         sequences summed in block order, so that the gradient does not
         depend on ``n_threads``; with a single accumulator it is ``out``
         itself (the state block of the gradient, of shape (n_state,)).
+        ``hot_acc``: zeroed dense-row accumulators to use (of shape
+        (n_acc, ...)) instead of new ones.
         """
-        n_acc = accumulator_blocks(n_threads, self.n_state + self.W_hot.size)
+        n_acc = self.n_blocks(n_threads)
         if n_acc == 1:
             out[:] = 0.0
             acc = out[np.newaxis]
         else:
             acc = np.zeros((n_acc, self.n_state))
-        return acc, np.zeros((n_acc,) + self.W_hot.shape)
+        if hot_acc is None:
+            hot_acc = np.zeros((n_acc,) + self.W_hot.shape)
+        return acc, hot_acc
+
+    def n_blocks(self, n_threads):
+        """The number of accumulators of :meth:`accumulators`."""
+        return accumulator_blocks(n_threads, self.n_state + self.W_hot.size)
 
     def gradient(self, acc, hot_acc, out):
-        """Sum the threads' accumulators into ``out`` (the state block of the gradient)."""
+        """Sum the threads' accumulators into ``out`` (the state block of the gradient).
+
+        The dense rows are added in block order, or, when under a quarter
+        of their entries are free (many labels), their free pairs are
+        gathered from each block and added in block order: the same sums
+        without reading the rest of the rows.
+        """
         if not np.may_share_memory(acc, out):  # else acc is out (one thread)
             acc.sum(axis=0, out=out)
-        out[self.hot_index] = hot_acc.sum(axis=0).ravel()[self.hot_position]
+        if 4 * self.hot_position.shape[0] > self.W_hot.size:
+            out[self.hot_index] = hot_acc.sum(axis=0).ravel()[self.hot_position]
+            return out
+        hot = hot_acc[0].reshape(-1)[self.hot_position]
+        for block in hot_acc[1:]:
+            hot += block.reshape(-1)[self.hot_position]
+        out[self.hot_index] = hot
         return out
+
+
+class _DenseRowAccumulators:
+    """The fused CLL kernel's dense-row accumulators, kept zeroed between evaluations.
+
+    New ones at every evaluation cost their size (n_blocks x ``W_hot``, 180
+    MB at 500 labels, where every attribute is dense) in page faults and
+    zeroing. The kernel adds sequence ``k`` into block ``(k // 8) %
+    n_blocks`` and touches only the rows of the attributes of those
+    sequences: after an evaluation, :meth:`release` zeroes these rows of
+    each block. One evaluation holds them at a time; :meth:`take` gives
+    None to another (which then allocates its own).
+    """
+
+    def __init__(self, weights, csr, offsets):
+        self._weights, self._csr, self._offsets = weights, csr, offsets
+        self._lock = threading.Lock()
+        self._acc = self._rows = None
+
+    def __getstate__(self):
+        return self._weights, self._csr, self._offsets
+
+    def __setstate__(self, state):
+        self.__init__(*state)
+
+    def take(self, n_blocks):
+        """The zeroed accumulators of shape (n_blocks, n_hot, Lp), or None if in use."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        if self._acc is None or self._acc.shape[0] != n_blocks:
+            self._acc = np.zeros((n_blocks,) + self._weights.W_hot.shape)
+            self._rows = self._block_rows(n_blocks)
+        return self._acc
+
+    def release(self, acc):
+        """Zero what the kernel wrote and give the accumulators back (if ``acc`` are they)."""
+        if acc is None or acc is not self._acc:
+            return
+        for block, rows in zip(acc, self._rows):
+            if rows is None:
+                block.fill(0.0)
+            else:
+                block[rows] = 0.0
+        self._lock.release()
+
+    def _block_rows(self, n_blocks):
+        """Per block, the dense rows of the attributes of its sequences (None: over half)."""
+        indptr, indices = self._csr[0], self._csr[1]
+        offsets = self._offsets
+        token_block = np.full(indptr.shape[0] - 1, -1, dtype=np.intp)
+        token_block[offsets[0]:offsets[-1]] = np.repeat(
+            (np.arange(offsets.shape[0] - 1) // 8) % n_blocks, np.diff(offsets))
+        code = self._weights.code[indices]
+        hot = code < 0
+        rows = -code[hot] - 1
+        feature_block = np.repeat(token_block, np.diff(indptr))[hot]
+        blocks = [np.unique(rows[feature_block == b]) for b in range(n_blocks)]
+        half = self._weights.W_hot.shape[0] // 2
+        return [None if r.shape[0] > half else r for r in blocks]
 
 
 class CRFObjective:
@@ -188,6 +269,7 @@ class CRFObjective:
         self.layout = layout
         self._csr = kernel_csr(X)
         self._weights = _StateWeights(layout.state_index, self.n_features, L, column_counts(X))
+        self._hot_acc = _DenseRowAccumulators(self._weights, self._csr, offsets)
         self.y = y
         self.offsets = offsets
         self.n_labels = L
@@ -215,7 +297,7 @@ class CRFObjective:
             return 0
         L = self.n_labels
         Lp = row_width(L)
-        state = accumulator_blocks(self.n_threads, self.layout.n_state + self._weights.W_hot.size)
+        state = self._weights.n_blocks(self.n_threads)
         pair = accumulator_blocks(self.n_threads, L * (Lp + L) + 2 * Lp)
         return state if state == pair else 0
 
@@ -281,7 +363,9 @@ class CRFObjective:
         itself when there is a single block. With ``extra_columns`` (a
         ``_fused.CostColumns``) the kernel runs on its widened features
         (softmax-margin); the returned dense-row accumulators then include
-        the extra rows after the state weights' own.
+        the extra rows after the state weights' own. Without, they may be
+        the objective's own: the caller gives them back
+        (``self._hot_acc.release``).
         """
         L = self.n_labels
         transition, start, end = self.layout.unpack_tail(theta)
@@ -291,7 +375,9 @@ class CRFObjective:
         exp_trans, exp_start, exp_end, shifts = exp_potentials(transition, start, end)
         weights = self._sequence_weights()
         log_z = np.empty(weights.shape[0])
-        grad_acc, hot_acc = self._weights.accumulators(self.n_threads, state_out)
+        kept = (None if extra_columns is not None
+                else self._hot_acc.take(self._weights.n_blocks(self.n_threads)))
+        grad_acc, hot_acc = self._weights.accumulators(self.n_threads, state_out, kept)
         acc = Accumulators(self.n_threads, L)
         max_length = int(np.diff(self.offsets).max())
         scratch = np.empty((self.n_threads, scratch_width(L, max_length)))
@@ -299,12 +385,16 @@ class CRFObjective:
         if extra_columns is not None:
             csr, code = extra_columns.csr, extra_columns.code
             W_hot, all_hot = extra_columns.weights(W_hot, hot_acc)
-        n_fallback = cll_features_batch(
-            *csr, code, w, W_hot, transition, start, end,
-            exp_trans, exp_start, exp_end, self.offsets, weights, log_z, grad_acc, all_hot,
-            acc.pair, acc.direct, acc.boundary, scratch, max_length, shifts[1], shifts[2], shifts[0],
-            self.n_threads,
-        )
+        try:
+            n_fallback = cll_features_batch(
+                *csr, code, w, W_hot, transition, start, end,
+                exp_trans, exp_start, exp_end, self.offsets, weights, log_z, grad_acc, all_hot,
+                acc.pair, acc.direct, acc.boundary, scratch, max_length, shifts[1], shifts[2],
+                shifts[0], self.n_threads,
+            )
+        except BaseException:
+            self._hot_acc.release(kept)
+            raise
         return weights, log_z, grad_acc, all_hot, acc, exp_trans, n_fallback
 
     def _cll_value_and_grad(self, theta, extra_columns=None):
@@ -318,10 +408,13 @@ class CRFObjective:
         grad = np.empty(self.n_params)
         weights, log_z, grad_acc, hot_acc, acc, exp_trans, n_fallback = self._cll_kernel(
             theta, grad[:layout.n_state], extra_columns)
+        try:
+            self._weights.gradient(grad_acc, hot_acc[:, :self._weights.W_hot.shape[0]],
+                                   grad[:layout.n_state])
+        finally:
+            self._hot_acc.release(hot_acc)
         observed = self.observed_counts()
         value = float(np.dot(weights, log_z)) - float(np.dot(theta, observed))
-        self._weights.gradient(grad_acc, hot_acc[:, :self._weights.W_hot.shape[0]],
-                               grad[:layout.n_state])
         grad[layout.n_state:] = layout.pack_tail(*acc.counts(exp_trans, n_fallback))
         grad -= observed
         return value, grad
@@ -358,7 +451,11 @@ class CRFObjective:
         state = np.empty(self.layout.n_state)
         _, log_z, blocks, hot_acc, acc, _, n_fallback = self._cll_kernel(theta, state)
         w = self._weights  # the blocks are this evaluation's own: completed in place
-        blocks[:, w.hot_index] = hot_acc.reshape(hot_acc.shape[0], -1)[:, w.hot_position]
+        try:
+            for block, hot in zip(blocks, hot_acc):
+                block[w.hot_index] = hot.reshape(-1)[w.hot_position]
+        finally:
+            self._hot_acc.release(hot_acc)
         return log_z, blocks, acc.pair, acc.direct, acc.boundary, n_fallback
 
     def loss_value_and_grad(self, theta, loss):

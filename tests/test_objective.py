@@ -185,3 +185,59 @@ def test_fused_cll_is_finite_on_long_sequences_with_large_weights(scale):
     assert np.isfinite(value) and np.all(np.isfinite(grad))
     assert_allclose(value, ref_value, rtol=1e-9)
     assert_allclose(grad, ref_grad, rtol=1e-6, atol=1e-6 * np.abs(ref_grad).max())
+
+
+@pytest.mark.parametrize("n_labels", [6, 300])  # above 256 labels every attribute is dense
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("disjoint", [True, False])
+def test_kept_dense_row_accumulators_give_the_results_of_new_ones(n_labels, n_threads, disjoint):
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(1, 6, size=70)  # 9 chunks of 8 sequences: every block used
+    objective, theta, X_all = make_objective(rng, n_labels=n_labels, n_features=63,
+                                             lengths=lengths, n_threads=n_threads)
+    # disjoint: the sequences of chunk c (of 8) have attributes 7c..7c+6 alone, each
+    # block its own rows; else every block has nearly all rows
+    chunk = np.repeat(np.arange(len(lengths)) // 8, lengths)
+    X = sp.csr_matrix((rng.random((chunk.size, 7)) < 0.5).astype(float))
+    X = sp.csr_matrix((X.data, 7 * chunk[X.nonzero()[0]] + X.indices, X.indptr),
+                      shape=(chunk.size, 63))
+    objective = CRFObjective(X if disjoint else X_all, objective.y, objective.offsets,
+                             objective.layout, n_threads=n_threads)
+    X = objective._X
+    other = rng.normal(size=theta.shape)
+    loss = ConditionalLogLikelihood()
+
+    def fresh():
+        return CRFObjective(X, objective.y, objective.offsets, objective.layout,
+                            n_threads=n_threads)
+
+    expected = fresh().loss_value_and_grad(theta, loss)
+    expected_blocks = fresh().cll_blocks(theta)
+    for point in (theta, other, theta):  # the second theta runs on reused accumulators
+        got = objective.loss_value_and_grad(point, loss)
+        kept = objective._hot_acc._acc
+        assert kept is not None and not np.any(kept)  # zeroed again after the evaluation
+    assert got[0] == expected[0]
+    assert_array_equal(got[1], expected[1])
+    for got, want in zip(objective.cll_blocks(theta), expected_blocks):
+        assert_array_equal(got, want)
+    assert not np.any(objective._hot_acc._acc)
+
+
+@pytest.mark.parametrize("n_labels", [6, 300])  # rows summed whole, free pairs gathered
+def test_dense_row_gradient_adds_the_blocks_in_order(n_labels):
+    rng = np.random.default_rng(8)
+    index = np.concatenate([a * n_labels + np.sort(rng.choice(n_labels, 1 + a % 5, replace=False))
+                            for a in range(14)])  # at 300 labels all rows dense, few pairs free
+    objective, _, _ = make_objective(rng, n_labels=n_labels, state_index=index)
+    weights = objective._weights
+    gathered = 4 * weights.hot_position.shape[0] <= weights.W_hot.size
+    assert gathered == (n_labels == 300)
+    acc = rng.normal(size=(4, weights.n_state))
+    hot = rng.normal(size=(4,) + weights.W_hot.shape) * 10.0 ** rng.integers(
+        -8, 8, size=(4,) + weights.W_hot.shape)
+    out = weights.gradient(acc, hot, np.empty(weights.n_state))
+    expected = acc.sum(axis=0)
+    expected[weights.hot_index] = (((hot[0] + hot[1]) + hot[2]) + hot[3]).ravel()[
+        weights.hot_position]
+    assert_array_equal(out, expected)
