@@ -37,6 +37,13 @@
 #     G[t, y_t] = -w_t.
 #   3 pointwise log loss (Tsuboi & Kashima, Definition 2): value
 #     -w_t log max(mu[t, y_t], TINY), G[t, y_t] = -w_t / max(mu, TINY).
+#   4 λ-mixed loss (Tsuboi & Kashima, Definition 3): (1 - λ) times mode 3,
+#     plus λ times the log-likelihood's sequence-dependent part: λ s_k
+#     (log Z - shifts) in the value (s_k the sequence's weight) and the
+#     expected counts λ s_k mu[t] in dl/dU, λ s_k alpha_hat[t] added to A's
+#     rows (so the pair sums gain λ s_k times the pair marginals); the
+#     boundary rows are dl/dU's, so they gain λ s_k mu[0] and mu[n-1]. The
+#     caller subtracts λ times the observed counts and adds the shifts.
 # * A sequence whose scaled passes underflow or overflow, or whose
 #   potentials' range passes MAX_RANGE (_chain.pxd), is flagged in `failed`
 #   and touches no accumulator: the Python wrapper recomputes it by the
@@ -64,12 +71,14 @@ def fused_scratch_width(Py_ssize_t n_labels, Py_ssize_t max_length):
 cdef int _forward_backward(double* psi, double* alpha, double* beta, double* rs,
                            double* tmp, Py_ssize_t n, Py_ssize_t L, Py_ssize_t Lp,
                            const double* E, const double* Et, const double* es,
-                           const double* ee, double t_range, double* c_end) noexcept nogil:
+                           const double* ee, double t_range, double* c_end,
+                           double* lz_out) noexcept nogil:
     """Scaled forward and backward rows of one sequence. 0, or 1 on underflow/overflow.
 
     On entry psi holds the n padded rows of U (pads -inf); on return
     psi[t] = exp(U[t] - max U[t]) / c_t, alpha[t] = alpha_hat[t],
-    beta[t] = beta_hat[t] (pads 0) and c_end = alpha_hat[n-1] . exp_end.
+    beta[t] = beta_hat[t] (pads 0), c_end = alpha_hat[n-1] . exp_end and
+    lz_out = log Z less the shifts of expT, exp_start and exp_end.
     rs has n doubles of scratch.
     """
     cdef Py_ssize_t t, j
@@ -87,6 +96,7 @@ cdef int _forward_backward(double* psi, double* alpha, double* beta, double* rs,
     if not scale_ok(c):
         return 1
     c_end[0] = c
+    lz_out[0] = lz + log(c)
     r = 1.0 / c
     for j in range(Lp):
         beta[(n - 1) * Lp + j] = ee[j] * r
@@ -212,14 +222,17 @@ def marginal_loss_features_batch(
     double[::1] values, double[:, ::1] grad_acc, double[:, :, ::1] hot_acc,
     double[:, :, ::1] pair_acc, double[:, :, ::1] boundary_acc, double[:, ::1] scratch,
     Py_ssize_t max_length, signed char[::1] failed, int n_threads,
+    const double[::1] seq_weight=None, double lam=0.0,
 ):
     """A marginal loss's value and gradient from sparse features, fused (low level).
 
     Per sequence k (CSR rows offsets[k]:offsets[k+1] of X, state weights in
     the hybrid storage of _chain.pxd's gather_token): values[k] = its loss
     (mode 0 risk, 1 labelwise sigmoid with sharpness alpha_q, 2 labelwise
-    identity, 3 pointwise; token_weight (n_tokens,) the per-token weights
-    times the sequence weights; cost (L, L) read in mode 0 only), the
+    identity, 3 pointwise, 4 λ-mixed with λ = lam: (1 - lam) pointwise
+    plus lam (log Z less the shifts, expected counts), each sequence's
+    log Z term times seq_weight[k]; token_weight (n_tokens,) the per-token
+    weights times the sequence weights; cost (L, L) read in mode 0 only), the
     chain rule X.T @ dl/dU into grad_acc / hot_acc (as in
     ``_forward_backward.cll_features_batch``), the pair sums (times expT
     later) into pair_acc (n_acc, L, Lp) and dl/dU of the first and last
@@ -237,7 +250,7 @@ def marginal_loss_features_batch(
     cdef Py_ssize_t k, s, n, t, j, a, g
     cdef int tid, n_failed = 0
     cdef double t_range = tail_range(&transition[0, 0], &start[0], L, 1.0)
-    cdef double c_end, gbar, value
+    cdef double c_end, gbar, value, lz, x
     cdef double* psi
     cdef double* alph
     cdef double* beta
@@ -269,13 +282,18 @@ def marginal_loss_features_batch(
                 for j in range(L, Lp):
                     psi[t * Lp + j] = -INFINITY
             c_end = 0.0
+            lz = 0.0
             if _forward_backward(psi, alph, beta, rs, tmp, n, L, Lp, &E[0, 0], &Et[0, 0],
-                                 &exp_start[0], &exp_end[0], t_range, &c_end):
+                                 &exp_start[0], &exp_end[0], t_range, &c_end, &lz):
                 failed[k] = 1
                 n_failed += 1
                 continue
-            value = _loss_rows(mode, alpha_q, alph, beta, G, n, L, Lp, &y[s],
-                               &token_weight[s], &cost[0, 0])
+            value = _loss_rows(3 if mode == 4 else mode, alpha_q, alph, beta, G, n, L, Lp,
+                               &y[s], &token_weight[s], &cost[0, 0])
+            if mode == 4:
+                value = (1.0 - lam) * value + lam * seq_weight[k] * lz
+                for j in range(n * Lp):
+                    G[j] = (1.0 - lam) * G[j]
             gbar = 0.0
             if _vjp(psi, alph, beta, G, A, W, n, L, Lp, &E[0, 0], &Et[0, 0], &exp_end[0],
                     c_end, &gbar):
@@ -283,6 +301,11 @@ def marginal_loss_features_batch(
                 n_failed += 1
                 continue
             values[k] = gbar if mode == 0 else value
+            if mode == 4:
+                x = lam * seq_weight[k]
+                for j in range(n * Lp):
+                    G[j] = G[j] + x * alph[j] * beta[j]
+                    A[j] = A[j] + x * alph[j]
             outer_acc_padded(A, psi + Lp, n - 1, L, Lp, 1.0, At, tmp, &pair_acc[a, 0, 0])
             outer_acc_padded(alph, W + Lp, n - 1, L, Lp, 1.0, At, tmp, &pair_acc[a, 0, 0])
             for j in range(Lp):

@@ -15,7 +15,13 @@ over the features per sequence and builds no (n_tokens, n_labels) array:
   footnote 5) and the pointwise log loss (Tsuboi & Kashima, Definition 2)
   run ``_fused_losses.marginal_loss_features_batch``: forward-backward,
   the loss's dl/dmu and the marginals' vector-Jacobian product per
-  sequence (see its design notes).
+  sequence (see its design notes);
+* the λ-mixed loss (Tsuboi & Kashima, Definition 3) runs the same kernel:
+  ``(1 - λ)`` times the pointwise terms plus ``λ`` times the log-likelihood's
+  log Z and expected counts, from the same forward-backward; the observed
+  counts are subtracted afterwards. ``λ = 1`` takes the log-likelihood's
+  own kernel. When a sequence leaves the scaled passes, the whole
+  evaluation takes the general path.
 
 Only the exact loss classes take the fused path (a subclass may change
 ``value_and_grad``). The kernels take the plain (n_labels, n_labels)
@@ -31,7 +37,7 @@ from ._fused_losses import fused_scratch_width
 from ._simd import marginal_loss_features_batch, pair_gradient
 from .losses._base import get_loss_tags
 from .losses._cost import Risk, SoftmaxMargin
-from .losses._marginal import LabelwiseAccuracyLoss, PointwiseLoss, token_weights
+from .losses._marginal import LabelwiseAccuracyLoss, MixedLoss, PointwiseLoss, token_weights
 
 __all__ = ["fused_value_and_grad"]
 
@@ -68,6 +74,11 @@ def fused_value_and_grad(objective, theta, loss):
                               float(loss.stages()[-1].alpha), None)
     if kind is PointwiseLoss:
         return _marginal_loss(objective, theta, loss, 3, 0.0, None)
+    if kind is MixedLoss:
+        lam = loss._lambda()
+        if lam == 1.0:
+            return objective._cll_value_and_grad(theta)
+        return _marginal_loss(objective, theta, loss, 4, 0.0, None, lam=lam)
     return None
 
 
@@ -150,8 +161,12 @@ def _softmax_margin(objective, theta, loss):
     return objective._cll_value_and_grad(theta, extra_columns=columns)
 
 
-def _marginal_loss(objective, theta, loss, mode, alpha, cost):
-    """Risk, labelwise or pointwise by ``marginal_loss_features_batch``."""
+def _marginal_loss(objective, theta, loss, mode, alpha, cost, lam=0.0):
+    """Risk, labelwise, pointwise or mixed by ``marginal_loss_features_batch``.
+
+    Mode 4 (mixed, weight ``lam`` of the log-likelihood) returns None when a
+    sequence fails the scaled passes: the caller then takes the general path.
+    """
     layout = objective.layout
     L = objective.n_labels
     Lp = row_width(L)
@@ -165,7 +180,7 @@ def _marginal_loss(objective, theta, loss, mode, alpha, cost):
                                       objective.token_weight)
     transition, start, end = (np.ascontiguousarray(a, dtype=np.float64)
                               for a in layout.unpack_tail(theta))
-    exp_trans, exp_start, exp_end, _ = exp_potentials(transition, start, end)
+    exp_trans, exp_start, exp_end, shifts = exp_potentials(transition, start, end)
     E = np.zeros((Lp, Lp))
     E[:L, :L] = exp_trans
     es, ee = np.zeros(Lp), np.zeros(Lp)
@@ -182,7 +197,10 @@ def _marginal_loss(objective, theta, loss, mode, alpha, cost):
         *objective._csr, *objective._weights.weights(objective._state(theta)), transition,
         start, E, np.ascontiguousarray(E.T), es, ee, offsets, y, token_weight,
         np.zeros((1, 1)) if cost is None else cost, mode, alpha, values, grad_acc, hot_acc,
-        acc.pair, acc.boundary, scratch, max_length, failed, objective.n_threads)
+        acc.pair, acc.boundary, scratch, max_length, failed, objective.n_threads,
+        objective._sequence_weights(), lam)
+    if mode == 4 and n_failed:
+        return None
     objective._weights.gradient(grad_acc, hot_acc, grad[:n_state])
     d_trans, d_start, d_end = acc.counts(exp_trans, 0)
     value = float(values.sum())
@@ -192,6 +210,13 @@ def _marginal_loss(objective, theta, loss, mode, alpha, cost):
         grad[:n_state] += g_state
         d_trans, d_start, d_end = d_trans + tail[0], d_start + tail[1], d_end + tail[2]
     grad[n_state:] = layout.pack_tail(d_trans, d_start, d_end)
+    if mode == 4:  # the log-likelihood's shifts and observed counts
+        weights = objective._sequence_weights()
+        lengths = np.diff(offsets)
+        observed = objective.observed_counts()
+        value += lam * (float(np.dot(weights, shifts[1] + shifts[2] + (lengths - 1) * shifts[0]))
+                        - float(np.dot(theta, observed)))
+        grad -= lam * observed
     return value, grad
 
 

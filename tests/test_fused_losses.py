@@ -1,4 +1,4 @@
-"""The fused kernels of softmax-margin, risk, labelwise and pointwise.
+"""The fused kernels of softmax-margin, risk, labelwise, pointwise and mixed.
 
 The objective evaluates these losses in one pass over the features
 (sklearn_crfloss._fused); every test compares that path with the general
@@ -19,7 +19,8 @@ from sklearn_crfloss import CRFTagger
 from sklearn_crfloss._fused import fused_value_and_grad
 from sklearn_crfloss._objective import CRFObjective
 from sklearn_crfloss._params import ParameterLayout
-from sklearn_crfloss.losses import (BaseLoss, HammingCost, LabelwiseAccuracyLoss, PointwiseLoss, Risk,
+from sklearn_crfloss.losses import (BaseLoss, HammingCost, LabelwiseAccuracyLoss, MixedLoss,
+                                    PointwiseLoss, Risk,
                                     SoftmaxMargin, check_loss, get_loss_tags)
 from sklearn_crfloss.losses._check import enumerate_paths
 from sklearn_crfloss.priors import GaussianPrior
@@ -44,6 +45,10 @@ class GeneralPointwise(PointwiseLoss):
     """Pointwise loss through the general path."""
 
 
+class GeneralMixed(MixedLoss):
+    """The λ-mixed loss through the general path."""
+
+
 class DiagonalCost:
     """A cost with a non-zero diagonal: the gold path's cost counts in the gold score."""
 
@@ -64,6 +69,9 @@ PAIRS = {
                                    GeneralLabelwise(q="identity")),
     "labelwise_log": lambda: (LabelwiseAccuracyLoss(q="log"), GeneralLabelwise(q="log")),
     "pointwise": lambda: (PointwiseLoss(), GeneralPointwise()),
+    "mixed": lambda: (MixedLoss(lam=0.25), GeneralMixed(lam=0.25)),
+    "mixed_half": lambda: (MixedLoss(), GeneralMixed()),
+    "mixed_markov2": lambda: (MixedLoss(markov_order=2), GeneralMixed(markov_order=2)),
 }
 
 
@@ -91,7 +99,8 @@ def test_fused_loss_matches_general_path(name, n_labels, binary, weighted):
     assert_allclose(grad, ref_grad, rtol=1e-11, atol=1e-12 * np.abs(ref_grad).max())
 
 
-@pytest.mark.parametrize("name", ["labelwise", "labelwise_identity", "pointwise"])
+@pytest.mark.parametrize("name", ["labelwise", "labelwise_identity", "pointwise", "mixed",
+                                  "mixed_markov2"])
 def test_fused_loss_takes_token_weights(name):
     rng = np.random.default_rng(1)
     objective, theta, _ = make_objective(rng, weighted=True, binary=False)
@@ -128,7 +137,8 @@ def test_fused_loss_values_match_enumeration(name):
     assert_allclose(value, expected, rtol=1e-10)
 
 
-@pytest.mark.parametrize("name", ["softmax_margin_diag", "risk", "labelwise", "pointwise"])
+@pytest.mark.parametrize("name", ["softmax_margin_diag", "risk", "labelwise", "pointwise",
+                                  "mixed"])
 def test_fused_objective_gradient_matches_finite_differences(name):
     rng = np.random.default_rng(3)
     objective, theta, _ = make_objective(rng, n_features=7, lengths=(1, 3, 4), weighted=True,
@@ -142,7 +152,8 @@ def test_fused_objective_gradient_matches_finite_differences(name):
                     rtol=1e-6, atol=1e-7)
 
 
-@pytest.mark.parametrize("name", ["softmax_margin", "risk", "labelwise", "labelwise_log"])
+@pytest.mark.parametrize("name", ["softmax_margin", "risk", "labelwise", "labelwise_log",
+                                  "mixed"])
 def test_fused_loss_falls_back_on_sequences_the_scaled_passes_cannot_do(name):
     # Weights of magnitude ~500: some sequences leave the scaled passes
     # (potentials' range past MAX_RANGE); they are computed in log space.
@@ -157,7 +168,7 @@ def test_fused_loss_falls_back_on_sequences_the_scaled_passes_cannot_do(name):
     assert_allclose(grad, ref_grad, rtol=1e-8, atol=1e-8 * np.abs(ref_grad).max())
 
 
-@pytest.mark.parametrize("name", ["softmax_margin", "risk", "labelwise"])
+@pytest.mark.parametrize("name", ["softmax_margin", "risk", "labelwise", "mixed"])
 def test_fused_loss_does_not_depend_on_the_number_of_threads(name):
     # Block accumulators: bitwise the same sums for 1, 2 and 4 threads.
     results = []
@@ -243,3 +254,18 @@ def test_tagger_trained_with_a_fused_loss_matches_the_general_path():
     fused = CRFTagger(loss=Risk(), init="cll", max_iter=15).fit(X, y)
     general = CRFTagger(loss=GeneralRisk(), init="cll", max_iter=15).fit(X, y)
     assert_allclose(fused.coef_, general.coef_, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("lam,expected", [(0.0, "pointwise"), (1.0, "cll")])
+def test_fused_mixed_loss_at_its_ends_is_pointwise_or_cll(lam, expected):
+    # λ = 0 is the pointwise loss, λ = 1 the log-likelihood (its own kernel).
+    rng = np.random.default_rng(8)
+    objective, theta, _ = make_objective(rng, weighted=True, binary=False)
+    token_weighted(objective, rng)
+    value, grad = fused_value_and_grad(objective, theta, MixedLoss(lam=lam))
+    if expected == "pointwise":
+        ref_value, ref_grad = objective.loss_value_and_grad(theta, GeneralPointwise())
+    else:
+        ref_value, ref_grad = objective._cll_value_and_grad(theta)
+    assert_allclose(value, ref_value, rtol=1e-12)
+    assert_allclose(grad, ref_grad, rtol=1e-11, atol=1e-12 * np.abs(ref_grad).max())
