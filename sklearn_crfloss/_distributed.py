@@ -181,13 +181,15 @@ class WorkerData:
             :meth:`evaluate` reads, in the order it reads them, and
             ``state_index`` the state parameters of each of the exact
             reply's ``state`` vectors. The observed counts and ``n_blocks``
-            are None if the worker holds no sequence.
+            are None if the worker holds no sequence, the observed counts
+            also with label bigrams (the exact sums are not made then).
         """
         state_index = self.touched[:1] if self.first else self.touched[1:]
         if self.objective is None:
             return (self.global_index, self.sample_weight, None, None, self.take, state_index)
-        return (self.global_index, self.sample_weight, self.objective.observed_counts(),
-                self.objective.n_blocks, self.take, state_index)
+        observed = None if self.layout.n_bigram else self.objective.observed_counts()
+        return (self.global_index, self.sample_weight, observed, self.objective.n_blocks,
+                self.take, state_index)
 
     def evaluate(self, values, loss, exact):
         """This worker's part of the loss and gradient.
@@ -360,7 +362,8 @@ class DistributedObjective:
         self._weights = (np.ones(n_sequences) if self.sample_weight is None
                          else self.sample_weight)
         #: Whether the CLL sums are those of one process (see the module's notes).
-        self.exact = pad and all(d[3] in (None, N_BLOCKS) for d in described)
+        self.exact = (pad and layout.n_bigram == 0
+                      and all(d[3] in (None, N_BLOCKS) for d in described))
 
     def _evaluators(self):
         """One :class:`Evaluator` actor per part, on the worker holding its data."""

@@ -36,8 +36,8 @@ import scipy.sparse as sp
 
 from ._tagger import CRFTagger
 from ._compat import HasMethods, validate_params
-from ._label_bigrams import check_no_bigrams
-from ._params import ParameterLayout, observed_pairs
+from ._label_bigrams import make_layout
+from ._params import observed_pairs
 from ._validation import (check_sample_weight, check_sequences, encode_known_labels,
                           encode_labels)
 from ._streaming import hashed_counts, renumber_sequences
@@ -170,7 +170,8 @@ class DaskCRFTagger(CRFTagger):
     evaluation summed from the workers (see :mod:`sklearn_crfloss.dask`).
     The fitted model is the one :class:`~sklearn_crfloss.CRFTagger` trains
     on the concatenated data: for the conditional log-likelihood on up to
-    four workers bitwise that of ``CRFTagger(n_jobs=1)``, otherwise the same
+    four workers bitwise that of ``CRFTagger(n_jobs=1)``, otherwise (other
+    losses, more workers, observation-dependent label bigrams) the same
     objective up to the order of the additions; :meth:`to_local` returns it
     as a plain :class:`~sklearn_crfloss.CRFTagger`, which pickles.
 
@@ -404,8 +405,9 @@ class DaskCRFTagger(CRFTagger):
             for p in pairs:
                 seen[p] = True
             state_index = np.flatnonzero(seen)
-        check_no_bigrams(features, "DaskCRFTagger")
-        layout = ParameterLayout(features.n_features, L, state_index)
+        layout = make_layout(features, features.n_features, L, state_index, labels=None,
+                             boundary=self.boundary_potentials, loss=loss, solver=solver,
+                             estimator=self)
         if tags.needs_classes:
             loss.set_classes(classes)
         # The sequences redistributed once: each worker gets its share of the
