@@ -8,10 +8,11 @@ test_bigram_kernels.py; max_marginals, viterbi_excluding, segment_margins
 and MCE-F's fast path in test_fused_mce.py; the losses through the
 estimator's chain rule and the compiled SGD step in test_bigram_tagger.py
 and test_bigram_online.py. Here: n-best Viterbi and its 2-best form,
-n-best and MEA decoding with constraints, the marginals' VJP against the
-enumerated marginals, every loss that takes them at the loss level
-(MCE and MCE-F included), SGD's generic path for the losses without a
-compiled loop, and the perceptron and MIRA rules.
+n-best and MEA decoding with constraints, the max-product kernels again on
+random shapes and two threads, the marginals' VJP against the enumerated
+marginals, every loss that takes them at the loss level (MCE and MCE-F
+included), SGD's generic path for the losses without a compiled loop, and
+the perceptron and MIRA rules.
 """
 
 import numpy as np
@@ -24,7 +25,8 @@ from scipy.special import logsumexp, softmax
 from sklearn_crfloss._bigram_rows import local_columns, pack_blocks, split_bigram_columns
 from sklearn_crfloss._label_bigrams import BIGRAM_LOSSES
 from sklearn_crfloss.decoding import mea_decode, nbest_decode
-from sklearn_crfloss.inference import (PositionTransitions, marginals_vjp, viterbi_2best,
+from sklearn_crfloss.inference import (PositionTransitions, marginals_vjp, max_marginals,
+                                       segment_margins, viterbi_2best, viterbi_excluding,
                                        viterbi_nbest)
 from sklearn_crfloss.losses import (MIRA, MinimumClassificationError, MixedLoss, Risk,
                                     SegmentFScoreMCE, StructuredPerceptron,
@@ -151,6 +153,36 @@ def test_mea_decoding_maximises_the_enumerated_expected_accuracy(problem, constr
             best = paths[np.flatnonzero(ok)[np.argmax(gain[ok])]]
         assert_array_equal(path[a:b], best)
         assert score[k] == pytest.approx(marg[np.arange(b - a), best].sum(), rel=1e-10)
+
+
+@SETTINGS
+@given(problems(min_length=1, max_labels=4))
+def test_max_product_kernels_match_the_enumeration(problem):
+    """max_marginals, viterbi_excluding and segment_margins (the MCE family's kernels) on
+    random tables, threads and lengths: the best scores of the enumerated paths with a
+    label at a token, differing from the gold path, carrying or not a segment's labels."""
+    unary, trans, start, end, offsets, n_threads = problem
+    L = unary.shape[1]
+    rng = np.random.default_rng(unary.size)
+    y = rng.integers(L, size=unary.shape[0]).astype(np.intp)
+    mm = max_marginals(unary, trans, start, end, offsets, n_threads)
+    path, score = viterbi_excluding(unary, trans, start, end, offsets, y, n_threads)
+    lengths = np.diff(offsets)
+    begin = rng.integers(lengths)  # one segment per sequence, somewhere inside it
+    segs = (np.arange(lengths.shape[0]), begin, rng.integers(begin, lengths) + 1)
+    carry, other, _ = segment_margins(unary, trans, start, end, offsets, y, segs,
+                                      n_threads=n_threads)
+    for k, (a, b, paths, scores) in enumerate(_chains(unary, trans, start, end, offsets)):
+        for t in range(b - a):
+            best = [scores[paths[:, t] == j].max() for j in range(L)]
+            assert_allclose(mm.alpha[a + t] + mm.beta[a + t], best, rtol=1e-12, atol=1e-12)
+        wrong = np.flatnonzero(np.any(paths != y[a:b], axis=1))
+        assert_array_equal(path[a:b], paths[wrong[np.argmax(scores[wrong])]])
+        assert score[k] == pytest.approx(scores[wrong].max(), rel=1e-12, abs=1e-12)
+        lo, hi = segs[1][k], segs[2][k]
+        carries = np.all(paths[:, lo:hi] == y[a + lo:a + hi], axis=1)
+        assert carry[k] == pytest.approx(scores[carries].max(), rel=1e-12, abs=1e-12)
+        assert other[k] == pytest.approx(scores[~carries].max(), rel=1e-12, abs=1e-12)
 
 
 @settings(max_examples=6, deadline=None, derandomize=True)
