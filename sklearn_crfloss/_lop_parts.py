@@ -24,7 +24,8 @@ import numpy as np
 from ._label_bigrams import BigramGroups, bigram_columns
 from ._objective import CRFObjective
 
-__all__ = ["LabelExpertObjective", "expert_parts", "make_objective", "pool_blocks"]
+__all__ = ["LabelExpertObjective", "count_trained", "expert_parts", "make_objective",
+           "pool_blocks"]
 
 
 class LabelExpertObjective(CRFObjective):
@@ -83,6 +84,36 @@ def _expert_bigrams(expert, cols, columns):
     if expert.bigram_coef_ is None:
         return np.zeros(0, dtype=np.intp)
     return np.searchsorted(columns, cols[bigram_columns(expert.attributes_)])
+
+
+def count_trained(expert, labels):
+    """``n_parameters_`` and ``sparsity_`` of a fitted label expert without its fixed block entries.
+
+    The layout of a label expert with bigram blocks holds the blocks'
+    entries outside its labels (kept at 0, not trained); its counts
+    should not. Other experts are returned unchanged.
+
+    Parameters
+    ----------
+    expert : CRFTagger
+        Fitted.
+    labels : array-like of int or None
+        The expert's labels (None: not a label expert).
+
+    Returns
+    -------
+    CRFTagger
+        ``expert``, its counts corrected in place.
+    """
+    if labels is None or expert.bigram_coef_ is None:
+        return expert
+    mine = np.zeros(expert.transition_.shape[0], dtype=bool)
+    mine[np.asarray(labels, dtype=np.intp)] = True
+    n_fixed = expert.bigram_coef_.shape[0] * int(np.sum(~(mine[:, None] | mine[None, :])))
+    n_zeros = round(expert.sparsity_ * expert.n_parameters_) - n_fixed
+    expert.n_parameters_ -= n_fixed
+    expert.sparsity_ = n_zeros / expert.n_parameters_
+    return expert
 
 
 def expert_parts(experts, groups, X, offsets, attributes):

@@ -38,7 +38,7 @@ from ._compat import Interval, StrOptions, validate_params
 from ._fit_args import check_validation_set, keyword_only_after_y
 from ._bigram_rows import pack_blocks
 from ._label_bigrams import BigramLayout
-from ._lop_parts import expert_parts, pool_blocks
+from ._lop_parts import count_trained, expert_parts, pool_blocks
 from ._params import ParameterLayout
 from ._persistence import VersionedStateMixin
 from ._tagger import CRFTagger
@@ -720,7 +720,8 @@ def _subset(Xc, offsets, y, seqs):
 
 
 def _fit_expert(estimator, features, X, offsets, classes, y, labels):
-    return estimator._fit_vectorized(features, X, offsets, classes, y, labels=labels)
+    return count_trained(estimator._fit_vectorized(features, X, offsets, classes, y,
+                                                   labels=labels), labels)
 
 
 def _table(transition):

@@ -66,6 +66,14 @@ def test_label_experts_train_blocks_in_their_label_space(label_pool):
         assert np.abs(B[:, mine]).max() > 1e-2 and np.abs(B[:, :, mine]).max() > 1e-2
         assert np.all(expert.transition_[np.ix_(~mine, ~mine)] == 0.0)
         assert_array_equal(expert.bigram_attributes_, lop.pool_.bigram_attributes_)
+        # n_parameters_ and sparsity_ count the trained parameters only (all of them
+        # non-zero here: the observed pairs, the expert's transitions, blocks and ends).
+        trained = np.concatenate([expert.coef_[mine].ravel(), expert.transition_[mine].ravel(),
+                                  expert.transition_[~mine][:, mine].ravel(),
+                                  expert.start_[mine], expert.end_[mine],
+                                  B[:, mine].ravel(), B[:, ~mine][:, :, mine].ravel()])
+        assert expert.n_parameters_ == np.count_nonzero(trained)
+        assert expert.sparsity_ == 0.0
 
 
 def test_pool_sums_the_label_experts_blocks(label_pool):
@@ -111,6 +119,9 @@ def test_label_pool_with_bigrams_round_trips(label_pool, tmp_path):
     loaded = load_model(tmp_path / "lop.crfl")
     assert loaded.predict(F) == lop.predict(F)
     assert_array_equal(loaded.pool_.bigram_coef_, lop.pool_.bigram_coef_)
+    for model in (again, loaded):
+        assert [e.n_parameters_ for e in model.experts_] == [e.n_parameters_
+                                                            for e in lop.experts_]
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # max_iter=15
