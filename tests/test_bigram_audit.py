@@ -25,9 +25,9 @@ from scipy.special import logsumexp, softmax
 from sklearn_crfloss._bigram_rows import local_columns, pack_blocks, split_bigram_columns
 from sklearn_crfloss._label_bigrams import BIGRAM_LOSSES
 from sklearn_crfloss.decoding import mea_decode, nbest_decode
-from sklearn_crfloss.inference import (PositionTransitions, marginals_vjp, max_marginals,
-                                       segment_margins, viterbi_2best, viterbi_excluding,
-                                       viterbi_nbest)
+from sklearn_crfloss.inference import (PositionTransitions, forward_backward, marginals_vjp,
+                                       max_marginals, segment_margins, sequence_scores, viterbi,
+                                       viterbi_2best, viterbi_excluding, viterbi_nbest)
 from sklearn_crfloss.losses import (MIRA, MinimumClassificationError, MixedLoss, Risk,
                                     SegmentFScoreMCE, StructuredPerceptron,
                                     LabelwiseAccuracyLoss)
@@ -36,7 +36,7 @@ from sklearn_crfloss.solvers._online import StructuredPerceptron as PerceptronRu
 
 from _oracle import position_paths
 from test_bigram_online import X_TINY, Y_TINY, _enumerated, _numeric_grad, _prepared, _sgd_model
-from test_bigram_tagger import _objective
+from test_bigram_tagger import TEMPLATE, _fit, _objective, _switch_data
 
 SETTINGS = settings(max_examples=20, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -88,6 +88,37 @@ def _passes(paths, allowed):
     """Which enumerated paths the constraints allow."""
     ok = allowed[1][paths[:, 0]] & allowed[2][paths[:, -1]]
     return ok & np.all(allowed[0][paths[:, :-1], paths[:, 1:]], axis=1)
+
+
+@SETTINGS
+@given(problems())
+def test_sum_and_max_product_passes_match_the_enumeration(problem):
+    """forward_backward (log Z, marginals, the counts of each matrix of the table, the
+    boundary counts), viterbi and sequence_scores, empty sequences included."""
+    unary, trans, start, end, offsets, n_threads = problem
+    L = unary.shape[1]
+    fb = forward_backward(unary, trans, start, end, offsets, n_threads=n_threads)
+    path, best = viterbi(unary, trans, start, end, offsets, n_threads)
+    assert_allclose(sequence_scores(unary, trans, start, end, path, offsets), best,
+                    rtol=1e-12, atol=1e-12)
+    log_z = np.zeros(offsets.shape[0] - 1)
+    counts, bounds = np.zeros_like(trans.table), np.zeros((2, L))
+    for a, b, paths, scores in _chains(unary, trans, start, end, offsets):
+        k = int(np.searchsorted(offsets, a, side="right")) - 1
+        log_z[k] = logsumexp(scores)
+        p = np.exp(scores - log_z[k])
+        for t in range(b - a):
+            assert_allclose(fb.marginals[a + t], np.bincount(paths[:, t], weights=p,
+                                                             minlength=L), atol=1e-12)
+            if t:
+                np.add.at(counts[trans.index[a + t]], (paths[:, t - 1], paths[:, t]), p)
+        np.add.at(bounds, (0, paths[:, 0]), p)
+        np.add.at(bounds, (1, paths[:, -1]), p)
+        assert_array_equal(path[a:b], paths[np.argmax(scores)])
+        assert best[k] == pytest.approx(scores.max(), rel=1e-12, abs=1e-12)
+    assert_allclose(fb.log_z, log_z, rtol=1e-12, atol=1e-12)
+    assert_allclose(fb.transition_counts, counts, atol=1e-12)
+    assert_allclose([fb.start_counts, fb.end_counts], bounds, atol=1e-12)
 
 
 @SETTINGS
@@ -309,3 +340,19 @@ def test_online_rule_step_is_the_enumerated_subgradient(rule, loss):
         step = pack_blocks(layout, *params[:4], params[4]) - theta
         assert_allclose(step, -w[i] * tau * grad, atol=1e-7)
         assert np.abs(step[layout.n_base:]).max() > 1e-4  # the blocks moved
+
+
+def test_a_batch_of_empty_sequences_scores_zero():
+    """sequence_scores on a batch whose sequences are all empty: 0.0 each, as with one
+    matrix (the position-dependent path once raised a numpy casting error here), and a
+    tagger with bigram attributes answers a batch of empty sentences like a plain one."""
+    empty, offsets = np.zeros((0, 2)), np.array([0, 0, 0])
+    trans = PositionTransitions(np.ones((1, 2, 2)), np.zeros(0, dtype=np.intp))
+    for T in (trans, trans.table[0]):
+        scores = sequence_scores(empty, T, np.ones(2), np.ones(2), np.zeros(0, np.intp), offsets)
+        assert scores.dtype == np.float64 and np.all(scores == 0.0)
+    X, y = _switch_data(n=10)
+    _, crf = _fit(TEMPLATE, X, y)
+    assert crf.bigram_coef_ is not None
+    assert_array_equal(crf.sequence_log_proba([[], []]), [0.0, 0.0])
+    assert crf.predict_nbest([[]], n_best=2) == [[([], 0.0)]]
