@@ -1,18 +1,40 @@
-"""Position-dependent transitions against enumeration: the entry points not covered elsewhere.
+"""Position-dependent transitions against enumeration: where each entry point is checked.
 
 Every kernel and inference entry point that takes a
-:class:`~sklearn_crfloss.inference.PositionTransitions` is checked against
-brute-force enumeration (``_oracle``). forward_backward, viterbi,
-sequence_scores, the constraints and the CLL gradient are in
-test_bigram_kernels.py; max_marginals, viterbi_excluding, segment_margins
-and MCE-F's fast path in test_fused_mce.py; the losses through the
-estimator's chain rule and the compiled SGD step in test_bigram_tagger.py
-and test_bigram_online.py. Here: n-best Viterbi and its 2-best form,
-n-best and MEA decoding with constraints, the max-product kernels again on
-random shapes and two threads, the marginals' VJP against the enumerated
-marginals, every loss that takes them at the loss level (MCE and MCE-F
-included), SGD's generic path for the losses without a compiled loop, and
-the perceptron and MIRA rules.
+:class:`~sklearn_crfloss.inference.PositionTransitions` (observation-
+dependent label bigrams) is checked against brute-force enumeration
+(``_oracle``) or against differences of an enumerated definition:
+
+=============================================  ==========================================
+entry point                                    tests
+=============================================  ==========================================
+inference.forward_backward (scaled, log        test_bigram_kernels: forward_backward,
+space)                                         large_potentials; here: sum_and_max_product
+inference.viterbi, sequence_scores             test_bigram_kernels: viterbi_and_scores;
+                                               here: sum_and_max_product, empty_sequences
+inference.viterbi_nbest, viterbi_2best         test_bigram_kernels: nbest; here: nbest,
+                                               two_best
+inference.marginals_vjp                        test_bigram_kernels: marginals_vjp (of
+                                               forward_backward); here: marginals_vjp
+inference.max_marginals, viterbi_excluding,    test_fused_mce: position_max_marginals,
+segment_margins                                position_segment_margins; here:
+                                               max_product_kernels
+MCE-F's fast path (_fused_mce)                 test_fused_mce: table_kernels_of_the_fast_path,
+                                               fast_path_equals_the_general_code
+decoding.viterbi_decode, apply_allowed         test_bigram_kernels: constraints
+decoding.nbest_decode, mea_decode              here: nbest (constrained), mea_decoding
+every loss of BIGRAM_LOSSES                    here: every_loss (value and table gradient);
+                                               through the objective's chain rule:
+                                               test_bigram_tagger and test_bigram_online
+                                               objective_value_by_enumeration,
+                                               test_fused_mce: losses_with_position
+SGD, compiled loop                             test_bigram_online: sgd_step (compiled),
+                                               sgd_scaling, sgd_large_potentials
+SGD, generic path (_bigram_rows)               test_bigram_online: sgd_step (generic);
+                                               here: sgd_generic_step (marginal losses)
+perceptron and MIRA rules                      here: online_rule_step
+LOPTagger's pool and label experts             test_bigram_online: lop_*; test_lop_bigrams
+=============================================  ==========================================
 """
 
 import numpy as np
