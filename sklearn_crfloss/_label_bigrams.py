@@ -64,10 +64,6 @@ bigram_attributes_ : ndarray of object of shape (n_bigram,) or None
 #: ``CRFObjective.value_and_grad``), SGD and the online rules (token-wise
 #: matrices, ``_bigram_rows``).
 BIGRAM_SOLVERS = ("lbfgs", "owlqn", "rprop", "quickprop", "sgd", "perceptron", "mira")
-#: Solvers that train the blocks of LOPTagger's label experts: the batch
-#: solvers, whose steps are made of the objective's gradient, which is 0 on
-#: the blocks' entries outside the expert's labels (``_lop_parts``).
-LABEL_EXPERT_SOLVERS = ("lbfgs", "owlqn", "rprop", "quickprop")
 
 
 def bigram_columns(attributes):
@@ -163,6 +159,12 @@ class BigramLayout(ParameterLayout):
                          "bigrams (bigram attributes); fit from scratch.")
 
 
+#: Solvers that train the blocks of LOPTagger's label experts: the batch
+#: solvers, whose steps are made of the objective's gradient, which is 0 on
+#: the blocks' entries outside the expert's labels (``_lop_parts``).
+LABEL_EXPERT_SOLVERS = ("lbfgs", "owlqn", "rprop", "quickprop")
+
+
 def make_layout(features, n_features, n_labels, state_index, *, labels, boundary, loss, solver,
                 estimator):
     """The parameter layout of a fit: with bigram blocks if the attributes have any.
@@ -183,14 +185,15 @@ def make_layout(features, n_features, n_labels, state_index, *, labels, boundary
     elif solver.name not in BIGRAM_SOLVERS:
         problem = f"the solver {solver.name!r}"
     elif labels is not None and solver.name not in LABEL_EXPERT_SOLVERS:
-        problem = f"the label experts of LOPTagger with the solver {solver.name!r}"
+        problem = (f"the label experts of LOPTagger with the solver {solver.name!r} (they "
+                   f"train the blocks with {', '.join(map(repr, LABEL_EXPERT_SOLVERS))})")
     elif estimator.warm_start and hasattr(estimator, "coef_"):
         problem = "warm_start=True"
     if problem is None:
         return BigramLayout(n_features, n_labels, state_index, columns, boundary, labels)
     remedy = (f"train them with loss {', '.join(repr(c.name) for c in BIGRAM_LOSSES)} and "
-              f"solver {', '.join(map(repr, BIGRAM_SOLVERS))}" if "label experts" not in problem
-              else f"give the experts the solver {', '.join(map(repr, LABEL_EXPERT_SOLVERS))}")
+              f"solver {', '.join(map(repr, BIGRAM_SOLVERS))}" if labels is None
+              else "use another expert set")
     raise ValueError(
         f"Observation-dependent label bigrams (the {columns.shape[0]} feature keys starting "
         f"with {BIGRAM_PREFIX!r}, e.g. {features.attributes[columns[0]]!r}, from a template's "
