@@ -514,3 +514,364 @@ def segment_margins_batch(
                                 &g_carry[m], &g_other[m], coef[m], coef_other[m], mode == 1,
                                 d_unary, &acc_trans[a, 0], &acc_boundary[a, 0],
                                 &acc_boundary[a, L])
+
+
+# -- chunk queries (MCE-F with segment_match='chunks') -----------------------
+#
+# A query asks for the best score of a sequence that satisfies constraints on
+# a span a..b-1, and the best score of one that violates them: every span
+# token has a label of a given type, and the (previous, current) label pair
+# at each boundary a..b is allowed by a mask of shape (L + 1, L) (row L: the
+# sequence start), the boundary b only when b is inside the sequence. A
+# Viterbi pass over the span's allowed labels, entered through alpha and left
+# through beta (Suzuki et al. 2006, section 4.2), gives the first; the second
+# is the best over the first violation: at some boundary the path leaves the
+# constraints (a label of another type, or a forbidden pair), after which the
+# best suffix is beta's. The values pass keeps both best paths' span labels;
+# the gradient pass counts them, their prefixes and suffixes swept as in mode
+# 2 of segment_margins_batch. The candidates over all L next labels are
+# maxima of rows (vectorised); the argmax is looked up only when it wins.
+
+cdef extern from *:
+    """
+    /* acc[c] = max(acc[c], (row[c] + x) + u[c]): one previous label's
+       candidates, elementwise so that the loop vectorises. */
+    static inline void crf_acc_max(const double* restrict row, double x,
+                                   const double* restrict u, double* restrict acc,
+                                   ptrdiff_t L) {
+        for (ptrdiff_t c = 0; c < L; c++) {
+            const double v = (row[c] + x) + u[c];
+            acc[c] = v > acc[c] ? v : acc[c];
+        }
+    }
+    /* The same into acc_in where mask[c] and acc_out elsewhere. */
+    static inline void crf_acc_max_split(const double* restrict row, double x,
+                                         const double* restrict u,
+                                         const unsigned char* restrict mask,
+                                         double* restrict acc_in, double* restrict acc_out,
+                                         ptrdiff_t L) {
+        for (ptrdiff_t c = 0; c < L; c++) {
+            const double v = (row[c] + x) + u[c];
+            const int k = mask[c] != 0;
+            acc_in[c] = (k && v > acc_in[c]) ? v : acc_in[c];
+            acc_out[c] = (!k && v > acc_out[c]) ? v : acc_out[c];
+        }
+    }
+    """
+    void acc_max "crf_acc_max"(const double* row, double x, const double* u, double* acc,
+                               Py_ssize_t L) noexcept nogil
+    void acc_max_split "crf_acc_max_split"(const double* row, double x, const double* u,
+                                           const unsigned char* mask, double* acc_in,
+                                           double* acc_out, Py_ssize_t L) noexcept nogil
+
+
+cdef inline double _row_max(const double* x, Py_ssize_t L) noexcept nogil:
+    cdef Py_ssize_t c
+    cdef double best = -INFINITY
+    for c in range(L):
+        if x[c] > best:
+            best = x[c]
+    return best
+
+
+cdef bint _locate(
+    const Py_ssize_t* labels, Py_ssize_t n_prev, const double* prev, const double* M,
+    const double* u, const unsigned char* mask, int want, double target, Py_ssize_t L,
+    Py_ssize_t* p_out, Py_ssize_t* c_out,
+) noexcept nogil:
+    # The first (p, c), p over labels[:n_prev] then c, whose candidate
+    # (prev[p] + M[p, c]) + u[c] equals target (with mask[p, c] == want when a
+    # mask is given): the argmax the maxima above found.
+    cdef Py_ssize_t m, p, c
+    for m in range(n_prev):
+        p = labels[m]
+        for c in range(L):
+            if mask != NULL and (mask[p * L + c] != 0) != want:
+                continue
+            if (M[p * L + c] + prev[p]) + u[c] == target:
+                p_out[0] = p
+                c_out[0] = c
+                return True
+    return False
+
+
+cdef void _chunk_query(
+    const double[:, ::1] unary, const double* table, const Py_ssize_t* index,
+    const double[::1] start, const double[:, ::1] alpha, const double[:, ::1] beta,
+    const unsigned char[:, :, ::1] masks, const Py_ssize_t[::1] label_type,
+    const Py_ssize_t[::1] type_offsets, const Py_ssize_t[::1] type_labels,
+    Py_ssize_t s, Py_ssize_t e, Py_ssize_t a, Py_ssize_t b, const Py_ssize_t* tok_type,
+    const Py_ssize_t* inner, Py_ssize_t first, Py_ssize_t exit_mask, bint need_without,
+    double* ok, int* bp, double* out_with, double* out_without, Py_ssize_t* how,
+    Py_ssize_t* path_with, Py_ssize_t* path_without,
+) noexcept nogil:
+    # how = (kind, j, p, c) of the best violation (kind 0: a label c of another
+    # type at a, through the max-marginal; 1: the edge p -> c into token a + j
+    # leaves the constraints, p the ok state at a + j - 1, or the previous
+    # label / L (start) for j = 0), (state, next) of the best satisfying path
+    # (next = -1 at the sequence's end), then the label before a (or L) of the
+    # satisfying and of the violating path. path_with[0 .. n-1] and
+    # path_without[0 .. j-1] get their span labels. bp[j * L + c]: the ok
+    # state before (label, or L at j = 0).
+    cdef Py_ssize_t L = unary.shape[1]
+    cdef Py_ssize_t n = b - a
+    cdef Py_ssize_t j, t, p, c, m, q, mp, ty
+    cdef double v, val, op, best_with = -INFINITY, bv = -INFINITY
+    cdef double* prev = ok
+    cdef double* cur = ok + L
+    cdef double* u = ok + 2 * L
+    cdef double* acc = ok + 3 * L
+    cdef double* acc_out = ok + 4 * L
+    cdef double* tmp
+    cdef const double* M
+    cdef const unsigned char* mk
+    for j in range(8):
+        how[j] = -1
+    ty = tok_type[0]
+    for c in range(L):
+        cur[c] = -INFINITY
+    if need_without:  # another type at token a
+        for c in range(L):
+            if label_type[c] != ty:
+                v = alpha[a, c] + beta[a, c]
+                if v > bv:
+                    bv = v
+                    how[0] = 0; how[1] = 0; how[2] = 0; how[3] = c
+    mk = &masks[first, 0, 0]
+    M = _matrix(table, index, a, L)
+    for p in range(L + 1):
+        if p == L:
+            if a > s:
+                continue
+            op = 0.0
+        elif a == s:
+            continue
+        else:
+            op = alpha[a - 1, p]
+        for m in range(type_offsets[ty], type_offsets[ty + 1]):
+            c = type_labels[m]
+            v = op + (start[c] if p == L else M[p * L + c])
+            if mk[p * L + c]:
+                if v > cur[c]:
+                    cur[c] = v
+                    bp[c] = <int>p
+            elif need_without:
+                val = v + (unary[a, c] + beta[a, c])
+                if val > bv:
+                    bv = val
+                    how[0] = 1; how[1] = 0; how[2] = p; how[3] = c
+    for m in range(type_offsets[ty], type_offsets[ty + 1]):
+        cur[type_labels[m]] += unary[a, type_labels[m]]
+    for j in range(1, n):
+        t = a + j
+        tmp = prev
+        prev = cur
+        cur = tmp
+        for c in range(L):
+            cur[c] = -INFINITY
+        mp = tok_type[j - 1]
+        ty = tok_type[j]
+        M = _matrix(table, index, t, L)
+        mk = &masks[inner[j], 0, 0]
+        if need_without:  # another type at token t
+            for c in range(L):
+                u[c] = (unary[t, c] + beta[t, c]) if label_type[c] != ty else -INFINITY
+                acc[c] = -INFINITY
+            for m in range(type_offsets[mp], type_offsets[mp + 1]):
+                p = type_labels[m]
+                if prev[p] > -INFINITY:
+                    acc_max(M + p * L, prev[p], u, acc, L)
+            val = _row_max(acc, L)
+            if val > bv and _locate(&type_labels[type_offsets[mp]],
+                                    type_offsets[mp + 1] - type_offsets[mp], prev, M, u, NULL,
+                                    0, val, L, &how[2], &how[3]):
+                bv = val
+                how[0] = 1
+                how[1] = j
+        for m in range(type_offsets[mp], type_offsets[mp + 1]):
+            p = type_labels[m]
+            for q in range(type_offsets[ty], type_offsets[ty + 1]):
+                c = type_labels[q]
+                v = prev[p] + M[p * L + c]
+                if mk[p * L + c]:
+                    if v > cur[c]:
+                        cur[c] = v
+                        bp[j * L + c] = <int>p
+                elif need_without:
+                    val = v + (unary[t, c] + beta[t, c])
+                    if val > bv:
+                        bv = val
+                        how[0] = 1; how[1] = j; how[2] = p; how[3] = c
+        for m in range(type_offsets[ty], type_offsets[ty + 1]):
+            cur[type_labels[m]] += unary[t, type_labels[m]]
+    ty = tok_type[n - 1]
+    if b < e:  # leaving the span through the boundary b
+        M = _matrix(table, index, b, L)
+        mk = &masks[exit_mask, 0, 0]
+        for c in range(L):
+            u[c] = unary[b, c] + beta[b, c]
+            acc[c] = -INFINITY
+            acc_out[c] = -INFINITY
+        for m in range(type_offsets[ty], type_offsets[ty + 1]):
+            p = type_labels[m]
+            if cur[p] > -INFINITY:
+                acc_max_split(M + p * L, cur[p], u, mk + p * L, acc, acc_out, L)
+        val = _row_max(acc, L)
+        if val > -INFINITY and _locate(&type_labels[type_offsets[ty]],
+                                       type_offsets[ty + 1] - type_offsets[ty], cur, M, u, mk,
+                                       1, val, L, &how[4], &how[5]):
+            best_with = val
+        val = _row_max(acc_out, L)
+        if need_without and val > bv and _locate(&type_labels[type_offsets[ty]],
+                                                 type_offsets[ty + 1] - type_offsets[ty], cur,
+                                                 M, u, mk, 0, val, L, &how[2], &how[3]):
+            bv = val
+            how[0] = 1
+            how[1] = n
+    else:  # the sequence ends with the span
+        for m in range(type_offsets[ty], type_offsets[ty + 1]):
+            p = type_labels[m]
+            val = cur[p] + beta[b - 1, p]
+            if val > best_with:
+                best_with = val
+                how[4] = p
+    out_with[0] = best_with
+    out_without[0] = bv if need_without else -INFINITY
+    if how[4] >= 0:  # the span labels of the two paths, through the backpointers
+        p = how[4]
+        for j in range(n - 1, -1, -1):
+            path_with[j] = p
+            p = bp[j * L + p]
+        how[6] = p
+    if need_without and how[0] == 1 and how[1] > 0:
+        p = how[2]
+        for j in range(how[1] - 1, -1, -1):
+            path_without[j] = p
+            p = bp[j * L + p]
+        how[7] = p
+
+
+cdef void _count_span(
+    const Py_ssize_t* lab, Py_ssize_t p0, const Py_ssize_t* index, Py_ssize_t s,
+    Py_ssize_t a, Py_ssize_t n, double w, Py_ssize_t L, double* pre,
+    double[:, ::1] d_unary, double* acc_trans, double* acc_start,
+) noexcept nogil:
+    # w times the counts of the labels lab[0 .. n-1] on tokens a .. a+n-1
+    # entered from p0 at a - 1 (L: the sequence start), whose best prefix
+    # becomes a node weight before a.
+    cdef Py_ssize_t j
+    for j in range(n):
+        d_unary[a + j, lab[j]] += w
+        if j > 0:
+            acc_trans[_block(index, a + j, L) + lab[j - 1] * L + lab[j]] += w
+    if p0 == L:
+        acc_start[lab[0]] += w
+    else:
+        acc_trans[_block(index, a, L) + p0 * L + lab[0]] += w
+        pre[(a - 1 - s) * L + p0] += w
+
+
+def chunk_queries_batch(
+    const double[:, ::1] unary, const double[:, :, ::1] table, const Py_ssize_t[::1] index,
+    const double[::1] start, const double[:, ::1] alpha, const double[:, ::1] beta,
+    const int[:, ::1] bp_fwd, const Py_ssize_t[::1] offsets,
+    const unsigned char[:, :, ::1] masks, const Py_ssize_t[::1] label_type,
+    const Py_ssize_t[::1] type_offsets, const Py_ssize_t[::1] type_labels,
+    const Py_ssize_t[::1] q_offsets, const Py_ssize_t[::1] q_begin,
+    const Py_ssize_t[::1] q_end, const Py_ssize_t[::1] q_tokens,
+    const Py_ssize_t[::1] tok_type, const Py_ssize_t[::1] inner,
+    const Py_ssize_t[::1] first, const Py_ssize_t[::1] exit_mask,
+    const unsigned char[::1] need_without, double[::1] with_, double[::1] without,
+    Py_ssize_t[:, ::1] how, Py_ssize_t[::1] path_with, Py_ssize_t[::1] path_without,
+    const double[::1] coef_with, const double[::1] coef_without, bint do_grad,
+    double[:, ::1] d_unary, double[:, ::1] acc_trans, double[:, ::1] acc_boundary,
+    double[:, ::1] work, int[:, ::1] span_bp, int n_threads,
+):
+    """Chunk constraints on spans: best scores with and without them, and gradients (low level).
+
+    Use :func:`sklearn_crfloss.losses._chunks.chunk_margins`. Query m of
+    sequence k (``q_offsets[k] <= m < q_offsets[k + 1]``) spans the tokens
+    ``q_begin[m]:q_end[m]`` (absolute, end exclusive); its token j must have
+    a label of type ``tok_type[q_tokens[m] + j]`` (labels of type t:
+    ``type_labels[type_offsets[t]:type_offsets[t + 1]]``, increasing), the
+    label pair (p, c) at the boundary before token j must have
+    ``masks[inner[q_tokens[m] + j], p, c]`` (j >= 1), ``masks[first[m], p,
+    c]`` at the span's first token (p = L: the sequence start) and
+    ``masks[exit_mask[m], p, c]`` into the token after the span, if any.
+
+    Without ``do_grad``: ``with_[m]``, ``without[m]`` get the best scores of
+    the sequences that satisfy (violate) them, -inf where there is none
+    (``without`` only where ``need_without[m]``), and how (n_queries, 8),
+    path_with and path_without (n_query_tokens,) what the gradient needs.
+    With ``do_grad`` (after a pass without, its outputs unchanged): adds
+    ``coef_with[m]`` times the counts of the best satisfying path minus
+    ``coef_without[m]`` times those of the best violating one (zero
+    coefficients where the score is -inf) to d_unary, acc_trans and
+    acc_boundary as mode 2 of :func:`segment_margins_batch` does. ``table``,
+    ``index``, the tables and the accumulators as there; work (n_threads, 5
+    L, plus 2 max_length L with ``do_grad``) and span_bp (n_threads,
+    max_span L) are scratch.
+    """
+    cdef Py_ssize_t n_seq = offsets.shape[0] - 1
+    cdef Py_ssize_t L = unary.shape[1]
+    cdef Py_ssize_t n_acc = acc_trans.shape[0]
+    cdef const Py_ssize_t* idx = _index_ptr(index)
+    cdef Py_ssize_t k, m, tid, acc, s, e, j, a
+    cdef Py_ssize_t* hw
+    cdef double* pre
+    cdef double* suf
+    cdef double w
+    with nogil:
+        for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
+            if q_offsets[k + 1] == q_offsets[k]:
+                continue
+            tid = threadid()
+            s = offsets[k]
+            e = offsets[k + 1]
+            if not do_grad:
+                for m in range(q_offsets[k], q_offsets[k + 1]):
+                    _chunk_query(unary, &table[0, 0, 0], idx, start, alpha, beta, masks,
+                                 label_type, type_offsets, type_labels, s, e, q_begin[m],
+                                 q_end[m], &tok_type[q_tokens[m]], &inner[q_tokens[m]],
+                                 first[m], exit_mask[m], need_without[m] != 0, &work[tid, 0],
+                                 &span_bp[tid, 0], &with_[m], &without[m], &how[m, 0],
+                                 &path_with[q_tokens[m]], &path_without[q_tokens[m]])
+                continue
+            acc = (k // 8) % n_acc
+            pre = &work[tid, 5 * L]
+            suf = pre + (e - s) * L
+            for j in range(2 * (e - s) * L):
+                pre[j] = 0.0
+            for m in range(q_offsets[k], q_offsets[k + 1]):
+                hw = &how[m, 0]
+                a = q_begin[m]
+                w = coef_with[m]
+                if w != 0.0 and hw[4] >= 0:
+                    _count_span(&path_with[q_tokens[m]], hw[6], idx, s, a, q_end[m] - a, w, L,
+                                pre, d_unary, &acc_trans[acc, 0], &acc_boundary[acc, 0])
+                    if hw[5] >= 0:
+                        acc_trans[acc, _block(idx, q_end[m], L) + hw[4] * L + hw[5]] += w
+                        suf[(q_end[m] - s) * L + hw[5]] += w
+                    else:
+                        acc_boundary[acc, L + hw[4]] += w
+                w = -coef_without[m]
+                if w == 0.0 or hw[0] < 0:
+                    continue
+                if hw[0] == 0:  # the best path through (a, c)
+                    _span_weights(&hw[3], s, e, a, a + 1, w, unary, &table[0, 0, 0], idx, beta,
+                                  bp_fwd, L, pre, suf, d_unary, &acc_trans[acc, 0],
+                                  &acc_boundary[acc, 0], &acc_boundary[acc, L])
+                    continue
+                j = hw[1]
+                if j > 0:  # the ok path up to a + j - 1, then the edge out
+                    _count_span(&path_without[q_tokens[m]], hw[7], idx, s, a, j, w, L, pre,
+                                d_unary, &acc_trans[acc, 0], &acc_boundary[acc, 0])
+                    acc_trans[acc, _block(idx, a + j, L) + hw[2] * L + hw[3]] += w
+                elif hw[2] == L:
+                    acc_boundary[acc, hw[3]] += w
+                else:
+                    acc_trans[acc, _block(idx, a, L) + hw[2] * L + hw[3]] += w
+                    pre[(a - 1 - s) * L + hw[2]] += w
+                suf[(a + j - s) * L + hw[3]] += w
+            _sweep(s, e, unary, &table[0, 0, 0], idx, beta, bp_fwd, L, pre, suf, d_unary,
+                   &acc_trans[acc, 0], &acc_boundary[acc, 0], &acc_boundary[acc, L])

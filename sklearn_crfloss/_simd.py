@@ -14,7 +14,7 @@ to rounding (fused multiply-adds round once).
 
 import importlib
 
-__all__ = ["KERNEL_BUILD", "cll_features_batch", "forward_backward_batch",
+__all__ = ["KERNEL_BUILD", "chunk_queries_batch", "cll_features_batch", "forward_backward_batch",
            "marginal_loss_features_batch", "marginals_vjp_batch", "max_incorrect_batch",
            "max_incorrect_from_tables",
            "max_marginals_batch", "n_best_batch", "pair_gradient", "pair_potentials",
@@ -78,3 +78,4 @@ max_incorrect_batch = _modules["_viterbi"].max_incorrect_batch
 max_marginals_batch = _modules["_max_marginals"].max_marginals_batch
 segment_margins_batch = _modules["_max_marginals"].segment_margins_batch
 max_incorrect_from_tables = _modules["_max_marginals"].max_incorrect_from_tables
+chunk_queries_batch = _modules["_max_marginals"].chunk_queries_batch

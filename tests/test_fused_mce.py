@@ -220,13 +220,6 @@ def test_mce_losses_fit_a_bigram_template(loss):
     assert crf.score(features.transform(Xt), yt) > 0.95
 
 
-def test_mce_f_on_chunks_refuses_position_transitions():
-    U, T, s, e, y, off = _problem(0, positions=True)
-    loss = SegmentFScoreMCE(segment_match="chunks").set_classes(CLASSES)
-    with pytest.raises(ValueError, match="segment_match='chunks' does not take position"):
-        loss.value_and_grad(U, T, s, e, y, off)
-
-
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("positions", [False, True])
 def test_table_kernels_of_the_fast_path_match_enumeration(seed, positions):
