@@ -266,3 +266,21 @@ def test_table_kernels_of_the_fast_path_match_enumeration(seed, positions):
 
     _check_one_sided(f, (U, table.copy(), s, e),
                      (d_unary, acc[0][0].reshape(table.shape), acc[1][0, :3], acc[1][0, 3:]))
+
+
+@pytest.mark.parametrize("loss, init", [("mce", "auto"), ("mce", None), ("mce_f", "auto")])
+def test_mce_losses_fit_a_bigram_template_with_their_default_schedules(loss, init):
+    # 'suzuki2006' (from zero: SGD epochs, then QuickProp) and 'gpd_quickprop'
+    # take the bigram blocks because every stage does.
+    X, y = _switch_data()
+    Xt, yt = _switch_data(seed=1)
+    features = TemplateFeatures("U00:%x[0,0]\nU01:%x[0,1]\nB\nB01:%x[0,1]\n").fit([])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        crf = CRFTagger(loss=loss, init=init, random_state=0,
+                        n_jobs=1).fit(features.transform(X), y)
+    if (loss, init) != ("mce", "auto"):  # the ten SGD epochs ran, then QuickProp
+        assert crf.n_iter_ > 10
+    assert crf.bigram_coef_.shape == (2, 3, 3)
+    assert np.any(crf.bigram_coef_ != 0)
+    assert crf.score(features.transform(Xt), yt) > 0.95
