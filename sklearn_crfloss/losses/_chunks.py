@@ -16,8 +16,9 @@ through the backward max-marginal tables (Suzuki et al. 2006, section 4.2).
 import numpy as np
 
 from .._forward_backward import accumulator_blocks
-from .._simd import chunk_queries_batch, max_incorrect_from_tables, max_marginals_batch
-from ..inference import MaxMarginalsResult, PositionTransitions, _Chain, _transition_table
+from .._fused_mce import _max_marginals as _tables
+from .._simd import chunk_queries_batch, max_incorrect_from_tables
+from ..inference import PositionTransitions, _Chain, _transition_table
 from ..segments import _END, _EVENTS, _START, _label_table
 
 __all__ = ["ChunkEvents", "Gradient", "SpanQueries"]
@@ -53,6 +54,10 @@ class ChunkEvents:
     masks : ndarray of uint8 of shape (n_masks, n_labels + 1, n_labels)
         The label pairs a span query allows at a boundary (see
         :meth:`carry_queries` and :meth:`gold_queries`).
+    columns : ndarray of uint8 of shape (n_masks, n_labels)
+        1 where a mask allows label ``c`` after every label, 2 after none, else 0.
+    off_type : ndarray of float64 of shape (n_types, n_labels)
+        ``-inf`` for the labels of the type, 0 for the others.
     """
 
     def __init__(self, classes, scheme):
@@ -84,6 +89,10 @@ class ChunkEvents:
         masks += [(self.code == e) & same[t][None, :]
                   for e in range(n_codes) for t in range(self.n_types)]
         self.masks = np.ascontiguousarray(np.array(masks), dtype=np.uint8)
+        inside = self.masks[:, :n, :].astype(bool)  # the rows of the labels (not the start)
+        self.columns = np.where(inside.all(axis=1), 1, np.where(~inside.any(axis=1), 2, 0))
+        self.columns = np.ascontiguousarray(self.columns, dtype=np.uint8)
+        self.off_type = np.where(same, -np.inf, 0.0)
         self._start_id, self._gstart_id = 3, 3 + self.n_types
         self._gin_id = 3 + 3 * self.n_types
 
@@ -102,7 +111,7 @@ class ChunkEvents:
         return self.code[prev, path], self.start[prev, path], self.end[prev, path]
 
     def max_incorrect(self, unary, transition, start, end, offsets, y, n_threads=1, mm=None,
-                      exclude=True):
+                      exclude=True, gold_events=None):
         """Best label sequence whose chunks differ from those of ``y`` (Eq. 5 on chunks).
 
         The label-level maximum incorrect output, read off the max-marginal
@@ -112,7 +121,8 @@ class ChunkEvents:
         the gold chunks) a Viterbi over (label, chunks-deviated-yet) states on
         that sequence. Returns ``y``'s labels for a sequence without any other
         chunk set. Without ``exclude``: the Viterbi path. ``transition`` may
-        be a :class:`~sklearn_crfloss.inference.PositionTransitions`.
+        be a :class:`~sklearn_crfloss.inference.PositionTransitions`;
+        ``gold_events``: :meth:`token_events` of ``y`` if known.
         """
         c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
         y = c.labels(y, "y")
@@ -121,10 +131,19 @@ class ChunkEvents:
         table, index = _transition_table(c.transition)
         max_incorrect_from_tables(c.unary, table, index, mm.alpha, mm.beta, mm.bp_fwd, c.offsets,
                                   y, exclude, path, np.zeros(c.n_seq), c.n_threads)
-        if not exclude:
-            return path
+        if exclude:
+            self.differ_in_chunks(c, path, y, gold_events)
+        return path
+
+    def differ_in_chunks(self, c, path, y, gold_events=None):
+        """Where ``path`` (the label-level maximum incorrect output) only re-encodes
+        the chunks of ``y``, replace it by the best sequence with other chunks (in place).
+
+        ``c`` is the checked chain (:class:`~sklearn_crfloss.inference._Chain`);
+        ``gold_events``: :meth:`token_events` of ``y`` if known.
+        """
         offsets = c.offsets
-        gold_code = self.token_events(y, offsets)[0]
+        gold_code = (self.token_events(y, offsets) if gold_events is None else gold_events)[0]
         lengths = np.diff(offsets)
         differs = np.bincount(np.repeat(np.arange(lengths.shape[0]), lengths),
                               self.token_events(path, offsets)[0] != gold_code,
@@ -135,7 +154,6 @@ class ChunkEvents:
             rows = offsets[seqs][:, None] + np.arange(length)[None, :]
             path[rows] = self._chunk_excluding(c.unary, c.transition, c.start, c.end, rows,
                                                gold_code[rows], y[rows])
-        return path
 
     def _chunk_excluding(self, unary, transition, start, end, rows, gold_code, y):
         """Viterbi over (label, deviated) on sequences of one length; rows (m, T)."""
@@ -214,14 +232,48 @@ class ChunkEvents:
         return tok_type, first, inner, exit_
 
 
+class _Part:
+    """One set of span queries (sorted by sequence) and what the values pass returns."""
+
+    def __init__(self, c, seq, begin, stop, queries, need_without):
+        lengths = (stop - begin).astype(np.intp)
+        self.n = seq.shape[0]
+        self.q_offsets = np.searchsorted(seq, np.arange(c.n_seq + 1)).astype(np.intp)
+        self.begin = np.ascontiguousarray(begin + c.offsets[seq], dtype=np.intp)
+        self.stop = self.begin + lengths
+        self.q_tokens = np.concatenate([[0], np.cumsum(lengths)]).astype(np.intp)
+        self.tok_type, self.first, self.inner, self.exit = (
+            np.ascontiguousarray(q, dtype=np.intp) for q in queries)
+        self.need = np.full(self.n, need_without, dtype=np.uint8)
+        self.with_, self.without = np.empty(self.n), np.empty(self.n)
+        self.how = np.empty((self.n, 8), dtype=np.intp)
+        self.paths = np.empty((2, self.q_tokens[-1]), dtype=np.intp)
+
+    _FIELDS = ("begin", "stop", "tok_type", "inner", "first", "exit", "need", "with_", "without",
+               "how")
+
+    @classmethod
+    def stacked(cls, parts, n_seq):
+        """All the parts as one: the arrays end to end, ``q_offsets`` one row per part."""
+        out = cls.__new__(cls)
+        for name in cls._FIELDS:
+            setattr(out, name, np.concatenate([getattr(p, name) for p in parts]))
+        base = np.cumsum([0] + [p.n for p in parts[:-1]])
+        tok_base = np.cumsum([0] + [p.q_tokens[-1] for p in parts[:-1]])
+        out.q_offsets = np.stack([p.q_offsets + b for p, b in zip(parts, base)])
+        out.q_tokens = np.concatenate([p.q_tokens[:-1] + b for p, b in zip(parts, tok_base)]
+                                      + [[tok_base[-1] + parts[-1].q_tokens[-1]]]).astype(np.intp)
+        out.paths = np.concatenate([p.paths for p in parts], axis=1)
+        return out
+
+
 class SpanQueries:
     """Best scores with and without chunk constraints on spans, and their gradient.
 
-    One call of the chunk-query kernel
-    (``sklearn_crfloss._max_marginals.chunk_queries_batch``) for all the
-    queries of all the parts: a Viterbi pass over each span's allowed
-    labels, entered through the forward and left through the backward
-    max-marginal tables.
+    The chunk-query kernel (``sklearn_crfloss._chunk_queries``): a Viterbi
+    pass over each span's allowed labels, entered through the forward and
+    left through the backward max-marginal tables; one call per set of
+    queries for the values, one for the gradient of all of them.
 
     Parameters
     ----------
@@ -230,101 +282,67 @@ class SpanQueries:
         The checked potentials (:class:`~sklearn_crfloss.inference._Chain`).
     mm : MaxMarginalsResult
         The max-marginal tables of the potentials (``bp_bwd`` is not read).
-    parts : list of tuple
-        ``(seq, begin, stop, queries, need_without)``: sequence
-        (non-decreasing) and span (``stop`` exclusive) of every query, its
-        constraints (:meth:`ChunkEvents.carry_queries` or
-        :meth:`ChunkEvents.gold_queries`) and whether the best score
-        violating them is computed.
-
-    Attributes
-    ----------
-    with_, without : list of ndarray
-        Per part, the best scores of the sequences that satisfy (violate) the
-        constraints; ``without`` is ``-inf`` where none violates or it is
-        not computed.
     """
 
-    def __init__(self, ev, chain, mm, parts):
-        c = chain
-        self.ev, self.chain, self.mm = ev, c, mm
-        seq = np.concatenate([p[0] for p in parts])
-        lengths = np.concatenate([p[2] - p[1] for p in parts]).astype(np.intp)
-        begin = np.concatenate([p[1] for p in parts]) + c.offsets[seq]
-        flat = [np.concatenate([p[3][k] for p in parts]) for k in range(4)]
-        need = np.concatenate([np.full(p[0].shape[0], p[4], dtype=np.uint8) for p in parts])
-        # sorted by sequence (each part is: a merge), the tokens' entries moved along
-        perm = np.argsort(seq, kind="stable")
-        self.perm, self.sizes = perm, [p[0].shape[0] for p in parts]
-        tok_start = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.intp)
-        self.q_tokens = np.concatenate([[0], np.cumsum(lengths[perm])]).astype(np.intp)
-        moved = (np.repeat(tok_start[perm] - self.q_tokens[:-1], lengths[perm])
-                 + np.arange(self.q_tokens[-1]))
-        self.tok_type, self.inner = (np.ascontiguousarray(flat[k][moved], dtype=np.intp)
-                                     for k in (0, 2))
-        self.first, self.exit = (np.ascontiguousarray(flat[k][perm], dtype=np.intp)
-                                 for k in (1, 3))
-        self.need = np.ascontiguousarray(need[perm])
-        self.q_offsets = np.searchsorted(seq[perm], np.arange(c.n_seq + 1)).astype(np.intp)
-        self.begin = np.ascontiguousarray(begin[perm], dtype=np.intp)
-        self.stop = self.begin + lengths[perm]
-        n_q = seq.shape[0]
-        self._with, self._without = np.empty(n_q), np.empty(n_q)
-        self._how = np.empty((n_q, 8), dtype=np.intp)
-        self._paths = np.empty((2, self.q_tokens[-1]), dtype=np.intp)
-        self._run(np.zeros(n_q), np.zeros(n_q), None, None)
-        split = np.cumsum(self.sizes)[:-1]
-        self.with_ = np.split(self._unsort(self._with), split)
-        self.without = np.split(self._unsort(self._without), split)
+    def __init__(self, ev, chain, mm):
+        self.ev, self.chain, self.mm = ev, chain, mm
+        self.parts = []
 
-    def _unsort(self, values):
-        out = np.empty_like(values)
-        out[self.perm] = values
-        return out
+    def add(self, seq, begin, stop, queries, need_without, max_incorrect=None):
+        """Evaluate one set of queries; returns the best scores ``(with_, without)``.
 
-    def _run(self, coef_with, coef_without, d_unary, acc):
+        ``seq`` (non-decreasing), ``begin`` and ``stop`` (exclusive): the
+        sequence and span of every query; ``queries``: its constraints
+        (:meth:`ChunkEvents.carry_queries` or :meth:`ChunkEvents.gold_queries`);
+        ``need_without``: whether the best score violating them is computed
+        (else ``-inf``). With ``max_incorrect = (ref, exclude, path)`` the
+        same pass writes the path of
+        ``_max_marginals.max_incorrect_from_tables`` into ``path``.
+        """
+        c = self.chain
+        part = _Part(c, seq, begin, stop, queries, need_without)
+        ref, exclude, path = max_incorrect or (np.zeros(0, dtype=np.intp), False,
+                                                np.zeros(0, dtype=np.intp))
+        part.q_offsets = part.q_offsets[None]
+        self._run(part, np.zeros(0), np.zeros(0), None, None, (ref, exclude, path))
+        part.q_offsets = part.q_offsets[0]
+        self.parts.append(part)
+        return part.with_, part.without
+
+    def _run(self, part, coef_with, coef_without, d_unary, acc, mi=None):
         c, mm, ev = self.chain, self.mm, self.ev
         L = c.n_labels
         table, index = _transition_table(c.transition)
         lengths = np.diff(c.offsets)
         max_length = int(lengths.max()) if lengths.shape[0] else 0
-        span = int((self.stop - self.begin).max()) if self.stop.shape[0] else 0
-        if acc is None:
+        span = int((part.stop - part.begin).max()) if part.stop.shape[0] else 0
+        grad = d_unary is not None
+        if not grad:
             d_unary = np.empty((0, L))
             acc = (np.zeros((1, 1)), np.zeros((1, 2 * L)))
-        grad = d_unary.shape[0] > 0
+        ref, exclude, path = mi or (np.zeros(0, dtype=np.intp), False, np.zeros(0, dtype=np.intp))
         chunk_queries_batch(
             c.unary, table, index, c.start, mm.alpha, mm.beta, mm.bp_fwd, c.offsets, ev.masks,
-            ev.label_type, ev.type_offsets, ev.type_labels, self.q_offsets, self.begin,
-            self.stop, self.q_tokens, self.tok_type, self.inner, self.first, self.exit,
-            self.need, self._with, self._without, self._how, self._paths[0], self._paths[1],
-            coef_with, coef_without, grad, d_unary, acc[0], acc[1],
+            ev.columns, ev.label_type, ev.off_type, ev.type_offsets, ev.type_labels,
+            part.q_offsets, part.begin, part.stop, part.q_tokens, part.tok_type, part.inner,
+            part.first, part.exit, part.need, part.with_, part.without, part.how, part.paths[0],
+            part.paths[1], coef_with, coef_without, grad, d_unary, acc[0], acc[1],
             np.empty((c.n_threads, 5 * L + (2 * max_length * L if grad else 0))),
-            np.empty((c.n_threads, max(1, span * L)), dtype=np.int32), c.n_threads)
+            np.empty((c.n_threads, (span + 2) * L), dtype=np.int32), ref, exclude, path,
+            np.empty(c.n_seq if path.shape[0] else 0), c.n_threads)
 
     def add_gradient(self, d_unary, acc, coef_with, coef_without):
         """Add the gradient of ``sum coef_with with_ - coef_without without``.
 
         ``coef_with`` and ``coef_without`` are lists with one array per
-        part; the gradient goes into ``d_unary`` (n_tokens, n_labels) and the
-        accumulators ``acc = (transitions, start and end)`` of the
-        max-product kernels.
+        set of queries (in the order of :meth:`add`); the gradient goes into
+        ``d_unary`` (n_tokens, n_labels) and the accumulators ``acc =
+        (transitions, start and end)`` of the max-product kernels.
         """
-        cw = np.concatenate(coef_with)[self.perm]
-        cwo = np.concatenate(coef_without)[self.perm]
-        self._run(np.where(np.isfinite(self._with), cw, 0.0),
-                  np.where(np.isfinite(self._without), cwo, 0.0), d_unary, acc)
-
-
-def _tables(c):
-    """The max-marginal tables of the checked chain ``c`` (no backward pointers)."""
-    mm = MaxMarginalsResult(c.rows(), c.rows(), c.rows(dtype=np.int32),
-                            np.zeros((1, c.n_labels), dtype=np.int32))
-    table, index = _transition_table(c.transition)
-    max_marginals_batch(c.unary, table, np.ascontiguousarray(table.transpose(0, 2, 1)), index,
-                        c.start, c.end, c.offsets, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd,
-                        c.n_threads, False)
-    return mm
+        part = _Part.stacked(self.parts, self.chain.n_seq)
+        cw, cwo = np.concatenate(coef_with), np.concatenate(coef_without)
+        self._run(part, np.where(np.isfinite(part.with_), cw, 0.0),
+                  np.where(np.isfinite(part.without), cwo, 0.0), d_unary, acc)
 
 
 def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold, n_threads):
@@ -362,28 +380,33 @@ def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold,
     c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     y = c.labels(y, "y")
     mm = _tables(c)
-    wrong = events.max_incorrect(c.unary, c.transition, c.start, c.end, c.offsets, y,
-                                 n_threads, mm=mm, exclude=loss.false_positives != "viterbi")
     gseq, gbeg, gend, gkey, gtype = gold
+    cache = getattr(loss, "_chunk_structure", None)  # the gold queries and events, per gold set
+    if cache is None or cache[0] is not gold:
+        cache = (gold, events.carry_queries(gseq, gbeg, gend, gtype),
+                 events.token_events(y, offsets))
+        loss._chunk_structure = cache
+    q = SpanQueries(events, c, mm)
+    exclude = loss.false_positives != "viterbi"
+    wrong = np.empty(c.n_tokens, dtype=np.intp)
+    g_with, g_without = q.add(gseq, gbeg, gend, cache[1], True, (y, exclude, wrong))
+    if exclude:
+        events.differ_in_chunks(c, wrong, y, cache[2])
     wseq, wbeg, wend, wkey, wtype = loss._segments(wrong, offsets)
     if gkey.shape[0] and np.all(gkey[1:] > gkey[:-1]):  # sorted (the decoder's order)
         keep = gkey[np.minimum(np.searchsorted(gkey, wkey), gkey.shape[0] - 1)] != wkey
     else:
         keep = ~np.isin(wkey, gkey)
     fseq, fbeg, fend, ftype = wseq[keep], wbeg[keep], wend[keep], wtype[keep]
-    cache = getattr(loss, "_chunk_structure", None)  # the gold queries, per gold set
-    if cache is None or cache[0] is not gold:
-        cache = (gold, events.carry_queries(gseq, gbeg, gend, gtype))
-        loss._chunk_structure = cache
     paper = loss.false_positives == "gold"
-    parts = [(gseq, gbeg, gend, cache[1], True),
-             (fseq, fbeg, fend, events.carry_queries(fseq, fbeg, fend, ftype), not paper)]
+    f_with, f_without = q.add(fseq, fbeg, fend, events.carry_queries(fseq, fbeg, fend, ftype),
+                              not paper)
+    m_gold = g_with - g_without
     if paper:  # the first term of the false positives' measure
-        parts.append((fseq, fbeg, fend, events.gold_queries(
-            fseq, fbeg, fend, y, offsets, events.token_events(y, offsets)), False))
-    q = SpanQueries(events, c, mm, parts)
-    m_gold = q.with_[0] - q.without[0]
-    m_fp = q.with_[1] - (q.with_[2] if paper else q.without[1])
+        m_fp = f_with - q.add(fseq, fbeg, fend, events.gold_queries(
+            fseq, fbeg, fend, y, offsets, cache[2]), False)[0]
+    else:
+        m_fp = f_with - f_without
 
     def gradient(coef_gold, coef_fp):
         table, _ = _transition_table(c.transition)
