@@ -288,24 +288,29 @@ class SpanQueries:
         self.ev, self.chain, self.mm = ev, chain, mm
         self.parts = []
 
-    def add(self, seq, begin, stop, queries, need_without, max_incorrect=None):
-        """Evaluate one set of queries; returns the best scores ``(with_, without)``.
+    def bind(self, seq, begin, stop, queries, need_without):
+        """One set of queries, bound to the chain's sequences, for :meth:`run`.
 
         ``seq`` (non-decreasing), ``begin`` and ``stop`` (exclusive): the
         sequence and span of every query; ``queries``: its constraints
         (:meth:`ChunkEvents.carry_queries` or :meth:`ChunkEvents.gold_queries`);
         ``need_without``: whether the best score violating them is computed
-        (else ``-inf``). With ``max_incorrect = (ref, exclude, path)`` the
-        same pass writes the path of
-        ``_max_marginals.max_incorrect_from_tables`` into ``path``.
+        (else ``-inf``).
         """
-        c = self.chain
-        part = _Part(c, seq, begin, stop, queries, need_without)
-        ref, exclude, path = max_incorrect or (np.zeros(0, dtype=np.intp), False,
-                                                np.zeros(0, dtype=np.intp))
+        return _Part(self.chain, seq, begin, stop, queries, need_without)
+
+    def run(self, part, max_incorrect=None):
+        """Evaluate a bound set of queries; returns the best scores ``(with_, without)``.
+
+        Views of ``part``'s buffers, written again by the next run. With
+        ``max_incorrect = (ref, exclude, path)`` the same pass writes the
+        path of ``_max_marginals.max_incorrect_from_tables`` into ``path``.
+        """
         part.q_offsets = part.q_offsets[None]
-        self._run(part, np.zeros(0), np.zeros(0), None, None, (ref, exclude, path))
-        part.q_offsets = part.q_offsets[0]
+        try:
+            self._run(part, np.zeros(0), np.zeros(0), None, None, max_incorrect)
+        finally:
+            part.q_offsets = part.q_offsets[0]
         self.parts.append(part)
         return part.with_, part.without
 
@@ -335,7 +340,7 @@ class SpanQueries:
         """Add the gradient of ``sum coef_with with_ - coef_without without``.
 
         ``coef_with`` and ``coef_without`` are lists with one array per
-        set of queries (in the order of :meth:`add`); the gradient goes into
+        set of queries (in the order of :meth:`run`); the gradient goes into
         ``d_unary`` (n_tokens, n_labels) and the accumulators ``acc =
         (transitions, start and end)`` of the max-product kernels.
         """
@@ -381,15 +386,15 @@ def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold,
     y = c.labels(y, "y")
     mm = _tables(c)
     gseq, gbeg, gend, gkey, gtype = gold
+    q = SpanQueries(events, c, mm)
     cache = getattr(loss, "_chunk_structure", None)  # the gold queries and events, per gold set
     if cache is None or cache[0] is not gold:
-        cache = (gold, events.carry_queries(gseq, gbeg, gend, gtype),
-                 events.token_events(y, offsets))
+        cache = (gold, q.bind(gseq, gbeg, gend, events.carry_queries(gseq, gbeg, gend, gtype),
+                              True), events.token_events(y, offsets))
         loss._chunk_structure = cache
-    q = SpanQueries(events, c, mm)
     exclude = loss.false_positives != "viterbi"
     wrong = np.empty(c.n_tokens, dtype=np.intp)
-    g_with, g_without = q.add(gseq, gbeg, gend, cache[1], True, (y, exclude, wrong))
+    g_with, g_without = q.run(cache[1], (y, exclude, wrong))
     if exclude:
         events.differ_in_chunks(c, wrong, y, cache[2])
     wseq, wbeg, wend, wkey, wtype = loss._segments(wrong, offsets)
@@ -399,12 +404,12 @@ def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold,
         keep = ~np.isin(wkey, gkey)
     fseq, fbeg, fend, ftype = wseq[keep], wbeg[keep], wend[keep], wtype[keep]
     paper = loss.false_positives == "gold"
-    f_with, f_without = q.add(fseq, fbeg, fend, events.carry_queries(fseq, fbeg, fend, ftype),
-                              not paper)
+    f_with, f_without = q.run(q.bind(fseq, fbeg, fend,
+                                     events.carry_queries(fseq, fbeg, fend, ftype), not paper))
     m_gold = g_with - g_without
     if paper:  # the first term of the false positives' measure
-        m_fp = f_with - q.add(fseq, fbeg, fend, events.gold_queries(
-            fseq, fbeg, fend, y, offsets, cache[2]), False)[0]
+        m_fp = f_with - q.run(q.bind(fseq, fbeg, fend, events.gold_queries(
+            fseq, fbeg, fend, y, offsets, cache[2]), False))[0]
     else:
         m_fp = f_with - f_without
 
