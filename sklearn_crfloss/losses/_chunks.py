@@ -11,6 +11,9 @@ two encodings of the same chunks (``O I-PER`` and ``O B-PER``; IOB1, IOB2
 and IOBES) satisfy the same constraints, and the best scores under them are
 Viterbi passes restricted to a span, entered through the forward and left
 through the backward max-marginal tables (Suzuki et al. 2006, section 4.2).
+The passes of a batch run in one compiled kernel
+(``_ext/_chunk_queries.pyx``), which also takes position-dependent
+transitions (:class:`~sklearn_crfloss.inference.PositionTransitions`).
 """
 
 import numpy as np
