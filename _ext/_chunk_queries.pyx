@@ -85,6 +85,25 @@ cdef inline Py_ssize_t _arg_max(const double* x, Py_ssize_t L) noexcept nogil:
     return arg
 
 
+cdef inline void _candidate(
+    double v, bint allowed, double tail, Py_ssize_t p, Py_ssize_t c, Py_ssize_t j,
+    bint need_without, double* cur, int* bp, double* bv, Py_ssize_t* how,
+) noexcept nogil:
+    # The edge p -> c into span token j with score v (the unary of c not
+    # added): into the Viterbi's ok state c where the constraints allow it,
+    # else (+ tail, the rest of the best path) a candidate violation.
+    if allowed:
+        if v > cur[c]:
+            cur[c] = v
+            bp[c] = <int>p
+    elif need_without and v + tail > bv[0]:
+        bv[0] = v + tail
+        how[0] = 1
+        how[1] = j
+        how[2] = p
+        how[3] = c
+
+
 cdef void _chunk_query(
     const double[:, ::1] unary, const double* table, const Py_ssize_t* index,
     const double[::1] start, const double[:, ::1] alpha, const double[:, ::1] beta,
@@ -111,7 +130,7 @@ cdef void _chunk_query(
     cdef Py_ssize_t L = unary.shape[1]
     cdef Py_ssize_t n = b - a
     cdef Py_ssize_t j, t, p, c, m, q, mp, ty, col
-    cdef double v, val, op, best_with = -INFINITY, bv = -INFINITY
+    cdef double val, best_with = -INFINITY, bv = -INFINITY
     cdef double* prev = ok
     cdef double* cur = ok + L
     cdef double* acc = ok + 2 * L
@@ -141,15 +160,9 @@ cdef void _chunk_query(
     for m in range(type_offsets[ty], type_offsets[ty + 1]):
         c = type_labels[m]
         if a == s:  # from the sequence start
-            v = start[c]
-            if mk[L * L + c]:
-                cur[c] = v + unary[a, c]
-                bp[c] = <int>L
-            elif need_without:
-                val = v + (unary[a, c] + beta[a, c])
-                if val > bv:
-                    bv = val
-                    how[0] = 1; how[1] = 0; how[2] = L; how[3] = c
+            _candidate(start[c], mk[L * L + c], unary[a, c] + beta[a, c], L, c, 0, need_without,
+                       cur, bp, &bv, how)
+            cur[c] += unary[a, c]
             continue
         col = columns[first, c]
         if col == 1:  # every previous label allowed: the forward table's
@@ -162,16 +175,8 @@ cdef void _chunk_query(
                 how[0] = 1; how[1] = 0; how[2] = bp_fwd[a, c]; how[3] = c
             continue
         for p in range(L):
-            v = alpha[a - 1, p] + M[p * L + c]
-            if mk[p * L + c]:
-                if v > cur[c]:
-                    cur[c] = v
-                    bp[c] = <int>p
-            elif need_without:
-                val = v + (unary[a, c] + beta[a, c])
-                if val > bv:
-                    bv = val
-                    how[0] = 1; how[1] = 0; how[2] = p; how[3] = c
+            _candidate(alpha[a - 1, p] + M[p * L + c], mk[p * L + c], unary[a, c] + beta[a, c],
+                       p, c, 0, need_without, cur, bp, &bv, how)
         cur[c] += unary[a, c]
     for j in range(1, n):
         t = a + j
@@ -188,16 +193,8 @@ cdef void _chunk_query(
             p = type_labels[m]
             for q in range(type_offsets[ty], type_offsets[ty + 1]):
                 c = type_labels[q]
-                v = prev[p] + M[p * L + c]
-                if mk[p * L + c]:
-                    if v > cur[c]:
-                        cur[c] = v
-                        bp[j * L + c] = <int>p
-                elif need_without:
-                    val = v + (unary[t, c] + beta[t, c])
-                    if val > bv:
-                        bv = val
-                        how[0] = 1; how[1] = j; how[2] = p; how[3] = c
+                _candidate(prev[p] + M[p * L + c], mk[p * L + c], unary[t, c] + beta[t, c], p,
+                           c, j, need_without, cur, &bp[j * L], &bv, how)
         for m in range(type_offsets[ty], type_offsets[ty + 1]):
             cur[type_labels[m]] += unary[t, type_labels[m]]
     ty = tok_type[n - 1]

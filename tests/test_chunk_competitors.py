@@ -193,26 +193,3 @@ def test_chunks_with_position_transitions_match_enumeration(false_positives, see
     assert_allclose(both[0], plain[0], rtol=1e-12)
     assert_allclose(both[2].sum(axis=0), plain[2], rtol=1e-10, atol=1e-12)
 
-
-@pytest.mark.parametrize("false_positives", FALSE_POSITIVES)
-def test_chunks_with_position_transitions_by_finite_differences(false_positives):
-    classes = ["B-NP", "I-NP", "O", "B-VP", "I-VP"]
-    U, T, s, e, y, off = _position_problem(1, (3, 4, 2), len(classes))
-    loss = SegmentFScoreMCE(false_positives=false_positives,
-                            segment_match="chunks").set_classes(classes)
-    value, dU, dT, ds, de = loss.value_and_grad(U, T, s, e, y, off)
-    table = T.table.copy()
-
-    def f():
-        return loss.value_and_grad(U, T._replace(table=table), s, e, y, off)[0]
-
-    eps = 1e-6
-    for arr, grad in ((U, dU), (table, dT), (s, ds), (e, de)):
-        for idx in np.ndindex(arr.shape):
-            old = arr[idx]
-            arr[idx] = old + eps
-            up = f()
-            arr[idx] = old - eps
-            down = f()
-            arr[idx] = old
-            assert_allclose(grad[idx], (up - down) / (2 * eps), rtol=1e-4, atol=1e-6)

@@ -152,8 +152,14 @@ def test_position_segment_margins_match_enumeration_and_their_gradient(seed):
 
 @pytest.mark.parametrize("loss", [MinimumClassificationError(),
                                   MinimumClassificationError(psi=2.0),
-                                  SegmentFScoreMCE(), SegmentFScoreMCE(false_positives="viterbi")],
-                         ids=["mce", "mce-psi2", "mce_f", "mce_f-viterbi"])
+                                  SegmentFScoreMCE(), SegmentFScoreMCE(false_positives="viterbi"),
+                                  SegmentFScoreMCE(segment_match="chunks"),
+                                  SegmentFScoreMCE(segment_match="chunks",
+                                                   false_positives="max_incorrect"),
+                                  SegmentFScoreMCE(segment_match="chunks",
+                                                   false_positives="viterbi")],
+                         ids=["mce", "mce-psi2", "mce_f", "mce_f-viterbi", "mce_f-chunks",
+                              "mce_f-chunks-max_incorrect", "mce_f-chunks-viterbi"])
 def test_losses_with_position_transitions_by_finite_differences(loss):
     U, T, s, e, y, off = _problem(1, n_labels=5, lengths=(3, 4, 2), positions=True)
     if isinstance(loss, SegmentFScoreMCE):
