@@ -27,18 +27,21 @@
 #   fused kernel, as _forward_backward.cll_features_batch for one matrix:
 #   per sequence, the unary rows gathered from the sparse features
 #   (gather_token), the scaled forward-backward with the edge's own matrix
-#   (padded rows of Lp doubles, the forward products register-blocked by
-#   vec_mat_padded, the backward ones row dot products of the same padded
-#   matrix: no transposed table), the pair sums per matrix and the
+#   (padded rows of Lp doubles; the forward products register-blocked by
+#   vec_mat_padded, the backward ones row dot products of the same matrix,
+#   which the forward pass of the sequence has just brought into the cache:
+#   a transposed copy measured no faster), the pair sums per matrix and the
 #   weighted node marginals scattered into the state-weight gradient
 #   (scatter_token). The table is a few MB on CoNLL-2000 (about a thousand
 #   matrices) and is read once per edge; no (n_tokens, L) or (n_tokens, L, L)
 #   array is built.
-# * Chunks of CHUNK = 8 sequences run in parallel (static schedule, round
-#   robin); chunk c adds into accumulator block c % n_acc (a multiple of the
-#   number of threads), each block's chunks in order on one thread, so that
-#   the sums, rounding included, do not depend on the number of threads
-#   (the scheme of _forward_backward).
+# * Sequences are taken in chunks of CHUNK = 8; chunk c adds into
+#   accumulator block c % n_acc (a multiple of the number of threads), as in
+#   _forward_backward, each block's chunks in order on one thread, so that
+#   the sums, rounding included, do not depend on the number of threads.
+#   The loop is block-major (a thread runs all the chunks of one block, then
+#   of the next): the per-matrix sums of one block (a few MB) are written at
+#   a time, not those of all blocks in turn.
 
 import numpy as np
 
@@ -46,7 +49,7 @@ from cython.parallel cimport prange, threadid
 from libc.math cimport log, isfinite, INFINITY
 from libc.stdint cimport uintptr_t
 
-from _chain cimport (LANES, exp_nonpos, gather_token, logsumexp_row, padded_width,
+from _chain cimport (LANES, exp_nonpos, gather_token, logsumexp_row, padded_width, prefetch,
                      row_max_padded, row_sum_padded, row_too_wide, scale_ok, scatter_token,
                      vec_mat_padded)
 
@@ -236,12 +239,12 @@ def exp_tables(table, start, end, padded=False):
     table : ndarray of float64 of shape (K, L, L)
     start, end : ndarray of float64 of shape (L,)
     padded : bool, default=False
-        Rows of ``row_width(L)`` doubles (zeros past L), as
+        Rows of ``Lp = row_width(L)`` doubles (zeros past L), as
         :func:`position_cll_features_batch` reads them.
 
     Returns
     -------
-    exp_table : ndarray of shape (K, L, L) or (K, L, Lp)
+    exp_table : ndarray of shape (K, L, L) or, padded, (K, L, Lp)
         ``exp(table[k] - shifts[k])``, shifts[k] the largest finite entry
         of ``table[k]`` (0 if none).
     shifts : ndarray of shape (K,)
@@ -263,9 +266,11 @@ def exp_tables(table, start, end, padded=False):
     ranges = np.where(np.isfinite(low) & np.isfinite(top), top - low, 0.0)
     start, end = np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)
     s_shift, e_shift = _finite_max(start), _finite_max(end)
-    width = padded_width(L) if padded else L
-    exp_table = np.zeros((K, L, width))
-    np.exp(table - shifts[:, None, None], out=exp_table[:, :, :L])
+    if padded:
+        exp_table = np.zeros((K, L, padded_width(L)))
+        np.exp(table - shifts[:, None, None], out=exp_table[:, :, :L])
+    else:
+        exp_table = np.exp(table - shifts[:, None, None])
     t_range = max(float(ranges.max(initial=0.0)),
                   float(np.ptp(start[np.isfinite(start)]) if np.isfinite(start).any()
                         else 0.0)) + np.log(L)
@@ -373,6 +378,18 @@ cdef inline Rows _rows(double* row, Py_ssize_t Lp, Py_ssize_t R) noexcept nogil:
     return b
 
 
+cdef inline void _prefetch_matrix(const double* M, Py_ssize_t n) noexcept nogil:
+    """Ask the cache for the n doubles from M (a matrix of the table or its sums).
+
+    The table and the per-matrix sums are a few MB (read and written once
+    per edge at an index the hardware cannot predict); each edge's matrix is
+    requested one edge ahead.
+    """
+    cdef Py_ssize_t j
+    for j in range(0, n, 8):  # a cache line
+        prefetch(M + j)
+
+
 cdef inline double _dot_padded(const double* x, const double* y, Py_ssize_t Lp) noexcept nogil:
     """sum(x[:Lp] * y[:Lp]), by LANES partial sums."""
     cdef Py_ssize_t jb, jj
@@ -414,7 +431,8 @@ cdef bint _scaled_sequence(
     """
     cdef Py_ssize_t t, i, j
     cdef double m, c, r, total = 0.0
-    cdef double *row, *a, *M, *sw
+    cdef double *row, *a, *sw
+    cdef const double* M
     cdef double* beta = b.beta
     cdef double* beta2 = b.beta2
     for t in range(n):
@@ -432,6 +450,8 @@ cdef bint _scaled_sequence(
             for j in range(Lp):
                 a[j] = b.es[j] * row[j]
         else:
+            if t + 1 < n:
+                _prefetch_matrix(&E[index[t + 1] * L * Lp], L * Lp)
             total += shifts[index[t]]
             vec_mat_padded(a - Lp, &E[index[t] * L * Lp], a, L, Lp)
             for j in range(Lp):
@@ -461,7 +481,7 @@ cdef bint _scaled_sequence(
         for j in range(Lp):
             b.mu[t * Lp + j] = a[j] * beta[j]
             row[j] = row[j] * r * beta[j]
-        M = <double*>&E[index[t] * L * Lp]
+        M = &E[index[t] * L * Lp]  # read by the forward pass: in the cache
         for i in range(L):
             beta2[i] = _dot_padded(M + i * Lp, row, Lp)
         for i in range(L, Lp):
@@ -499,6 +519,8 @@ cdef int _cll_sequence(
     if _scaled_sequence(b, n, L, Lp, E, shifts, &index[s], t_range, log_z):
         log_z[0] += shift_boundary
         for t in range(1, n):
+            if t + 1 < n:
+                _prefetch_matrix(pair + index[s + t + 1] * L * Lp, L * Lp)
             P = pair + index[s + t] * L * Lp
             v = b.psi + t * Lp
             for i in range(L):
@@ -560,29 +582,37 @@ def position_cll_features_batch(
     cdef Py_ssize_t L = table.shape[1]
     cdef Py_ssize_t Lp = padded_width(L)
     cdef Py_ssize_t n_acc = pair_acc.shape[0], n_grad = grad_acc.shape[0]
-    cdef Py_ssize_t ch, k, k1, a, g, j
+    cdef Py_ssize_t m = n_acc if n_acc > n_grad else n_grad  # the other divides it
+    cdef Py_ssize_t r, ch, k, k1, a, g, j
     cdef int tid, q
     cdef int n_fallback = 0
     cdef Rows b
-    if exp_table.shape[2] != Lp or exp_table.shape[0] != table.shape[0]:
-        raise ValueError(f"exp_table must have shape {(table.shape[0], L, Lp)} (padded rows)")
+    if (exp_table.shape[0] != table.shape[0] or exp_table.shape[1] != L
+            or exp_table.shape[2] != Lp):
+        raise ValueError(f"exp_table must have shape {(table.shape[0], L, Lp)}")
     with nogil:
         for q in range(n_threads):
             b = _rows(&scratch[q, 0], Lp, max_length)
             for j in range(Lp):
                 b.es[j] = exp_start[j] if j < L else 0.0
                 b.ee[j] = exp_end[j] if j < L else 0.0
-        for ch in prange(n_chunks, num_threads=n_threads, schedule='static', chunksize=1):
+        # Block-major: group r (on thread r % n_threads) runs chunks r, r + m, ...
+        # in order, so that one block's sums are in the cache at a time.
+        for r in prange(m, num_threads=n_threads, schedule='static', chunksize=1):
             tid = threadid()
-            a = ch % n_acc  # the block's accumulators (see the header)
-            g = ch % n_grad
             b = _rows(&scratch[tid, 0], Lp, max_length)
-            k1 = 8 * ch + 8 if 8 * ch + 8 < n_seq else n_seq
-            for k in range(8 * ch, k1):
-                n_fallback += _cll_sequence(
-                    &b, offsets[k], offsets[k + 1] - offsets[k], L, Lp, indptr, indices, data,
-                    binary, code, w, W_hot, &table[0, 0, 0], &exp_table[0, 0, 0], &shifts[0],
-                    &index[0], &start[0], &end[0], shift_boundary, t_range, weights[k],
-                    &log_z[k], &grad_acc[g, 0], &hot_acc[g, 0, 0], &pair_acc[a, 0, 0, 0],
-                    &direct_acc[a, 0, 0, 0], &boundary_acc[a, 0, 0], &boundary_acc[a, 1, 0])
+            ch = r
+            while ch < n_chunks:
+                a = ch % n_acc  # the block's accumulators (see the header)
+                g = ch % n_grad
+                k1 = 8 * ch + 8 if 8 * ch + 8 < n_seq else n_seq
+                for k in range(8 * ch, k1):
+                    n_fallback += _cll_sequence(
+                        &b, offsets[k], offsets[k + 1] - offsets[k], L, Lp, indptr, indices,
+                        data, binary, code, w, W_hot, &table[0, 0, 0], &exp_table[0, 0, 0],
+                        &shifts[0], &index[0], &start[0], &end[0], shift_boundary, t_range,
+                        weights[k], &log_z[k], &grad_acc[g, 0], &hot_acc[g, 0, 0],
+                        &pair_acc[a, 0, 0, 0], &direct_acc[a, 0, 0, 0], &boundary_acc[a, 0, 0],
+                        &boundary_acc[a, 1, 0])
+                ch = ch + m
     return n_fallback
