@@ -266,7 +266,7 @@ class _KeptPairSums:
         else:
             acc.pair.fill(0.0)
             acc.boundary.fill(0.0)
-            acc.direct = np.zeros_like(acc.direct)  # no pages touched unless written
+            acc.direct = np.zeros(acc.direct.shape)  # no pages touched unless written
         return acc
 
     def release(self, acc):
