@@ -53,9 +53,9 @@ from cython.parallel cimport prange, threadid
 from libc.math cimport exp, log, isfinite, INFINITY
 from libc.stdint cimport uintptr_t
 
-from _chain cimport (LANES, exp_nonpos, gather_token, logsumexp_row, padded_width,
-                     row_max_padded, row_sum_padded, row_too_wide, scale_ok, scatter_token,
-                     tail_range)
+from _chain cimport (LANES, exp_nonpos, logsumexp_row, padded_width, row_max_padded,
+                     row_sum_padded, row_too_wide, scale_ok, scatter_token, tail_range)
+from _chain cimport gather_rows as _gather_sequence
 from _panels cimport MANY_MAX, mat_mat_acc, vec_mat_many
 
 
@@ -423,20 +423,6 @@ cdef void _log_sequence(
     for j in range(L):
         start_acc[j] += weight * marg[j]
         end_acc[j] += weight * marg[(n - 1) * ldm + j]
-
-
-cdef inline void _gather_sequence(
-    const Py_ssize_t* indptr, const int* indices, const double* data, bint binary,
-    const long long* code, const double* w, const double* W_hot, Py_ssize_t s, Py_ssize_t n,
-    Py_ssize_t L, Py_ssize_t Lp, Py_ssize_t nnz, double* psi,
-) noexcept nogil:
-    """The padded unary rows of tokens s:s+n (pads -inf) from the features."""
-    cdef Py_ssize_t t, j
-    for t in range(n):
-        gather_token(indptr, indices, data, binary, code, w, W_hot, Lp, s + t, Lp, nnz,
-                     psi + t * Lp)
-        for j in range(L, Lp):
-            psi[t * Lp + j] = -INFINITY
 
 
 cdef int _group(
