@@ -161,7 +161,8 @@ def position_scores(unary, transition, start, end, y, offsets):
     per_token = unary[np.arange(y.shape[0]), y]
     inner = _inner(offsets, y.shape[0])
     per_token[inner] += transition.table[transition.index[inner], y[inner - 1], y[inner]]
-    score = np.bincount(seq, weights=per_token, minlength=n_seq)
+    # float64 also when every sequence is empty (bincount then returns int64)
+    score = np.bincount(seq, weights=per_token, minlength=n_seq).astype(np.float64)
     nonempty = lengths > 0
     score[nonempty] += start[y[offsets[:-1][nonempty]]] + end[y[offsets[1:][nonempty] - 1]]
     return score

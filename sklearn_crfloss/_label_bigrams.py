@@ -109,6 +109,12 @@ class BigramLayout(ParameterLayout):
     bigram_columns : ndarray of intp
         Columns of X that are bigram attributes.
     boundary : bool, default=True
+    labels : array-like of int or None, default=None
+        As for the base layout (a label expert of
+        :class:`~sklearn_crfloss.LOPTagger`): only the transitions from or to
+        these labels are free. The blocks keep their full shape; their
+        entries outside the free transitions stay 0 in training (the
+        objective of ``_lop_parts.make_objective``).
 
     Attributes
     ----------
@@ -118,7 +124,8 @@ class BigramLayout(ParameterLayout):
         Bigram attributes.
     """
 
-    def __init__(self, n_features, n_labels, state_index, bigram_columns, boundary=True):
+    def __init__(self, n_features, n_labels, state_index, bigram_columns, boundary=True,
+                 labels=None):
         L = n_labels
         is_bigram = np.zeros(n_features, dtype=bool)
         is_bigram[bigram_columns] = True
@@ -126,7 +133,7 @@ class BigramLayout(ParameterLayout):
             state_index = np.arange(n_features * L, dtype=np.intp)
         state_index = np.asarray(state_index, dtype=np.intp)
         super().__init__(n_features, L, state_index[~is_bigram[state_index // L]],
-                         boundary=boundary)
+                         labels=labels, boundary=boundary)
         self.bigram_columns = np.asarray(bigram_columns, dtype=np.intp)
         self.n_bigram = self.bigram_columns.shape[0]
         self.n_base = self.n_params
@@ -152,6 +159,20 @@ class BigramLayout(ParameterLayout):
                          "bigrams (bigram attributes); fit from scratch.")
 
 
+#: Solvers that train the blocks of LOPTagger's label experts: the batch
+#: solvers, whose steps are made of the objective's gradient, which is 0 on
+#: the blocks' entries outside the expert's labels (``_lop_parts``).
+LABEL_EXPERT_SOLVERS = ("lbfgs", "owlqn", "rprop", "quickprop")
+
+
+def _takes_bigrams(solver):
+    """Whether ``solver`` trains bigram blocks: one of :data:`BIGRAM_SOLVERS`, or a schedule
+    (:class:`~sklearn_crfloss.solvers.Schedule`, bound) whose every stage does."""
+    if hasattr(solver, "for_start"):  # a schedule, as fit binds it
+        return all(_takes_bigrams(stage) for stage, _ in solver.stages_)
+    return solver.name in BIGRAM_SOLVERS
+
+
 def make_layout(features, n_features, n_labels, state_index, *, labels, boundary, loss, solver,
                 estimator):
     """The parameter layout of a fit: with bigram blocks if the attributes have any.
@@ -169,16 +190,18 @@ def make_layout(features, n_features, n_labels, state_index, *, labels, boundary
     problem = None
     if type(loss) not in BIGRAM_LOSSES:
         problem = f"the loss {get_loss_tags(loss).name or type(loss).__name__!r}"
-    elif solver.name not in BIGRAM_SOLVERS:
+    elif not _takes_bigrams(solver):
         problem = f"the solver {solver.name!r}"
-    elif labels is not None:
-        problem = "the label experts of LOPTagger"
+    elif labels is not None and solver.name not in LABEL_EXPERT_SOLVERS:
+        problem = (f"the label experts of LOPTagger with the solver {solver.name!r} (they "
+                   f"train the blocks with {', '.join(map(repr, LABEL_EXPERT_SOLVERS))})")
     elif estimator.warm_start and hasattr(estimator, "coef_"):
         problem = "warm_start=True"
     if problem is None:
-        return BigramLayout(n_features, n_labels, state_index, columns, boundary)
+        return BigramLayout(n_features, n_labels, state_index, columns, boundary, labels)
     remedy = (f"train them with loss {', '.join(repr(c.name) for c in BIGRAM_LOSSES)} and "
-              f"solver {', '.join(map(repr, BIGRAM_SOLVERS))}" if labels is None
+              f"solver {', '.join(map(repr, BIGRAM_SOLVERS))} (or a schedule of them)"
+              if labels is None
               else "use another expert set")
     raise ValueError(
         f"Observation-dependent label bigrams (the {columns.shape[0]} feature keys starting "

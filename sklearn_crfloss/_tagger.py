@@ -27,7 +27,7 @@ from ._docstring import fill_doc
 from ._naming import names_like
 from ._fit_args import FIT_DOC, check_validation_set, keyword_only_after_y, validation_score
 from ._flat import check_scorer_call
-from ._objective import CRFObjective
+from ._lop_parts import make_objective
 from ._label_bigrams import BIGRAM_DOC, make_layout, model_transitions, set_bigram_state
 from ._params import observed_pairs
 from ._partial import PartialFitMixin
@@ -521,9 +521,9 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
                              estimator=self)
         if hasattr(prior, "bind"):
             prior = prior.bind(Xc, y_enc, offsets, layout)
-        objective = CRFObjective(Xc, y_enc, offsets, layout, sample_weight=sample_weight,
-                                 token_weight=token_weight,
-                                 n_threads=effective_n_jobs(self.n_jobs))
+        objective = make_objective(Xc, y_enc, offsets, layout, sample_weight=sample_weight,
+                                   token_weight=token_weight,
+                                   n_threads=effective_n_jobs(self.n_jobs))
         warm = self.warm_start and hasattr(self, "coef_")
         x0 = (layout.remap(names_like(features, self), classes, self.attributes_, self.classes_,
                            self.coef_, self.transition_, self.start_, self.end_)

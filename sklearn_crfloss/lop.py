@@ -38,7 +38,7 @@ from ._compat import Interval, StrOptions, validate_params
 from ._fit_args import check_validation_set, keyword_only_after_y
 from ._bigram_rows import pack_blocks
 from ._label_bigrams import BigramLayout
-from ._lop_parts import expert_parts, pool_blocks
+from ._lop_parts import count_trained, expert_parts, pool_blocks
 from ._params import ParameterLayout
 from ._persistence import VersionedStateMixin
 from ._tagger import CRFTagger
@@ -216,7 +216,11 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
           ``'O'`` excluded) over all columns, whose only free parameters
           involve the type's labels at the current or previous position:
           the state weights of those labels, the transitions from or to
-          them, their start and end potentials (the others stay 0);
+          them, their start and end potentials, and with observation-
+          dependent label bigrams the entries of the bigram blocks from or
+          to them (the others stay 0; the experts' ``estimator`` then needs
+          a batch solver: ``'lbfgs'``, ``'owlqn'``, ``'rprop'`` or
+          ``'quickprop'``);
         - ``'random'``: a random partition of the columns into 4
           (``random_state``);
         - a list of groups, each a callable ``attribute_name -> bool`` or an
@@ -292,7 +296,8 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
         The pool as one fitted CRF: ``coef_`` etc. are the weighted sums
         (with observation-dependent label bigrams, ``bigram_coef_`` too: the
         experts whose columns hold bigram attributes train their blocks,
-        which the pool sums like the rest; the label experts refuse them);
+        the label experts in their own labels' entries, and the pool sums
+        them like the rest);
         its ``n_iter_``, ``converged_`` and ``loss_curve_`` are those of the
         weight fit (0, True and one value for fixed weights) and
         ``objective_`` the pool's negative training log-likelihood.
@@ -482,7 +487,9 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
             the wrong length, negative or summing to 0, or a validation set
             with other ``weights`` than ``'fit'``, without its labels or
             with labels not in ``y`` (naming ``X_val``/``y_val`` and the
-            sequence).
+            sequence); if an expert's ``estimator`` refuses the input (e.g.
+            observation-dependent label bigrams with a loss or solver that
+            does not take them; for the label experts, an online solver).
         TypeError
             If more than X and y are passed positionally.
         """
@@ -713,7 +720,8 @@ def _subset(Xc, offsets, y, seqs):
 
 
 def _fit_expert(estimator, features, X, offsets, classes, y, labels):
-    return estimator._fit_vectorized(features, X, offsets, classes, y, labels=labels)
+    return count_trained(estimator._fit_vectorized(features, X, offsets, classes, y,
+                                                   labels=labels), labels)
 
 
 def _table(transition):

@@ -16,8 +16,9 @@ from scipy.special import logsumexp
 from sklearn_crfloss.losses import enumerate_paths, loss_by_enumeration
 
 __all__ = ["brute_force", "enumerate_paths", "loss_by_enumeration", "markov_loss_by_enumeration",
-           "max_incorrect_by_enumeration", "path_score", "position_brute_force", "random_problem",
-           "segment_margin_by_enumeration", "two_best_by_enumeration", "window_log_prob"]
+           "max_incorrect_by_enumeration", "path_score", "position_brute_force", "position_paths",
+           "random_problem", "segment_margin_by_enumeration", "two_best_by_enumeration",
+           "window_log_prob"]
 
 
 def random_problem(rng, n_labels=3, lengths=(1, 3, 5), scale=1.0):
@@ -160,3 +161,16 @@ def position_brute_force(unary, transitions, start, end, offsets, sample_weight=
         best[k] = scores.max()
     return (log_z, out["marg"], out["pair"], out["bounds"][0], out["bounds"][1], out["path"],
             best)
+
+
+def position_paths(unary, transitions, start, end):
+    """Every label sequence of one chain and its score, with position-dependent transitions.
+
+    ``transitions`` of shape (length, L, L): the edge into token t scores
+    ``transitions[t]`` (row 0 is not read). Returns ``paths, scores`` as
+    :func:`enumerate_paths`.
+    """
+    length, L = unary.shape
+    paths, scores = enumerate_paths(unary, np.zeros((L, L)), start, end)
+    steps = np.arange(1, length)
+    return paths, scores + transitions[steps, paths[:, :-1], paths[:, 1:]].sum(axis=1)

@@ -9,7 +9,7 @@ import pytest
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from sklearn_crfloss import CRFTagger, LOPTagger
+from sklearn_crfloss import CRFTagger
 from sklearn_crfloss._label_bigrams import BigramGroups, BigramLayout
 from sklearn_crfloss._objective import CRFObjective
 from sklearn_crfloss._vectorize import SequenceVectorizer
@@ -218,8 +218,6 @@ def test_unsupported_options_refuse_and_leave_nothing_fitted(params, match):
 def test_other_routes_refuse():
     X, y = _switch_data(n=10)
     F = TemplateFeatures(TEMPLATE).fit_transform(X)
-    with pytest.raises(ValueError, match="the label experts of LOPTagger: use another expert"):
-        LOPTagger(experts="label").fit(F, y)
     _, crf = _fit(TEMPLATE, X, y)
     with pytest.raises(ValueError, match="warm_start"):
         crf.set_params(warm_start=True).fit(F, y)

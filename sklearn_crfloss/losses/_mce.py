@@ -643,11 +643,6 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         gold = self._gold_segments(y, offsets)
         gseq = gold[0]
         if self.segment_match == "chunks":
-            if isinstance(transition, PositionTransitions):
-                raise ValueError(
-                    "loss='mce_f' with segment_match='chunks' does not take position-dependent "
-                    "transitions (observation-dependent label bigrams): use "
-                    "segment_match='labels' or drop the template's bigram lines.")
             m_g, fp_seq, m_f, gradient = chunk_margins(
                 self, self._chunk_events(), unary, transition, start, end, y, offsets, gold,
                 n_threads)
