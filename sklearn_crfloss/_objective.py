@@ -249,11 +249,8 @@ class _KeptPairSums:
         self._lock = threading.Lock()
         self._acc = None
 
-    def __getstate__(self):
-        return {}
-
-    def __setstate__(self, state):
-        self.__init__()
+    def __reduce__(self):  # a copy starts with none kept (a lock does not pickle)
+        return _KeptPairSums, ()
 
     def take(self, n_threads, n_labels, n_matrices):
         """Zeroed accumulators: the kept ones if free, else new ones."""
