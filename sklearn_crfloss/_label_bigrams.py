@@ -23,7 +23,7 @@ that small (n_distinct, n_bigram) matrix.
 import numpy as np
 import scipy.sparse as sp
 
-from ._bigram import BIGRAM_PREFIX, PositionTransitions
+from ._bigram import BIGRAM_PREFIX, PositionTransitions, position_gold_counts
 from ._params import ParameterLayout
 from .losses._base import get_loss_tags
 from .losses._cost import JensenRiskBound, Risk, SoftmaxMargin
@@ -261,6 +261,26 @@ class BigramGroups:
         table = np.asarray(self.rows @ np.asarray(blocks).reshape(-1, L * L)).reshape(K, L, L)
         table += transition
         return PositionTransitions(table, self.index)
+
+    def gold_blocks(self, y, offsets, n_labels, sample_weight=None):
+        """The weighted gold counts of the blocks' weights.
+
+        Parameters
+        ----------
+        y : ndarray of intp of shape (n_tokens,)
+        offsets : ndarray of intp of shape (n_sequences + 1,)
+        n_labels : int
+        sample_weight : ndarray of shape (n_sequences,) or None, default=None
+
+        Returns
+        -------
+        ndarray of float64 of shape (n_bigram * n_labels**2,)
+            ``blocks.ravel() @ gold_blocks(...)`` is the blocks' share of
+            ``sum_i w_i score(y_i)``.
+        """
+        table = np.broadcast_to(0.0, (self.rows.shape[0], n_labels, n_labels))  # shape only
+        return self.chain(position_gold_counts(PositionTransitions(table, self.index), y,
+                                               offsets, sample_weight))[1]
 
     def chain(self, d_table):
         """The gradient of ``(transition, blocks)`` from that of the table.
