@@ -176,6 +176,8 @@ def main(argv=None):
                    help="refit on the full training set, test against MAP")
     p.add_argument("--saturation-alphas", type=float, nargs="*", default=[],
                    help="print the start's saturation_ at these alpha")
+    p.add_argument("--against-C", type=float, nargs="*", default=[],
+                   help="with --test: also test against MAP of these C")
     p.add_argument("--n-resamples", type=int, default=2000)
     p.add_argument("--cache", default="benchmarks/results/mcef_defaults")
     args = p.parse_args(argv)
@@ -188,7 +190,20 @@ def main(argv=None):
         run(F[:n_fit], y[:n_fit], F[n_fit:], y[n_fit:], args, "dev")
         return
     map_pred, out = run(F, y, F_te, y_te, args, "test")
-    print(f"\nagainst MAP (C={args.init_C:g}), {args.n_resamples} resamples, "
+    against = {args.init_C: map_pred}
+    for C in args.against_C:
+        start, _ = cached(os.path.join(
+            args.cache, f"map-test-{args.template}-{C:g}-{len(F)}-{len(F_te)}.pkl"),
+            lambda C=C: (CRFTagger(C=C, n_jobs=args.n_jobs).fit(F, y), None))
+        against[C] = [list(p) for p in start.predict(F_te)]
+        print(f"[test] MAP C={C:g}: F1 {100 * segment_f1_score(y_te, against[C]):.2f}, "
+              f"{start.n_iter_} iterations", flush=True)
+    for C, map_pred in against.items():
+        _test_table(y_te, map_pred, out, C, args)
+
+
+def _test_table(y_te, map_pred, out, C, args):
+    print(f"\nagainst MAP (C={C:g}), {args.n_resamples} resamples, "
           f"load {os.getloadavg()}")
     print("| variant | test F1 | vs MAP | 95% CI | p (bootstrap) | p (McNemar sent. / tok.) |")
     print("|---|---|---|---|---|---|")

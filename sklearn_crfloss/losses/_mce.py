@@ -675,8 +675,9 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         if scale > 0:
             z_n = g2 * fn + fp
             z_d = (g2 + 1.0) * tp
-            # dF/dl of a gold segment (section 4.2), up to the factor -scale.
-            slope = (g2 + (g2 + 1.0) * z_n / z_d) / z_d if z_d > 0 else np.inf
+            # dF/dl of a gold segment (section 4.2), up to the factor -scale;
+            # undefined where TP_l, or its square, underflows.
+            slope = (g2 / z_d + (g2 + 1.0) * z_n / z_d ** 2 if z_d ** 2 > 0 else np.inf)
             if not np.isfinite(slope):
                 raise UndefinedLossError(
                     "loss='mce_f': TP_l underflowed to 0 (every gold segment is "
