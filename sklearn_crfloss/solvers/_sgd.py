@@ -94,13 +94,14 @@ def _report_undefined(counts, batch, monitor, often=0.05):
     if enlarged or skipped:
         text = (f"the loss was undefined on {enlarged + skipped} of {steps} minibatches of "
                 f"{batch} sequence(s) ({enlarged} stepped on a larger minibatch, {skipped} "
-                "skipped at the end of an epoch)")
+                "skipped to the end of their epoch)")
         if monitor.verbose:
             print(f"  SGD: {text}", flush=True)
         if enlarged + skipped > often * steps:
             warnings.warn(
                 f"solver='sgd': {text}. Pass solver=SGD(batch_size=...) with larger "
-                "minibatches, or start from a fit (init='cll').", UserWarning, stacklevel=3)
+                "minibatches or a smaller eta0, or start from a fit (init='cll').",
+                UserWarning, stacklevel=3)
     return enlarged, skipped
 
 
@@ -471,8 +472,9 @@ class SGD(BaseSolver):
         then taken on a minibatch twice as large (again, up to the end of
         the epoch's order, past which those sequences are skipped for the
         epoch). ``n_undefined_batches_`` counts them, and a ``UserWarning``
-        naming larger minibatches or a fitted start as the remedy is given
-        once per run when more than 5% of the steps needed it.
+        naming larger minibatches, a smaller ``eta0`` or a fitted start as
+        the remedy is given once per run when more than 5% of the steps
+        needed it.
     random_state : int, RandomState instance, Generator or None, default=None
         Order of the sequences every epoch and the calibration sample.
 
