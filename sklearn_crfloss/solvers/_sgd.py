@@ -116,6 +116,7 @@ class _ScaledModel:
 
     def __init__(self, objective, x0, loss, kind, cost, average_start, resume=None):
         layout = objective.layout
+
         # Minibatches on which the loss was undefined: [enlarged, skipped, steps].
         self.undefined = [0, 0, 0]
         X = objective._X  # as stored (int8 indicators stay int8: no float64 copy)
