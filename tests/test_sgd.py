@@ -281,9 +281,11 @@ def test_solver_object_keeps_its_own_parameters():
 class _CorpusLevelCLL(ConditionalLogLikelihood):
     """CLL that, like a corpus-level ratio, refuses batches of one sequence."""
 
+    min_sequences, error = 2, ValueError
+
     def value_and_grad(self, unary, transition, start, end, y, offsets, **kwargs):
-        if len(offsets) - 1 < 2:
-            raise ValueError("needs two sequences")
+        if len(offsets) - 1 < self.min_sequences:
+            raise self.error(f"needs {self.min_sequences} sequences")
         return super().value_and_grad(unary, transition, start, end, y, offsets, **kwargs)
 
 
@@ -295,14 +297,11 @@ def test_a_minibatch_on_which_the_loss_is_undefined_raises():
               max_iter=2).fit(X, y)
 
 
-class _UndefinedOnSmallBatches(ConditionalLogLikelihood):
+class _UndefinedOnSmallBatches(_CorpusLevelCLL):
     """CLL that, like an F-score at badly fitted parameters, is undefined on
     fewer than eight sequences."""
 
-    def value_and_grad(self, unary, transition, start, end, y, offsets, **kwargs):
-        if len(offsets) - 1 < 8:
-            raise UndefinedLossError("undefined on fewer than eight sequences")
-        return super().value_and_grad(unary, transition, start, end, y, offsets, **kwargs)
+    min_sequences, error = 8, UndefinedLossError
 
 
 def test_sgd_steps_on_a_larger_minibatch_where_the_loss_is_undefined():
@@ -324,7 +323,7 @@ def test_sgd_steps_on_a_larger_minibatch_where_the_loss_is_undefined():
         crf = CRFTagger(solver=SGD(batch_size=4, eta0=0.1, random_state=0), **kw).fit(X, y)
     assert np.isfinite(crf.objective_) and np.any(crf.coef_)
     # Undefined on the full batch: the error stays.
-    with pytest.raises(ValueError, match="fewer than eight"):
+    with pytest.raises(ValueError, match="needs 8 sequences"):
         CRFTagger(loss=_UndefinedOnSmallBatches()).fit(X[:7], y[:7])
 
 
