@@ -49,6 +49,8 @@ def main(argv=None):
     p.add_argument("--n-jobs", type=int, default=1)
     p.add_argument("--segment-match", default="labels", choices=["labels", "chunks"])
     p.add_argument("--cache", default="benchmarks/results/mcef_ner")
+    p.add_argument("--seeds", type=int, nargs="*", default=[],
+                   help="refit the chosen MCE-F C with these random_state values too")
     add_bootstrap_arguments(p)
     args = p.parse_args(argv)
     warnings.simplefilter("ignore", ConvergenceWarning)
@@ -76,15 +78,17 @@ def main(argv=None):
 
     maps = {}
     for C in args.map_C_grid:
-        crf, secs = cached(os.path.join(args.cache, f"map-{n_tr}-{C:g}.pkl"), lambda C=C: fit_map(C))
+        crf, secs = cached(os.path.join(args.cache, f"map-{n_tr}-{C:g}.pkl"),
+                           lambda C=C: fit_map(C))
         maps[C] = (crf,) + evaluate(crf, f"MAP C={C:g}", secs)
     map_C = max(maps, key=lambda c: maps[c][1])
     start, _, map_b = maps[map_C]
     mcefs = {}
     loss = SegmentFScoreMCE(segment_match=args.segment_match)
 
-    def fit_mcef(C):
-        crf = copy.deepcopy(start).set_params(loss=loss, C=C, warm_start=True, random_state=0)
+    def fit_mcef(C, seed=0):
+        crf = copy.deepcopy(start).set_params(loss=loss, C=C, warm_start=True,
+                                              random_state=seed)
         if args.mcef_max_iter:
             crf.set_params(max_iter=args.mcef_max_iter)
         t0 = time.perf_counter()
@@ -93,19 +97,29 @@ def main(argv=None):
         return evaluate(crf, f"MCE-F from MAP(C={map_C:g}) C={C:g}", secs) + (
             crf.n_iter_, crf.stop_reason_, secs)
 
-    for C in args.mcef_C_grid:
+    def cached_mcef(C, seed=0):
         name = (f"mcef-{n_tr}-{map_C:g}-{C:g}-{args.segment_match}-{args.mcef_max_iter}"
-                ".pkl")
-        f1_a, pred_b, n_iter, stop, secs = cached(os.path.join(args.cache, name), lambda C=C: fit_mcef(C))
-        print(f"  MCE-F from MAP(C={map_C:g}) C={C:g}: testa F1 {100 * f1_a:.2f}, "
-              f"{n_iter} iterations, {secs:.0f} s, stop {stop} (load "
+                + (f"-s{seed}" if seed else "") + ".pkl")
+        f1_a, pred_b, n_iter, stop, secs = cached(os.path.join(args.cache, name),
+                                                  lambda: fit_mcef(C, seed))
+        print(f"  MCE-F from MAP(C={map_C:g}) C={C:g} random_state={seed}: testa F1 "
+              f"{100 * f1_a:.2f}, {n_iter} iterations, {secs:.0f} s, stop {stop} (load "
               f"{os.getloadavg()[0]:.1f})", flush=True)
-        mcefs[C] = (f1_a, pred_b)
+        return f1_a, pred_b
+
+    for C in args.mcef_C_grid:
+        mcefs[C] = cached_mcef(C)
     mcef_C = max(mcefs, key=lambda c: mcefs[c][0])
     pred_b = mcefs[mcef_C][1]
     print(f"\nesp.testb, MCE-F from MAP (C={mcef_C:g}) vs MAP (C={map_C:g}): "
           + paired_tests_line(y_b, pred_b, map_b, args.n_resamples, args.random_state),
           flush=True)
+    for seed in args.seeds:
+        pred_b = cached_mcef(mcef_C, seed)[1]
+        print(f"esp.testb, random_state={seed}: "
+              + paired_tests_line(y_b, pred_b, map_b, args.n_resamples, args.random_state),
+              flush=True)
+
 
 if __name__ == "__main__":
     main()
