@@ -607,6 +607,20 @@ cdef inline void gather_token(
                 out[(c >> (34 + 8 * q)) & 255] += v * w[k0 + q]
 
 
+cdef inline void gather_rows(
+    const Py_ssize_t* indptr, const int* indices, const double* data, bint binary,
+    const long long* code, const double* w, const double* W_hot, Py_ssize_t s, Py_ssize_t n,
+    Py_ssize_t L, Py_ssize_t Lp, Py_ssize_t nnz, double* psi,
+) noexcept nogil:
+    """The padded unary rows of tokens s:s+n (pads -inf) from the features (gather_token)."""
+    cdef Py_ssize_t t, j
+    for t in range(n):
+        gather_token(indptr, indices, data, binary, code, w, W_hot, Lp, s + t, Lp, nnz,
+                     psi + t * Lp)
+        for j in range(L, Lp):
+            psi[t * Lp + j] = -INFINITY
+
+
 cdef inline void scatter_token(
     const Py_ssize_t* indptr, const int* indices, const double* data, bint binary,
     const long long* code, double* g, double* dW_hot, Py_ssize_t Lp, const double* d,

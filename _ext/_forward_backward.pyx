@@ -53,9 +53,9 @@ from cython.parallel cimport prange, threadid
 from libc.math cimport exp, log, isfinite, INFINITY
 from libc.stdint cimport uintptr_t
 
-from _chain cimport (LANES, exp_nonpos, gather_token, logsumexp_row, padded_width,
-                     row_max_padded, row_sum_padded, row_too_wide, scale_ok, scatter_token,
-                     tail_range)
+from _chain cimport (LANES, exp_nonpos, logsumexp_row, padded_width, row_max_padded,
+                     row_sum_padded, row_too_wide, scale_ok, scatter_token, tail_range)
+from _chain cimport gather_rows as _gather_sequence
 from _panels cimport MANY_MAX, mat_mat_acc, vec_mat_many
 
 
@@ -77,21 +77,34 @@ class Accumulators:
     ``pair`` (n_acc, L, Lp) and ``boundary`` (n_acc, 2, Lp) in the
     kernels' padded rows (Lp = ``row_width(L)``), ``direct`` (n_acc, L,
     L) for the log-space fallback; all zeroed. ``n_acc``:
-    :func:`accumulator_blocks` of the number of threads.
+    :func:`accumulator_blocks` of the number of threads. With
+    ``n_matrices`` (position-dependent transitions, ``_positions``),
+    ``pair`` and ``direct`` have one (L, Lp) and (L, L) sum per matrix:
+    shapes (n_acc, n_matrices, L, Lp) and (n_acc, n_matrices, L, L).
     """
 
-    def __init__(self, n_threads, n_labels):
+    def __init__(self, n_threads, n_labels, n_matrices=None):
         Lp = padded_width(n_labels)
-        n_acc = accumulator_blocks(n_threads, n_labels * (Lp + n_labels) + 2 * Lp)
+        lead = () if n_matrices is None else (n_matrices,)
+        n_acc = accumulator_blocks(n_threads, self.n_values(n_labels, n_matrices))
         self.n_labels = n_labels
-        self.pair = np.zeros((n_acc, n_labels, Lp))
-        self.direct = np.zeros((n_acc, n_labels, n_labels))
+        self.pair = np.zeros((n_acc,) + lead + (n_labels, Lp))
+        self.direct = np.zeros((n_acc,) + lead + (n_labels, n_labels))
         self.boundary = np.zeros((n_acc, 2, Lp))
 
+    @staticmethod
+    def n_values(n_labels, n_matrices=None):
+        """Doubles of one block (what :func:`accumulator_blocks` is asked about)."""
+        Lp = padded_width(n_labels)
+        return (n_matrices or 1) * n_labels * (Lp + n_labels) + 2 * Lp
+
     def counts(self, exp_trans, n_fallback):
-        """Expected transition, start and end counts (the pair sums times expT, once)."""
+        """Expected transition (per matrix), start and end counts (the pair sums times expT, once).
+
+        ``exp_trans``: (L, L), or (n_matrices, L, L or Lp).
+        """
         L = self.n_labels
-        counts = self.pair.sum(axis=0)[:, :L] * exp_trans
+        counts = self.pair.sum(axis=0)[..., :L] * exp_trans[..., :L]
         if n_fallback:
             counts += self.direct.sum(axis=0)
         boundary = self.boundary.sum(axis=0)[:, :L]
@@ -412,20 +425,6 @@ cdef void _log_sequence(
         end_acc[j] += weight * marg[(n - 1) * ldm + j]
 
 
-cdef inline void _gather_sequence(
-    const Py_ssize_t* indptr, const int* indices, const double* data, bint binary,
-    const long long* code, const double* w, const double* W_hot, Py_ssize_t s, Py_ssize_t n,
-    Py_ssize_t L, Py_ssize_t Lp, Py_ssize_t nnz, double* psi,
-) noexcept nogil:
-    """The padded unary rows of tokens s:s+n (pads -inf) from the features."""
-    cdef Py_ssize_t t, j
-    for t in range(n):
-        gather_token(indptr, indices, data, binary, code, w, W_hot, Lp, s + t, Lp, nnz,
-                     psi + t * Lp)
-        for j in range(L, Lp):
-            psi[t * Lp + j] = -INFINITY
-
-
 cdef int _group(
     bint fused, Buffers* b, Py_ssize_t k, Py_ssize_t K, const double[:, ::1] unary,
     double[:, ::1] marginals, const Py_ssize_t[::1] indptr, const int[::1] indices,
@@ -643,256 +642,3 @@ def exp_nonpositive(const double[::1] x, double[::1] out):
     with nogil:
         for i in range(x.shape[0]):
             out[i] = exp_nonpos(x[i])
-
-
-# ------------------------------------------- position-dependent transitions
-#
-# Observation-dependent label bigrams (CRF++ 'B' lines with macros) make the
-# transition potentials depend on the position: the edge into token t has
-# the matrix table[index[t]] (table: (K, L, L), index: (n_tokens,); the
-# entry of a sequence's first token is not read). The pass below runs in
-# log space with the vectorised exp_nonpos (every exponent is shifted to
-# be <= 0), so it needs no exponentials of the table and no fallback: each
-# entry of the pair marginals is one exponential. It is the general path
-# that every loss with position-dependent transitions goes through; the
-# dense (L, L) kernels above stay the fast path for plain transitions.
-
-cdef void _position_sequence(
-    const double[:, ::1] unary, const double[:, :, ::1] table, const Py_ssize_t[::1] index,
-    const double[::1] start, const double[::1] end, Py_ssize_t s, Py_ssize_t e,
-    double weight, double[:, ::1] alpha, double[:, ::1] beta, double* col, double* acc,
-    double[:, ::1] marginals, double[:, :, ::1] d_table, double* d_start, double* d_end,
-    double* log_z_out,
-) noexcept nogil:
-    cdef Py_ssize_t L = unary.shape[1]
-    cdef Py_ssize_t t, i, j, k
-    cdef double a, v, m, z
-    cdef const double* T
-    for j in range(L):
-        alpha[s, j] = start[j] + unary[s, j]
-    for t in range(s + 1, e):
-        T = &table[index[t], 0, 0]
-        for j in range(L):
-            col[j] = -INFINITY
-        for i in range(L):
-            a = alpha[t - 1, i]
-            for j in range(L):
-                v = a + T[i * L + j]
-                col[j] = v if v > col[j] else col[j]
-        for j in range(L):
-            acc[j] = 0.0
-            col[j] = col[j] if isfinite(col[j]) else 0.0  # an all -inf column sums to 0
-        for i in range(L):
-            a = alpha[t - 1, i]
-            for j in range(L):
-                acc[j] += exp_nonpos(a + T[i * L + j] - col[j])
-        for j in range(L):
-            alpha[t, j] = (col[j] + log(acc[j]) if acc[j] > 0.0 else -INFINITY) + unary[t, j]
-    for j in range(L):
-        acc[j] = alpha[e - 1, j] + end[j]
-    z = logsumexp_row(acc, L)
-    log_z_out[0] = z
-    for j in range(L):
-        beta[e - 1, j] = end[j]
-    for t in range(e - 1, s, -1):
-        T = &table[index[t], 0, 0]
-        for j in range(L):
-            acc[j] = unary[t, j] + beta[t, j]
-        for i in range(L):
-            m = -INFINITY
-            for j in range(L):
-                v = T[i * L + j] + acc[j]
-                m = v if v > m else m
-            if m == -INFINITY:
-                beta[t - 1, i] = m
-                continue
-            v = 0.0
-            for j in range(L):
-                v += exp_nonpos(T[i * L + j] + acc[j] - m)
-            beta[t - 1, i] = m + log(v)
-    if not isfinite(z):  # no allowed path: no marginals
-        for t in range(s, e):
-            for j in range(L):
-                marginals[t, j] = 0.0
-        return
-    for t in range(s, e):
-        for j in range(L):
-            v = alpha[t, j] + beta[t, j] - z
-            marginals[t, j] = exp_nonpos(v if v < 0.0 else 0.0)
-    for j in range(L):
-        d_start[j] += weight * marginals[s, j]
-        d_end[j] += weight * marginals[e - 1, j]
-    for t in range(s + 1, e):
-        k = index[t]
-        T = &table[k, 0, 0]
-        for j in range(L):
-            acc[j] = unary[t, j] + beta[t, j]
-        for i in range(L):
-            a = alpha[t - 1, i] - z
-            for j in range(L):
-                v = a + T[i * L + j] + acc[j]
-                d_table[k, i, j] += weight * exp_nonpos(v if v < 0.0 else 0.0)
-
-
-cdef bint _position_scaled(
-    const double[:, ::1] unary, const double[:, :, ::1] exp_table, const double[::1] shifts,
-    const Py_ssize_t[::1] index, const double[::1] exp_start, const double[::1] exp_end,
-    double shift_boundary, double t_range, Py_ssize_t s, Py_ssize_t e, double weight,
-    double[:, ::1] alpha, double[:, ::1] beta, double[:, ::1] psi, double[::1] scale,
-    double* tmp, double[:, ::1] marginals, double[:, :, ::1] outer, double* d_start,
-    double* d_end, double* log_z_out,
-) noexcept nogil:
-    """The scaled pass of one sequence (False: it must run in log space instead).
-
-    exp_table[k] = exp(table[k] - shifts[k]); the pair counts are
-    accumulated as outer(alpha_hat[t-1], psi[t] * beta_hat[t] / c_t) per
-    matrix (outer), which the wrapper multiplies by exp_table once.
-    """
-    cdef Py_ssize_t L = unary.shape[1]
-    cdef Py_ssize_t t, i, j, k
-    cdef double m, c, a, v, z
-    cdef const double* E
-    for t in range(s, e):
-        if row_too_wide(t_range, &unary[t, 0], L):
-            return False
-        m = -INFINITY
-        for j in range(L):
-            m = unary[t, j] if unary[t, j] > m else m
-        for j in range(L):
-            psi[t, j] = exp_nonpos(unary[t, j] - m)
-        scale[t] = m  # the row's shift, until the normaliser replaces it
-    z = shift_boundary
-    for t in range(s, e):
-        z += scale[t]
-        if t == s:
-            for j in range(L):
-                alpha[t, j] = exp_start[j] * psi[t, j]
-        else:
-            k = index[t]
-            z += shifts[k]
-            E = &exp_table[k, 0, 0]
-            for j in range(L):
-                alpha[t, j] = 0.0
-            for i in range(L):
-                a = alpha[t - 1, i]
-                for j in range(L):
-                    alpha[t, j] += a * E[i * L + j]
-            for j in range(L):
-                alpha[t, j] *= psi[t, j]
-        c = 0.0
-        for j in range(L):
-            c += alpha[t, j]
-        if not scale_ok(c):
-            return False
-        scale[t] = c
-        z += log(c)
-        for j in range(L):
-            alpha[t, j] /= c
-    c = 0.0
-    for j in range(L):
-        c += alpha[e - 1, j] * exp_end[j]
-    if not scale_ok(c):
-        return False
-    log_z_out[0] = z + log(c)
-    for j in range(L):
-        beta[e - 1, j] = exp_end[j] / c
-    for t in range(e - 1, s, -1):
-        E = &exp_table[index[t], 0, 0]
-        for j in range(L):
-            tmp[j] = psi[t, j] * beta[t, j] / scale[t]
-        for i in range(L):
-            v = 0.0
-            for j in range(L):
-                v += E[i * L + j] * tmp[j]
-            beta[t - 1, i] = v
-    for t in range(s, e):
-        for j in range(L):
-            marginals[t, j] = alpha[t, j] * beta[t, j]
-    for j in range(L):
-        d_start[j] += weight * marginals[s, j]
-        d_end[j] += weight * marginals[e - 1, j]
-    for t in range(s + 1, e):
-        k = index[t]
-        for j in range(L):
-            tmp[j] = weight * psi[t, j] * beta[t, j] / scale[t]
-        for i in range(L):
-            a = alpha[t - 1, i]
-            for j in range(L):
-                outer[k, i, j] += a * tmp[j]
-    return True
-
-
-def _finite_max(x):
-    """The largest finite entry of x (0 if there is none)."""
-    finite = x[np.isfinite(x)]
-    return float(finite.max()) if finite.shape[0] else 0.0
-
-
-def position_forward_backward_batch(
-    const double[:, ::1] unary, const double[:, :, ::1] table, const Py_ssize_t[::1] index,
-    const double[::1] start, const double[::1] end, const Py_ssize_t[::1] offsets,
-    const double[::1] weights, double[:, ::1] marginals, double[::1] log_z,
-    double[:, :, ::1] d_table, double[:, ::1] d_boundary,
-):
-    """Forward-backward with position-dependent transitions (low level).
-
-    Use :func:`sklearn_crfloss.inference.forward_backward` with a
-    :class:`~sklearn_crfloss.inference.PositionTransitions`. Shapes: unary,
-    marginals (n_tokens, L); table, d_table (K, L, L); index (n_tokens,)
-    intp in [0, K); start, end (L,); offsets (n_sequences + 1,) intp;
-    weights, log_z (n_sequences,); d_boundary (2, L). Outputs: log Z and the
-    node marginals of every sequence, and the weighted expected counts of
-    every table entry (d_table, summed over the positions that use it) and
-    of the first and last labels (d_boundary), added to the given arrays.
-    Empty sequences get log Z = 0. Scaled passes (exponentials of the table
-    once per call), a sequence in log space where they would underflow.
-    Returns the number of sequences computed in log space.
-    """
-    cdef Py_ssize_t L = unary.shape[1]
-    cdef Py_ssize_t K = table.shape[0]
-    cdef Py_ssize_t N = unary.shape[0]
-    cdef Py_ssize_t k, s, e, i
-    cdef int n_fallback = 0
-    finite = np.where(np.isfinite(table), table, -np.inf).reshape(K, -1)
-    top = finite.max(axis=1)
-    shifts_arr = np.where(np.isfinite(top), top, 0.0)
-    low = np.where(np.isfinite(table), table, np.inf).reshape(K, -1).min(axis=1)
-    ranges = np.where(np.isfinite(low) & np.isfinite(top), top - low, 0.0)
-    cdef double[::1] shifts = shifts_arr
-    cdef double[:, :, ::1] exp_table = np.exp(np.asarray(table) - shifts_arr[:, None, None])
-    start_np = np.asarray(start)
-    end_np = np.asarray(end)
-    cdef double s_shift = _finite_max(start_np)
-    cdef double e_shift = _finite_max(end_np)
-    cdef double[::1] exp_start = np.exp(start_np - s_shift)
-    cdef double[::1] exp_end = np.exp(end_np - e_shift)
-    cdef double t_range = max(float(ranges.max(initial=0.0)),
-                              float(np.ptp(start_np[np.isfinite(start_np)])
-                                    if np.isfinite(start_np).any() else 0.0)) + np.log(L)
-    cdef double[:, ::1] alpha = np.empty((N, L))
-    cdef double[:, ::1] beta = np.empty((N, L))
-    cdef double[:, ::1] psi = np.empty((N, L))
-    cdef double[::1] scale = np.empty(max(N, 1))
-    cdef double[::1] rows = np.empty(2 * L + 2)
-    outer_arr = np.zeros((K, L, L))
-    cdef double[:, :, ::1] outer = outer_arr
-    with nogil:
-        for k in range(offsets.shape[0] - 1):
-            s = offsets[k]
-            e = offsets[k + 1]
-            if e == s:
-                log_z[k] = 0.0
-                continue
-            if _position_scaled(unary, exp_table, shifts, index, exp_start, exp_end,
-                                s_shift + e_shift, t_range, s, e, weights[k], alpha, beta, psi,
-                                scale, &rows[0], marginals, outer, &d_boundary[0, 0],
-                                &d_boundary[1, 0], &log_z[k]):
-                continue
-            n_fallback += 1
-            _position_sequence(unary, table, index, start, end, s, e, weights[k], alpha, beta,
-                               &rows[0], &rows[L], marginals, d_table, &d_boundary[0, 0],
-                               &d_boundary[1, 0], &log_z[k])
-    np.asarray(d_table)[...] += outer_arr * np.asarray(exp_table)
-    return n_fallback
-
-

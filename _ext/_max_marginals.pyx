@@ -34,6 +34,8 @@ from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
 
 from _chain cimport argmax_sum, backtrace, deviated_backtrace, deviated_viterbi_at, max_plus_step
+from _max_product cimport (_block, _index_ptr, _matrix, _max_incorrect_sequence, _next_label,
+                          _span_weights, _sweep)
 
 
 cdef extern from *:
@@ -105,17 +107,6 @@ cdef extern from *:
                                            double* cur, int* bp, Py_ssize_t L) noexcept nogil
 
 
-cdef inline const double* _matrix(const double* table, const Py_ssize_t* index, Py_ssize_t t,
-                                  Py_ssize_t L) noexcept nogil:
-    # The (L, L) matrix of the edge into token t.
-    return table if index == NULL else table + index[t] * L * L
-
-
-cdef inline const Py_ssize_t* _index_ptr(const Py_ssize_t[::1] index) noexcept nogil:
-    # NULL for an empty index: one matrix for every edge.
-    return &index[0] if index.shape[0] else NULL
-
-
 cdef void _max_marginals_sequence(
     const double[:, ::1] unary, const double* table, const double* table_t,
     const Py_ssize_t* index, const double[::1] start, const double[::1] end,
@@ -183,23 +174,6 @@ def max_marginals_batch(
                                         bp_bwd, with_bp_bwd)
 
 
-cdef inline Py_ssize_t _next_label(
-    const double[:, ::1] unary, const double* table, const Py_ssize_t* index,
-    const double[:, ::1] beta, Py_ssize_t t, Py_ssize_t j, Py_ssize_t L,
-) noexcept nogil:
-    # The label at t + 1 on the best suffix after label j at t: the backward
-    # pointer of max_plus_back, recomputed with its rounding and ties.
-    cdef const double* row = _matrix(table, index, t + 1, L) + j * L
-    cdef Py_ssize_t i, arg = 0
-    cdef double v, best = -INFINITY
-    for i in range(L):
-        v = (row[i] + unary[t + 1, i]) + beta[t + 1, i]
-        if v > best:
-            best = v
-            arg = i
-    return arg
-
-
 def max_incorrect_from_tables(
     const double[:, ::1] unary, const double[:, :, ::1] table, const Py_ssize_t[::1] index,
     const double[:, ::1] alpha, const double[:, ::1] beta, const int[:, ::1] bp_fwd,
@@ -221,34 +195,12 @@ def max_incorrect_from_tables(
     """
     cdef const Py_ssize_t* idx = _index_ptr(index)
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
-    cdef Py_ssize_t L = alpha.shape[1]
-    cdef Py_ssize_t k, s, e, t, j, bt, bj
-    cdef double v, best
+    cdef Py_ssize_t k
     with nogil:
         for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
-            s = offsets[k]
-            e = offsets[k + 1]
-            if e == s:
-                continue
-            best = -INFINITY
-            bt = -1
-            bj = -1
-            for t in range(s if exclude else e - 1, e):
-                for j in range(L):
-                    v = alpha[t, j] + beta[t, j]
-                    if v > best and not (exclude and j == ref[t]):
-                        best = v
-                        bt = t
-                        bj = j
-            score[k] = best
-            if bt < 0:
-                for t in range(s, e):
-                    path[t] = ref[t]
-                continue
-            path[bt] = bj
-            backtrace(&bp_fwd[s, 0], &path[s], bt - s + 1, L)
-            for t in range(bt, e - 1):
-                path[t + 1] = _next_label(unary, &table[0, 0, 0], idx, beta, t, path[t], L)
+            if offsets[k + 1] > offsets[k]:
+                _max_incorrect_sequence(unary, &table[0, 0, 0], idx, alpha, beta, bp_fwd, ref,
+                                        exclude, offsets[k], offsets[k + 1], path, &score[k])
 
 
 cdef void _add_path(
@@ -353,76 +305,6 @@ cdef void _segment_from_tables(
                     node[0] = t
                     node[1] = j
     g_other[0] = best
-
-
-cdef inline Py_ssize_t _block(const Py_ssize_t* index, Py_ssize_t t, Py_ssize_t L) noexcept nogil:
-    # Offset of the transition block of the edge into token t.
-    return 0 if index == NULL else index[t] * L * L
-
-
-cdef void _span_weights(
-    const Py_ssize_t* lab, Py_ssize_t s, Py_ssize_t e, Py_ssize_t a, Py_ssize_t b, double c,
-    const double[:, ::1] unary, const double* table, const Py_ssize_t* index,
-    const double[:, ::1] beta, const int[:, ::1] bp_fwd, Py_ssize_t L,
-    double* pre, double* suf, double[:, ::1] d_unary, double* acc_trans, double* acc_start,
-    double* acc_end,
-) noexcept nogil:
-    # c times the counts of the best path with labels lab[0 .. b-a-1] on tokens
-    # a .. b-1: the span's own counts now; its best prefix (suffix) as a node
-    # weight at the token before (after) the span, spread by _sweep.
-    cdef Py_ssize_t t, i
-    for t in range(a, b):
-        d_unary[t, lab[t - a]] += c
-    for t in range(a + 1, b):
-        acc_trans[_block(index, t, L) + lab[t - a - 1] * L + lab[t - a]] += c
-    if a > s:
-        i = bp_fwd[a, lab[0]]
-        acc_trans[_block(index, a, L) + i * L + lab[0]] += c
-        pre[(a - 1 - s) * L + i] += c
-    else:
-        acc_start[lab[0]] += c
-    if b < e:
-        i = _next_label(unary, table, index, beta, b - 1, lab[b - 1 - a], L)
-        acc_trans[_block(index, b, L) + lab[b - 1 - a] * L + i] += c
-        suf[(b - s) * L + i] += c
-    else:
-        acc_end[lab[b - 1 - a]] += c
-
-
-cdef void _sweep(
-    Py_ssize_t s, Py_ssize_t e, const double[:, ::1] unary, const double* table,
-    const Py_ssize_t* index, const double[:, ::1] beta, const int[:, ::1] bp_fwd,
-    Py_ssize_t L, double* pre, double* suf, double[:, ::1] d_unary,
-    double* acc_trans, double* acc_start, double* acc_end,
-) noexcept nogil:
-    # The counts of the best prefixes (suffixes) weighted in pre (suf): one
-    # pass back (forward) through the backpointers, O(n L) for all of them.
-    cdef Py_ssize_t t, j, i
-    cdef double w
-    for t in range(e - 1, s - 1, -1):
-        for j in range(L):
-            w = pre[(t - s) * L + j]
-            if w == 0.0:
-                continue
-            d_unary[t, j] += w
-            if t > s:
-                i = bp_fwd[t, j]
-                acc_trans[_block(index, t, L) + i * L + j] += w
-                pre[(t - 1 - s) * L + i] += w
-            else:
-                acc_start[j] += w
-    for t in range(s, e):
-        for j in range(L):
-            w = suf[(t - s) * L + j]
-            if w == 0.0:
-                continue
-            d_unary[t, j] += w
-            if t < e - 1:
-                i = _next_label(unary, table, index, beta, t, j, L)
-                acc_trans[_block(index, t + 1, L) + j * L + i] += w
-                suf[(t + 1 - s) * L + i] += w
-            else:
-                acc_end[j] += w
 
 
 def segment_margins_batch(

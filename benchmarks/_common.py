@@ -20,6 +20,7 @@ __all__ = [
     "print_run_header",
     "PeakMemory",
     "add_bootstrap_arguments",
+    "cached",
     "Timer",
     "command_line",
     "conll2000_run",
@@ -32,6 +33,18 @@ __all__ = [
 ]
 
 _MB = 1024.0 * 1024.0
+
+
+def cached(path, compute):
+    """The pickle at ``path``, or ``compute()`` pickled there (a run cut short resumes)."""
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    value = compute()
+    with open(path + ".tmp", "wb") as f:
+        pickle.dump(value, f)
+    os.replace(path + ".tmp", path)
+    return value
 
 
 def _proc_status_kb(field):

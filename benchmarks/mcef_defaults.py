@@ -18,7 +18,12 @@ Variants (``NAME`` or ``NAME:VALUE``)::
     centred_alpha:A  the centred prior (C=--C) and alpha=A
     solver:S         solver S ('rprop', 'quickprop', 'sgd', 'paper' =
                      [('sgd', 10), 'quickprop'])
+    epochs:N         N SGD epochs, then QuickProp ([('sgd', N), 'quickprop'])
+    anneal:A         alpha=A first (the default solver), then the paper's
+                     alpha=1 continued from that model (the default solver)
     chunks           segment_match='chunks'
+
+Variants joined by ``+`` combine (``C:10+epochs:30``).
 
 Every fit is cached (``--cache``: the MAP start as a pickle, each variant's
 development F1 and predictions as JSON), so a run cut short resumes; with
@@ -36,14 +41,13 @@ import copy
 import hashlib
 import json
 import os
-import pickle
 import sys
 import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import training_objective  # noqa: E402
+from _common import cached, training_objective  # noqa: E402
 from mce_table import conll2000_features  # noqa: E402
 from sklearn_crfloss import CRFTagger  # noqa: E402
 from sklearn_crfloss.losses import SegmentFScoreMCE  # noqa: E402
@@ -55,10 +59,20 @@ SOLVERS = {"paper": [("sgd", 10), "quickprop"]}
 
 
 def make_stage(variant, args, theta0):
-    """``(loss, set_params kwargs)`` of one variant."""
-    name, _, value = variant.partition(":")
+    """``(loss, set_params kwargs)`` of one variant (``+`` joins variants)."""
     loss_kw, params = {}, dict(C=args.C, solver=None, prior="l2")
-    if name == "alpha":
+    for part in variant.split("+"):
+        _apply(part, args, theta0, loss_kw, params)
+    return SegmentFScoreMCE(**loss_kw), params
+
+
+def _apply(variant, args, theta0, loss_kw, params):
+    name, _, value = variant.partition(":")
+    if name == "epochs":
+        params["solver"] = [("sgd", int(value)), "quickprop"]
+    elif name == "anneal":
+        params["anneal"] = float(value)
+    elif name == "alpha":
         loss_kw["alpha"] = float(value)
     elif name == "C":
         params["C"] = float(value)
@@ -74,18 +88,6 @@ def make_stage(variant, args, theta0):
         loss_kw["segment_match"] = "chunks"
     elif name != "default":
         raise ValueError(f"unknown variant {variant!r}")
-    return SegmentFScoreMCE(**loss_kw), params
-
-
-def cached(path, compute):
-    if os.path.exists(path):
-        with open(path, "rb") as f:
-            return pickle.load(f)
-    value = compute()
-    with open(path + ".tmp", "wb") as f:
-        pickle.dump(value, f)
-    os.replace(path + ".tmp", path)
-    return value
 
 
 def run(F_tr, y_tr, F_ev, y_ev, args, tag):
@@ -117,6 +119,10 @@ def run(F_tr, y_tr, F_ev, y_ev, args, tag):
 
         def fit_variant(variant=variant):
             loss, params = make_stage(variant, args, theta0)
+            anneal = params.pop("anneal", None)
+            final_loss = loss
+            if anneal is not None:  # the first stage at the small slope
+                loss = copy.deepcopy(loss).set_params(alpha=anneal)
             t0 = time.perf_counter()
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -130,12 +136,17 @@ def run(F_tr, y_tr, F_ev, y_ev, args, tag):
                     crf = CRFTagger(loss=loss, max_iter=args.max_iter, random_state=0,
                                     n_jobs=args.n_jobs, init=None, **params)
                 crf.fit(F_tr, y_tr)
+                if anneal is not None:
+                    first = list(map(float, crf.loss_curve_))
+                    crf.set_params(loss=final_loss, warm_start=True, init=None)
+                    crf.fit(F_tr, y_tr)
             sec = time.perf_counter() - t0
             sat = getattr(crf.loss, "saturation_", float("nan"))
             pred = [list(p) for p in crf.predict(F_ev)]
             return dict(variant=variant, f1=100 * segment_f1_score(y_ev, pred), pred=pred,
                         n_iter=crf.n_iter_, stop=crf.stop_reason_, sec=sec,
                         saturation=sat, loss_curve=list(map(float, crf.loss_curve_)),
+                        first_curve=first if anneal is not None else None,
                         warnings=sorted({str(w.message)[:90] for w in caught}))
 
         r = cached(path, fit_variant)
@@ -151,7 +162,8 @@ def run(F_tr, y_tr, F_ev, y_ev, args, tag):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--variant", nargs="+", default=["default"])
+    p.add_argument("--variant", nargs="*", default=["default"],
+                   help="given without a value: only the MAP start")
     p.add_argument("--init", choices=["map", "zero"], default="map")
     p.add_argument("--init-C", type=float, default=1.0, help="C of the MAP start")
     p.add_argument("--C", type=float, default=1.0, help="C of the MCE-F stage")
@@ -164,6 +176,8 @@ def main(argv=None):
                    help="refit on the full training set, test against MAP")
     p.add_argument("--saturation-alphas", type=float, nargs="*", default=[],
                    help="print the start's saturation_ at these alpha")
+    p.add_argument("--against-C", type=float, nargs="*", default=[],
+                   help="with --test: also test against MAP of these C")
     p.add_argument("--n-resamples", type=int, default=2000)
     p.add_argument("--cache", default="benchmarks/results/mcef_defaults")
     args = p.parse_args(argv)
@@ -176,7 +190,20 @@ def main(argv=None):
         run(F[:n_fit], y[:n_fit], F[n_fit:], y[n_fit:], args, "dev")
         return
     map_pred, out = run(F, y, F_te, y_te, args, "test")
-    print(f"\nagainst MAP (C={args.init_C:g}), {args.n_resamples} resamples, "
+    against = {args.init_C: map_pred}
+    for C in args.against_C:
+        start, _ = cached(os.path.join(
+            args.cache, f"map-test-{args.template}-{C:g}-{len(F)}-{len(F_te)}.pkl"),
+            lambda C=C: (CRFTagger(C=C, n_jobs=args.n_jobs).fit(F, y), None))
+        against[C] = [list(p) for p in start.predict(F_te)]
+        print(f"[test] MAP C={C:g}: F1 {100 * segment_f1_score(y_te, against[C]):.2f}, "
+              f"{start.n_iter_} iterations", flush=True)
+    for C, map_pred in against.items():
+        _test_table(y_te, map_pred, out, C, args)
+
+
+def _test_table(y_te, map_pred, out, C, args):
+    print(f"\nagainst MAP (C={C:g}), {args.n_resamples} resamples, "
           f"load {os.getloadavg()}")
     print("| variant | test F1 | vs MAP | 95% CI | p (bootstrap) | p (McNemar sent. / tok.) |")
     print("|---|---|---|---|---|---|")

@@ -12,6 +12,10 @@ checkout, with ``nice`` on a shared machine::
 
     SKLEARN_CRFLOSS_DATA=../shared/data nice -n 15 python benchmarks/mcef_ner.py \\
         --map-C-grid 5 50 --mcef-C-grid 5 50 500
+
+Every fit is cached under ``--cache`` (the MAP models as pickles, each
+MCE-F fit's scores and predictions), so a run cut short resumes. MCE-F fits
+use ``random_state=0`` (the default solver's SGD epochs shuffle).
 """
 
 import argparse
@@ -27,12 +31,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, os.pardir, "examples"))
 
-from _common import add_bootstrap_arguments, paired_tests_line  # noqa: E402
+from _common import add_bootstrap_arguments, cached, paired_tests_line  # noqa: E402
 from conll2002_cost_losses import featurize  # noqa: E402
 from conll2002_significance import as_lists  # noqa: E402
 
 from sklearn_crfloss import CRFTagger, metrics  # noqa: E402
 from sklearn_crfloss.datasets import load_conll2002  # noqa: E402
+from sklearn_crfloss.losses import SegmentFScoreMCE  # noqa: E402
 
 
 def main(argv=None):
@@ -42,6 +47,10 @@ def main(argv=None):
     p.add_argument("--mcef-max-iter", type=int, default=None,
                    help="max_iter of the MCE-F stage (default: the estimator's)")
     p.add_argument("--n-jobs", type=int, default=1)
+    p.add_argument("--segment-match", default="labels", choices=["labels", "chunks"])
+    p.add_argument("--cache", default="benchmarks/results/mcef_ner")
+    p.add_argument("--seeds", type=int, nargs="*", default=[],
+                   help="refit the chosen MCE-F C with these random_state values too")
     add_bootstrap_arguments(p)
     args = p.parse_args(argv)
     warnings.simplefilter("ignore", ConvergenceWarning)
@@ -59,27 +68,58 @@ def main(argv=None):
               f"{secs:.0f} s, stop {crf.stop_reason_}", flush=True)
         return f1_a, pred_b
 
-    maps = {}
-    for C in args.map_C_grid:
+    os.makedirs(args.cache, exist_ok=True)
+    n_tr = len(F_tr)
+
+    def fit_map(C):
         t0 = time.perf_counter()
         crf = CRFTagger(loss="cll", C=C, n_jobs=args.n_jobs).fit(F_tr, y_tr)
-        maps[C] = (crf,) + evaluate(crf, f"MAP C={C:g}", time.perf_counter() - t0)
+        return crf, time.perf_counter() - t0
+
+    maps = {}
+    for C in args.map_C_grid:
+        crf, secs = cached(os.path.join(args.cache, f"map-{n_tr}-{C:g}.pkl"),
+                           lambda C=C: fit_map(C))
+        maps[C] = (crf,) + evaluate(crf, f"MAP C={C:g}", secs)
     map_C = max(maps, key=lambda c: maps[c][1])
     start, _, map_b = maps[map_C]
     mcefs = {}
-    for C in args.mcef_C_grid:
-        crf = copy.deepcopy(start).set_params(loss="mce_f", C=C, warm_start=True)
+    loss = SegmentFScoreMCE(segment_match=args.segment_match)
+
+    def fit_mcef(C, seed=0):
+        crf = copy.deepcopy(start).set_params(loss=loss, C=C, warm_start=True,
+                                              random_state=seed)
         if args.mcef_max_iter:
             crf.set_params(max_iter=args.mcef_max_iter)
         t0 = time.perf_counter()
         crf.fit(F_tr, y_tr)
-        mcefs[C] = evaluate(crf, f"MCE-F from MAP(C={map_C:g}) C={C:g}",
-                            time.perf_counter() - t0)
+        secs = time.perf_counter() - t0
+        return evaluate(crf, f"MCE-F from MAP(C={map_C:g}) C={C:g}", secs) + (
+            crf.n_iter_, crf.stop_reason_, secs)
+
+    def cached_mcef(C, seed=0):
+        name = (f"mcef-{n_tr}-{map_C:g}-{C:g}-{args.segment_match}-{args.mcef_max_iter}"
+                + (f"-s{seed}" if seed else "") + ".pkl")
+        f1_a, pred_b, n_iter, stop, secs = cached(os.path.join(args.cache, name),
+                                                  lambda: fit_mcef(C, seed))
+        print(f"  MCE-F from MAP(C={map_C:g}) C={C:g} random_state={seed}: testa F1 "
+              f"{100 * f1_a:.2f}, {n_iter} iterations, {secs:.0f} s, stop {stop} (load "
+              f"{os.getloadavg()[0]:.1f})", flush=True)
+        return f1_a, pred_b
+
+    for C in args.mcef_C_grid:
+        mcefs[C] = cached_mcef(C)
     mcef_C = max(mcefs, key=lambda c: mcefs[c][0])
     pred_b = mcefs[mcef_C][1]
     print(f"\nesp.testb, MCE-F from MAP (C={mcef_C:g}) vs MAP (C={map_C:g}): "
           + paired_tests_line(y_b, pred_b, map_b, args.n_resamples, args.random_state),
           flush=True)
+    for seed in args.seeds:
+        pred_b = cached_mcef(mcef_C, seed)[1]
+        print(f"esp.testb, random_state={seed}: "
+              + paired_tests_line(y_b, pred_b, map_b, args.n_resamples, args.random_state),
+              flush=True)
+
 
 if __name__ == "__main__":
     main()

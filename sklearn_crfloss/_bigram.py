@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._forward_backward import position_forward_backward_batch
+from ._simd import position_forward_backward_batch
 from ._viterbi import position_viterbi_batch
 
 __all__ = ["BIGRAM_PREFIX", "PositionTransitions", "position_forward_backward", "position_gold_counts",

@@ -23,7 +23,7 @@ that small (n_distinct, n_bigram) matrix.
 import numpy as np
 import scipy.sparse as sp
 
-from ._bigram import BIGRAM_PREFIX, PositionTransitions
+from ._bigram import BIGRAM_PREFIX, PositionTransitions, position_gold_counts
 from ._params import ParameterLayout
 from .losses._base import get_loss_tags
 from .losses._cost import JensenRiskBound, Risk, SoftmaxMargin
@@ -165,6 +165,14 @@ class BigramLayout(ParameterLayout):
 LABEL_EXPERT_SOLVERS = ("lbfgs", "owlqn", "rprop", "quickprop")
 
 
+def _takes_bigrams(solver):
+    """Whether ``solver`` trains bigram blocks: one of :data:`BIGRAM_SOLVERS`, or a schedule
+    (:class:`~sklearn_crfloss.solvers.Schedule`, bound) whose every stage does."""
+    if hasattr(solver, "for_start"):  # a schedule, as fit binds it
+        return all(_takes_bigrams(stage) for stage, _ in solver.stages_)
+    return solver.name in BIGRAM_SOLVERS
+
+
 def make_layout(features, n_features, n_labels, state_index, *, labels, boundary, loss, solver,
                 estimator):
     """The parameter layout of a fit: with bigram blocks if the attributes have any.
@@ -182,7 +190,7 @@ def make_layout(features, n_features, n_labels, state_index, *, labels, boundary
     problem = None
     if type(loss) not in BIGRAM_LOSSES:
         problem = f"the loss {get_loss_tags(loss).name or type(loss).__name__!r}"
-    elif solver.name not in BIGRAM_SOLVERS:
+    elif not _takes_bigrams(solver):
         problem = f"the solver {solver.name!r}"
     elif labels is not None and solver.name not in LABEL_EXPERT_SOLVERS:
         problem = (f"the label experts of LOPTagger with the solver {solver.name!r} (they "
@@ -192,7 +200,8 @@ def make_layout(features, n_features, n_labels, state_index, *, labels, boundary
     if problem is None:
         return BigramLayout(n_features, n_labels, state_index, columns, boundary, labels)
     remedy = (f"train them with loss {', '.join(repr(c.name) for c in BIGRAM_LOSSES)} and "
-              f"solver {', '.join(map(repr, BIGRAM_SOLVERS))}" if labels is None
+              f"solver {', '.join(map(repr, BIGRAM_SOLVERS))} (or a schedule of them)"
+              if labels is None
               else "use another expert set")
     raise ValueError(
         f"Observation-dependent label bigrams (the {columns.shape[0]} feature keys starting "
@@ -252,6 +261,26 @@ class BigramGroups:
         table = np.asarray(self.rows @ np.asarray(blocks).reshape(-1, L * L)).reshape(K, L, L)
         table += transition
         return PositionTransitions(table, self.index)
+
+    def gold_blocks(self, y, offsets, n_labels, sample_weight=None):
+        """The weighted gold counts of the blocks' weights.
+
+        Parameters
+        ----------
+        y : ndarray of intp of shape (n_tokens,)
+        offsets : ndarray of intp of shape (n_sequences + 1,)
+        n_labels : int
+        sample_weight : ndarray of shape (n_sequences,) or None, default=None
+
+        Returns
+        -------
+        ndarray of float64 of shape (n_bigram * n_labels**2,)
+            ``blocks.ravel() @ gold_blocks(...)`` is the blocks' share of
+            ``sum_i w_i score(y_i)``.
+        """
+        table = np.broadcast_to(0.0, (self.rows.shape[0], n_labels, n_labels))  # shape only
+        return self.chain(position_gold_counts(PositionTransitions(table, self.index), y,
+                                               offsets, sample_weight))[1]
 
     def chain(self, d_table):
         """The gradient of ``(transition, blocks)`` from that of the table.

@@ -21,8 +21,11 @@ The conditional log-likelihood (``ConditionalLogLikelihood``, the loss of
 rows from the features, runs the scaled forward-backward and scatters the
 expected counts back into the gradient, and the observed counts are
 computed once per objective (CRFsuite's feature frequencies): no (n_tokens,
-n_labels) array is built. Every other loss gets the unary potentials and
-returns their gradient.
+n_labels) array is built. With observation-dependent label bigrams its twin
+``_positions.position_cll_features_batch`` reads the table of distinct
+transition matrices (``BigramGroups``) per edge and sums the pair marginals
+per matrix, which the chain rule takes to the shared matrix and the blocks.
+Every other loss gets the unary potentials and returns their gradient.
 
 The objective holds no loss or prior: training stages (``init='cll'``, a
 loss's annealing ``stages``) evaluate the same bound data with another loss.
@@ -37,8 +40,10 @@ from ._forward_backward import (Accumulators, accumulator_blocks, exp_potentials
                                 scratch_width)
 from ._fused import fused_value_and_grad
 from ._label_bigrams import BigramGroups
+from ._positions import exp_tables, position_scratch_width
 from ._potentials import pair_counts
-from ._simd import cll_features_batch, pair_gradient, pair_potentials
+from ._simd import (cll_features_batch, pair_gradient, pair_potentials,
+                    position_cll_features_batch)
 from ._vectorize import column_counts
 from .losses._base import get_loss_tags, gold_counts
 from .losses._likelihood import ConditionalLogLikelihood
@@ -229,6 +234,44 @@ class _DenseRowAccumulators:
         return [None if r.shape[0] > half else r for r in blocks]
 
 
+class _KeptPairSums:
+    """The fused CLL kernel's per-matrix pair sums (label bigrams), kept between evaluations.
+
+    ``Accumulators(n_threads, n_labels, n_matrices)``: new ones at every
+    evaluation cost their size in page faults (14.8 MB on 2,000 CoNLL-2000
+    sentences with POS-keyed bigram lines: 4 blocks of 878 matrices);
+    kept ones are zeroed in place (the kernel with them measured 10 %
+    faster). One evaluation holds them at a time; :meth:`take` gives new
+    ones to another.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._acc = None
+
+    def __reduce__(self):  # a copy starts with none kept (a lock does not pickle)
+        return _KeptPairSums, ()
+
+    def take(self, n_threads, n_labels, n_matrices):
+        """Zeroed accumulators: the kept ones if free, else new ones."""
+        if not self._lock.acquire(blocking=False):
+            return Accumulators(n_threads, n_labels, n_matrices)
+        acc = self._acc
+        n_acc = accumulator_blocks(n_threads, Accumulators.n_values(n_labels, n_matrices))
+        if acc is None or acc.pair.shape[:3] != (n_acc, n_matrices, n_labels):
+            acc = self._acc = Accumulators(n_threads, n_labels, n_matrices)
+        else:
+            acc.pair.fill(0.0)
+            acc.boundary.fill(0.0)
+            acc.direct = np.zeros(acc.direct.shape)  # no pages touched unless written
+        return acc
+
+    def release(self, acc):
+        """Give the kept accumulators back (if ``acc`` are they)."""
+        if acc is self._acc and self._lock.locked():
+            self._lock.release()
+
+
 class CRFObjective:
     """Training data bound for repeated evaluations of ``loss + prior``.
 
@@ -270,6 +313,7 @@ class CRFObjective:
         self._csr = kernel_csr(X)
         self._weights = _StateWeights(layout.state_index, self.n_features, L, column_counts(X))
         self._hot_acc = _DenseRowAccumulators(self._weights, self._csr, offsets)
+        self._pair_sums = _KeptPairSums()  # label bigrams' per-matrix sums
         self.y = y
         self.offsets = offsets
         self.n_labels = L
@@ -290,15 +334,13 @@ class CRFObjective:
     def n_blocks(self):
         """Blocks of sequences the fused CLL kernel sums apart (:meth:`cll_blocks`).
 
-        0 if its state and transition sums have different block counts, or
-        the layout has label bigrams (the fused kernel does not apply).
+        0 if its state and transition sums have different block counts
+        (with label bigrams the transition sums are one per distinct matrix).
         """
-        if self.bigram is not None:
-            return 0
-        L = self.n_labels
-        Lp = row_width(L)
+        n_matrices = None if self.bigram is None else self.bigram.rows.shape[0]
         state = self._weights.n_blocks(self.n_threads)
-        pair = accumulator_blocks(self.n_threads, L * (Lp + L) + 2 * Lp)
+        pair = accumulator_blocks(self.n_threads,
+                                  Accumulators.n_values(self.n_labels, n_matrices))
         return state if state == pair else 0
 
     @property
@@ -352,11 +394,15 @@ class CRFObjective:
                         np.ascontiguousarray(self.y, dtype=np.intp), self.offsets,
                         self._sequence_weights())
             self._weights.gradient(acc, hot_acc, observed[:self.layout.n_state])
-            observed[self.layout.n_state:] = self.layout.pack_tail(trans, start, end)
+            tail = self.layout.pack_tail(trans, start, end)
+            observed[self.layout.n_state:self.layout.n_state + tail.shape[0]] = tail
+            if self.bigram is not None:
+                observed[self.layout.n_base:] = self.bigram.gold_blocks(
+                    self.y, self.offsets, self.n_labels, self.sample_weight)
             self._observed = observed
         return self._observed
 
-    def _cll_kernel(self, theta, state_out, extra_columns=None):
+    def _cll_kernel(self, theta, state_out, extra_columns=None, kept_sums=False):
         """Run the fused CLL kernel at ``theta``: log Z and the per-block sums, unreduced.
 
         ``state_out`` (the state block of a gradient) is the accumulator
@@ -365,13 +411,19 @@ class CRFObjective:
         (softmax-margin); the returned dense-row accumulators then include
         the extra rows after the state weights' own. Without, they may be
         the objective's own: the caller gives them back
-        (``self._hot_acc.release``).
+        (``self._hot_acc.release``). With label bigrams the transition sums
+        and ``exp_trans`` are per distinct matrix (``_positions``), the sums
+        the objective's own if ``kept_sums`` (given back by
+        ``self._pair_sums.release``).
         """
         L = self.n_labels
         transition, start, end = self.layout.unpack_tail(theta)
         transition = np.ascontiguousarray(transition, dtype=np.float64)
         start = np.ascontiguousarray(start, dtype=np.float64)
         end = np.ascontiguousarray(end, dtype=np.float64)
+        if self.bigram is not None:
+            return self._position_cll_kernel(theta, transition, start, end, state_out,
+                                             kept_sums)
         exp_trans, exp_start, exp_end, shifts = exp_potentials(transition, start, end)
         weights = self._sequence_weights()
         log_z = np.empty(weights.shape[0])
@@ -397,6 +449,32 @@ class CRFObjective:
             raise
         return weights, log_z, grad_acc, all_hot, acc, exp_trans, n_fallback
 
+    def _position_cll_kernel(self, theta, transition, start, end, state_out, kept_sums):
+        """:meth:`_cll_kernel` with label bigrams: the table of distinct matrices per edge."""
+        L = self.n_labels
+        table = self.bigram.transitions(transition, self.layout.bigram_weights(theta)).table
+        exp_table, shifts, exp_start, exp_end, shift_boundary, t_range = exp_tables(
+            table, start, end, padded=True)
+        weights = self._sequence_weights()
+        log_z = np.empty(weights.shape[0])
+        kept = self._hot_acc.take(self._weights.n_blocks(self.n_threads))
+        grad_acc, hot_acc = self._weights.accumulators(self.n_threads, state_out, kept)
+        acc = (self._pair_sums.take if kept_sums else Accumulators)(self.n_threads, L,
+                                                                     table.shape[0])
+        max_length = int(np.diff(self.offsets).max())
+        scratch = np.empty((self.n_threads, position_scratch_width(L, max_length)))
+        try:
+            n_fallback = position_cll_features_batch(
+                *self._csr, *self._weights.weights(self._state(theta)), table, exp_table, shifts,
+                self.bigram.index, start, end, exp_start, exp_end, self.offsets, weights, log_z,
+                grad_acc, hot_acc, acc.pair, acc.direct, acc.boundary, scratch, max_length,
+                shift_boundary, t_range, self.n_threads)
+        except BaseException:
+            self._hot_acc.release(kept)
+            self._pair_sums.release(acc)
+            raise
+        return weights, log_z, grad_acc, hot_acc, acc, exp_table, n_fallback
+
     def _cll_value_and_grad(self, theta, extra_columns=None):
         """The conditional log-likelihood and its gradient by the fused kernel.
 
@@ -407,15 +485,20 @@ class CRFObjective:
         layout = self.layout
         grad = np.empty(self.n_params)
         weights, log_z, grad_acc, hot_acc, acc, exp_trans, n_fallback = self._cll_kernel(
-            theta, grad[:layout.n_state], extra_columns)
+            theta, grad[:layout.n_state], extra_columns, kept_sums=True)
         try:
             self._weights.gradient(grad_acc, hot_acc[:, :self._weights.W_hot.shape[0]],
                                    grad[:layout.n_state])
+            counts, d_start, d_end = acc.counts(exp_trans, n_fallback)
         finally:
             self._hot_acc.release(hot_acc)
+            self._pair_sums.release(acc)
         observed = self.observed_counts()
         value = float(np.dot(weights, log_z)) - float(np.dot(theta, observed))
-        grad[layout.n_state:] = layout.pack_tail(*acc.counts(exp_trans, n_fallback))
+        if self.bigram is not None:  # the chain rule to the shared matrix and the blocks
+            counts, grad[layout.n_base:] = self.bigram.chain(counts)
+        tail = layout.pack_tail(counts, d_start, d_end)
+        grad[layout.n_state:layout.n_state + tail.shape[0]] = tail
         grad -= observed
         return value, grad
 
@@ -444,7 +527,8 @@ class CRFObjective:
             ``theta``'s order.
         pair, direct, boundary : ndarray of shape (n_blocks, ...)
             The blocks of the transition and boundary sums
-            (``_forward_backward.Accumulators``).
+            (``_forward_backward.Accumulators``; with label bigrams one
+            pair and direct sum per distinct matrix of ``self.bigram``).
         n_fallback : int
             Sequences computed in log space.
         """
@@ -472,7 +556,7 @@ class CRFObjective:
         value : float
         grad : ndarray of shape (n_params,)
         """
-        if type(loss) is ConditionalLogLikelihood and self.bigram is None:
+        if type(loss) is ConditionalLogLikelihood:
             return self._cll_value_and_grad(theta)
         fused = fused_value_and_grad(self, theta, loss)
         if fused is not None:

@@ -4,8 +4,9 @@ A portable build (the default; ``-Dnative_arch=true`` compiles everything
 for the building machine instead) compiles the kernels that the training
 objective and the inference functions call (``_potentials``,
 ``_forward_backward``, ``_fused_losses``, ``_marginal_vjp``, ``_viterbi``,
-``_max_marginals``) three times: for the baseline x86-64 instruction set,
-with AVX2 + FMA (modules ``*_avx2``) and with AVX-512 (F, CD, BW, DQ, VL;
+``_max_marginals``, ``_chunk_queries``, ``_positions``) three times: for the
+baseline x86-64 instruction set, with AVX2 + FMA (modules ``*_avx2``) and with
+AVX-512 (F, CD, BW, DQ, VL;
 modules ``*_avx512``). The widest copy whose instructions numpy's CPU
 detection reports is imported; elsewhere (other architectures, or a build
 without the copies) the baseline kernels run. All give the same results up
@@ -14,15 +15,16 @@ to rounding (fused multiply-adds round once).
 
 import importlib
 
-__all__ = ["KERNEL_BUILD", "cll_features_batch", "forward_backward_batch",
+__all__ = ["KERNEL_BUILD", "chunk_queries_batch", "cll_features_batch", "forward_backward_batch",
            "marginal_loss_features_batch", "marginals_vjp_batch", "max_incorrect_batch",
            "max_incorrect_from_tables",
            "max_marginals_batch", "n_best_batch", "pair_gradient", "pair_potentials",
+           "position_cll_features_batch", "position_forward_backward_batch",
            "segment_margins_batch", "viterbi_batch"]
 
 #: The kernel modules that have vector builds.
 MODULES = ("_potentials", "_forward_backward", "_fused_losses", "_marginal_vjp", "_viterbi",
-           "_max_marginals")
+           "_max_marginals", "_chunk_queries", "_positions")
 
 #: The CPU features each build needs (numpy's names), widest first.
 _BUILDS = {
@@ -78,3 +80,6 @@ max_incorrect_batch = _modules["_viterbi"].max_incorrect_batch
 max_marginals_batch = _modules["_max_marginals"].max_marginals_batch
 segment_margins_batch = _modules["_max_marginals"].segment_margins_batch
 max_incorrect_from_tables = _modules["_max_marginals"].max_incorrect_from_tables
+chunk_queries_batch = _modules["_chunk_queries"].chunk_queries_batch
+position_forward_backward_batch = _modules["_positions"].position_forward_backward_batch
+position_cll_features_batch = _modules["_positions"].position_cll_features_batch

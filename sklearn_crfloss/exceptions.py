@@ -1,6 +1,6 @@
-"""Warnings of sklearn-crfloss."""
+"""Warnings and errors of sklearn-crfloss."""
 
-__all__ = ["InconsistentVersionWarning"]
+__all__ = ["InconsistentVersionWarning", "UndefinedLossError"]
 
 
 class InconsistentVersionWarning(UserWarning):
@@ -44,3 +44,20 @@ class InconsistentVersionWarning(UserWarning):
             f"{self.original_version} when using version {self.current_version}. This might "
             "lead to breaking code or invalid results. Use at your own risk."
         )
+
+
+class UndefinedLossError(ValueError):
+    """A loss that is undefined on the sequences it was given, at these parameters.
+
+    Raised by the ``value_and_grad`` of a loss that is not a sum over
+    sequences (an F-score such as ``loss='mce_f'``) when its value on the
+    batch has no finite value: for example when every gold segment of the
+    batch is misclassified by so wide a margin that the smoothed count of
+    true positives underflows to 0 and the F-score ratio is undefined.
+
+    On the full training set it reaches the user as a ``ValueError`` (it is
+    one): the problem is ill-posed at those parameters. On a minibatch of
+    :class:`~sklearn_crfloss.solvers.SGD` (and the SGD epochs of the
+    default schedules) the solver catches it and takes the step on a larger
+    minibatch instead (see there).
+    """

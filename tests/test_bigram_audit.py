@@ -274,7 +274,9 @@ def test_marginals_vjp_is_the_gradient_of_the_enumerated_marginals(problem):
 def _loss_instances():
     """One instance of every loss class that takes position-dependent transitions."""
     extra = {MinimumClassificationError: [MinimumClassificationError(psi=2.0)],
-             SegmentFScoreMCE: [SegmentFScoreMCE(false_positives="viterbi")]}
+             SegmentFScoreMCE: [SegmentFScoreMCE(false_positives="viterbi")]
+             + [SegmentFScoreMCE(segment_match="chunks", false_positives=fp)
+                for fp in ("gold", "max_incorrect", "viterbi")]}
     losses = []
     for cls in BIGRAM_LOSSES:
         losses += [cls()] + extra.get(cls, [])

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from sklearn_crfloss.inference import viterbi_excluding
+from sklearn_crfloss.inference import PositionTransitions, viterbi_excluding
 from sklearn_crfloss.losses import SegmentFScoreMCE, check_loss
 from sklearn_crfloss.losses._chunks import ChunkEvents
 from sklearn_crfloss.segments import get_segments
@@ -147,3 +147,49 @@ def test_chunk_value_matches_enumeration_with_weights():
     w = rng.uniform(0.5, 2.0, size=len(off) - 1)
     value = loss.value_and_grad(U, T, s, e, y, off, sample_weight=w)[0]
     assert_allclose(value, loss_by_enumeration(loss, U, T, s, e, y, off, w), rtol=1e-10)
+
+
+def _position_problem(seed, lengths, n_labels):
+    rng = np.random.default_rng(seed)
+    U, T, s, e, y, off = random_problem(rng, n_labels, lengths, scale=1.5)
+    T = PositionTransitions(rng.normal(scale=1.5, size=(3, n_labels, n_labels)),
+                            rng.integers(3, size=U.shape[0]).astype(np.intp))
+    return U, T, s, e, y, off
+
+
+def _position_enumeration(loss, U, T, s, e, y, off):
+    """The loss's definition on every label path, scored with the matrix of each edge."""
+    dense = T.dense()
+    paths, scores, gold = [], [], []
+    for k in range(off.shape[0] - 1):
+        a, b = off[k], off[k + 1]
+        n, L = b - a, U.shape[1]
+        P = np.array(np.meshgrid(*[np.arange(L)] * n, indexing="ij")).reshape(n, -1).T
+        S = s[P[:, 0]] + e[P[:, -1]] + U[np.arange(a, b), P].sum(axis=1)
+        for t in range(1, n):
+            S = S + dense[a + t][P[:, t - 1], P[:, t]]
+        paths.append(P)
+        scores.append(S)
+        gold.append(y[a:b])
+    return loss.enumerated_batch_loss(paths, scores, gold)
+
+
+@pytest.mark.parametrize("false_positives", FALSE_POSITIVES)
+@pytest.mark.parametrize("seed", range(3))
+def test_chunks_with_position_transitions_match_enumeration(false_positives, seed):
+    classes = ["B-NP", "I-NP", "O", "B-VP", "I-VP"]
+    U, T, s, e, y, off = _position_problem(seed, (1, 4, 5, 3), len(classes))
+    loss = SegmentFScoreMCE(gamma=0.7, false_positives=false_positives,
+                            segment_match="chunks").set_classes(classes)
+    value, dU, dT, ds, de = loss.value_and_grad(U, T, s, e, y, off)
+    assert dT.shape == T.table.shape
+    assert_allclose(value, _position_enumeration(loss, U, T, s, e, y, off), rtol=1e-10)
+    # one matrix per token, and a table whose matrices are all equal (the plain chain)
+    dense = PositionTransitions.from_dense(T.dense())
+    assert_allclose(loss.value_and_grad(U, dense, s, e, y, off)[0], value, rtol=1e-12)
+    same = T._replace(table=np.repeat(T.table[:1], 3, axis=0))
+    plain = loss.value_and_grad(U, T.table[0], s, e, y, off)
+    both = loss.value_and_grad(U, same, s, e, y, off)
+    assert_allclose(both[0], plain[0], rtol=1e-12)
+    assert_allclose(both[2].sum(axis=0), plain[2], rtol=1e-10, atol=1e-12)
+

@@ -152,8 +152,14 @@ def test_position_segment_margins_match_enumeration_and_their_gradient(seed):
 
 @pytest.mark.parametrize("loss", [MinimumClassificationError(),
                                   MinimumClassificationError(psi=2.0),
-                                  SegmentFScoreMCE(), SegmentFScoreMCE(false_positives="viterbi")],
-                         ids=["mce", "mce-psi2", "mce_f", "mce_f-viterbi"])
+                                  SegmentFScoreMCE(), SegmentFScoreMCE(false_positives="viterbi"),
+                                  SegmentFScoreMCE(segment_match="chunks"),
+                                  SegmentFScoreMCE(segment_match="chunks",
+                                                   false_positives="max_incorrect"),
+                                  SegmentFScoreMCE(segment_match="chunks",
+                                                   false_positives="viterbi")],
+                         ids=["mce", "mce-psi2", "mce_f", "mce_f-viterbi", "mce_f-chunks",
+                              "mce_f-chunks-max_incorrect", "mce_f-chunks-viterbi"])
 def test_losses_with_position_transitions_by_finite_differences(loss):
     U, T, s, e, y, off = _problem(1, n_labels=5, lengths=(3, 4, 2), positions=True)
     if isinstance(loss, SegmentFScoreMCE):
@@ -220,13 +226,6 @@ def test_mce_losses_fit_a_bigram_template(loss):
     assert crf.score(features.transform(Xt), yt) > 0.95
 
 
-def test_mce_f_on_chunks_refuses_position_transitions():
-    U, T, s, e, y, off = _problem(0, positions=True)
-    loss = SegmentFScoreMCE(segment_match="chunks").set_classes(CLASSES)
-    with pytest.raises(ValueError, match="segment_match='chunks' does not take position"):
-        loss.value_and_grad(U, T, s, e, y, off)
-
-
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("positions", [False, True])
 def test_table_kernels_of_the_fast_path_match_enumeration(seed, positions):
@@ -273,3 +272,21 @@ def test_table_kernels_of_the_fast_path_match_enumeration(seed, positions):
 
     _check_one_sided(f, (U, table.copy(), s, e),
                      (d_unary, acc[0][0].reshape(table.shape), acc[1][0, :3], acc[1][0, 3:]))
+
+
+@pytest.mark.parametrize("loss, init", [("mce", "auto"), ("mce", None), ("mce_f", "auto")])
+def test_mce_losses_fit_a_bigram_template_with_their_default_schedules(loss, init):
+    # 'suzuki2006' (from zero: SGD epochs, then QuickProp) and 'gpd_quickprop'
+    # take the bigram blocks because every stage does.
+    X, y = _switch_data()
+    Xt, yt = _switch_data(seed=1)
+    features = TemplateFeatures("U00:%x[0,0]\nU01:%x[0,1]\nB\nB01:%x[0,1]\n").fit([])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        crf = CRFTagger(loss=loss, init=init, random_state=0,
+                        n_jobs=1).fit(features.transform(X), y)
+    if (loss, init) != ("mce", "auto"):  # the ten SGD epochs ran, then QuickProp
+        assert crf.n_iter_ > 10
+    assert crf.bigram_coef_.shape == (2, 3, 3)
+    assert np.any(crf.bigram_coef_ != 0)
+    assert crf.score(features.transform(Xt), yt) > 0.95

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
+from sklearn_crfloss.exceptions import UndefinedLossError
 from sklearn_crfloss.inference import (
     max_marginals,
     segment_margins,
@@ -391,6 +392,25 @@ def test_mce_f_needs_class_names_and_valid_params():
         with pytest.raises(ValueError, match=f"'{name}' parameter of {type(loss).__name__}"):
             get_loss(loss)
     assert get_loss(MinimumClassificationError(psi=np.inf)).psi == np.inf
+
+
+@pytest.mark.parametrize("segment_match", ["labels", "chunks"])
+@pytest.mark.parametrize("strength", [350.0, 400.0])
+def test_mce_f_undefined_where_every_gold_segment_is_far_misclassified(strength,
+                                                                     segment_match):
+    # Gold B-NP I-NP O; potentials favour O by so much that TP_l is about
+    # 1e-304 (its square underflows) or exactly 0: the ratio is undefined.
+    loss = SegmentFScoreMCE(segment_match=segment_match).set_classes(CLASSES)
+    U = np.zeros((3, 3))
+    U[:, 2] = strength
+    z = np.zeros(3)
+    with pytest.raises(UndefinedLossError, match="TP_l underflowed") as caught:
+        loss.value_and_grad(U, np.zeros((3, 3)), z, z, np.array([0, 1, 2]), np.array([0, 3]))
+    assert isinstance(caught.value, ValueError)
+    # Nearer the boundary it is defined, and finite.
+    U[:, 2] = 100.0
+    out = loss.value_and_grad(U, np.zeros((3, 3)), z, z, np.array([0, 1, 2]), np.array([0, 3]))
+    assert all(np.all(np.isfinite(a)) for a in out)
 
 
 def test_registry_names():

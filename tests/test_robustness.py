@@ -49,6 +49,7 @@ def test_lop_random_experts_same_random_state():
     np.testing.assert_array_equal(first.pool_.coef_, second.pool_.coef_)
 
 
+BATCH = ("lbfgs", "owlqn", "rprop", "quickprop")
 N_JOBS_CASES = SEEDED + [{"solver": "lbfgs", "loss": "labelwise"},
                          {"solver": "lbfgs", "loss": "mce_f", "init": "cll"}]
 
@@ -69,6 +70,23 @@ def test_n_jobs_gives_bitwise_the_same_model(params):
         np.testing.assert_array_equal(one.coef_, other.coef_)
         np.testing.assert_array_equal(one.transition_, other.transition_)
         np.testing.assert_array_equal(one.start_, other.start_)
+        assert one.loss_curve_ == other.loss_curve_
+
+
+@pytest.mark.parametrize("params", [p for p in SEEDED if p.get("solver") in BATCH],
+                         ids=lambda p: "-".join(p.values()))
+def test_n_jobs_gives_bitwise_the_same_model_with_label_bigrams(params):
+    # Observation-dependent label bigrams ('~' keys): the fused CLL kernel sums
+    # the pair marginals per distinct matrix in the same fixed blocks.
+    X, y = make_toy_chunks(100, max_len=10)
+    X = [[dict(token, **{"~prev": token["prev"][:2]}) for token in seq] for seq in X]
+    one, two, four = (_fit(X, y, random_state=0, n_jobs=n_jobs, max_iter=10, **params)
+                      for n_jobs in (1, 2, 4))
+    assert one.bigram_coef_ is not None and np.abs(one.bigram_coef_).max() > 0
+    for other in (two, four):
+        np.testing.assert_array_equal(one.coef_, other.coef_)
+        np.testing.assert_array_equal(one.transition_, other.transition_)
+        np.testing.assert_array_equal(one.bigram_coef_, other.bigram_coef_)
         assert one.loss_curve_ == other.loss_curve_
 
 

@@ -5,9 +5,11 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
 from numpy.testing import assert_allclose, assert_array_equal
 
 from sklearn_crfloss import CRFTagger
+from sklearn_crfloss.exceptions import UndefinedLossError
 from sklearn_crfloss._objective import CRFObjective
 from sklearn_crfloss._params import ParameterLayout, observed_pairs
 from sklearn_crfloss.losses import ConditionalLogLikelihood, get_loss
@@ -279,9 +281,11 @@ def test_solver_object_keeps_its_own_parameters():
 class _CorpusLevelCLL(ConditionalLogLikelihood):
     """CLL that, like a corpus-level ratio, refuses batches of one sequence."""
 
+    min_sequences, error = 2, ValueError
+
     def value_and_grad(self, unary, transition, start, end, y, offsets, **kwargs):
-        if len(offsets) - 1 < 2:
-            raise ValueError("needs two sequences")
+        if len(offsets) - 1 < self.min_sequences:
+            raise self.error(f"needs {self.min_sequences} sequences")
         return super().value_and_grad(unary, transition, start, end, y, offsets, **kwargs)
 
 
@@ -291,6 +295,36 @@ def test_a_minibatch_on_which_the_loss_is_undefined_raises():
         CRFTagger(loss=_CorpusLevelCLL(), solver=SGD(batch_size=1, random_state=0)).fit(X, y)
     CRFTagger(loss=_CorpusLevelCLL(), solver=SGD(batch_size=3, random_state=0),
               max_iter=2).fit(X, y)
+
+
+class _UndefinedOnSmallBatches(_CorpusLevelCLL):
+    """CLL that, like an F-score at badly fitted parameters, is undefined on
+    fewer than eight sequences."""
+
+    min_sequences, error = 8, UndefinedLossError
+
+
+def test_sgd_steps_on_a_larger_minibatch_where_the_loss_is_undefined():
+    X, y = _toy(32)
+    kw = dict(loss=_UndefinedOnSmallBatches(), max_iter=2, random_state=0)
+    with pytest.warns(UserWarning, match=r"undefined on 8 of 8 minibatches of 4 .*8 stepped "
+                      r"on a larger minibatch, 0 skipped.*batch_size"):
+        small = CRFTagger(solver=SGD(batch_size=4, eta0=0.1, random_state=0), **kw).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)  # max_iter=2
+        eight = CRFTagger(solver=SGD(batch_size=8, eta0=0.1, random_state=0), **kw).fit(X, y)
+    # Every step of 4 was taken on the 8 sequences from it: the same run.
+    assert_array_equal(small.coef_, eight.coef_)
+    assert_array_equal(small.transition_, eight.transition_)
+    # 30 sequences: the last 6 of every epoch cannot be enlarged and are skipped.
+    X, y = _toy(30)
+    with pytest.warns(UserWarning, match=r"6 stepped on a larger minibatch, 2 skipped"):
+        crf = CRFTagger(solver=SGD(batch_size=4, eta0=0.1, random_state=0), **kw).fit(X, y)
+    assert np.isfinite(crf.objective_) and np.any(crf.coef_)
+    # Undefined on the full batch: the error stays.
+    with pytest.raises(ValueError, match="needs 8 sequences"):
+        CRFTagger(loss=_UndefinedOnSmallBatches()).fit(X[:7], y[:7])
 
 
 def test_mce_f_trains_on_minibatches_without_gold_segments():

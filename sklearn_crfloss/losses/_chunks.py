@@ -11,11 +11,17 @@ two encodings of the same chunks (``O I-PER`` and ``O B-PER``; IOB1, IOB2
 and IOBES) satisfy the same constraints, and the best scores under them are
 Viterbi passes restricted to a span, entered through the forward and left
 through the backward max-marginal tables (Suzuki et al. 2006, section 4.2).
+The passes of a batch run in one compiled kernel
+(``_ext/_chunk_queries.pyx``), which also takes position-dependent
+transitions (:class:`~sklearn_crfloss.inference.PositionTransitions`).
 """
 
 import numpy as np
 
-from ..inference import viterbi_excluding
+from .._forward_backward import accumulator_blocks
+from .._fused_mce import _max_marginals as _tables
+from .._simd import chunk_queries_batch, max_incorrect_from_tables
+from ..inference import PositionTransitions, _Chain, _transition_table
 from ..segments import _END, _EVENTS, _START, _label_table
 
 __all__ = ["ChunkEvents", "Gradient", "SpanQueries"]
@@ -45,6 +51,16 @@ class ChunkEvents:
         chunks are all marked by these events, e.g. B/I/E/S/O prefixes).
     label_type : ndarray of intp of shape (n_labels,)
         Type code of every label (0: the empty type, e.g. ``O``).
+    type_offsets, type_labels : ndarray of intp
+        The labels of type ``t``, increasing:
+        ``type_labels[type_offsets[t]:type_offsets[t + 1]]``.
+    masks : ndarray of uint8 of shape (n_masks, n_labels + 1, n_labels)
+        The label pairs a span query allows at a boundary (see
+        :meth:`carry_queries` and :meth:`gold_queries`).
+    columns : ndarray of uint8 of shape (n_masks, n_labels)
+        1 where a mask allows label ``c`` after every label, 2 after none, else 0.
+    off_type : ndarray of float64 of shape (n_types, n_labels)
+        ``-inf`` for the labels of the type, 0 for the others.
     """
 
     def __init__(self, classes, scheme):
@@ -59,17 +75,13 @@ class ChunkEvents:
         self.n_labels, self.n_types = n, len(type_names)
         self.end = (events & _END) > 0
         self.start = (events & _START) > 0
-        self.label_type = cur_typ
+        self.label_type = np.ascontiguousarray(cur_typ, dtype=np.intp)
         self.code = (self.end.astype(np.int64) + 2 * self.start
                      + 4 * np.where(self.start, cur_typ[None, :], 0))
         n_codes = 4 * self.n_types
-        width = max(int(np.bincount(cur_typ, minlength=self.n_types).max()), 1)
-        members = np.full((self.n_types, width), -1, dtype=np.intp)
-        for t in range(self.n_types):  # padded with the type's first label (a repeat)
-            idx = np.flatnonzero(cur_typ == t)
-            if idx.shape[0]:
-                members[t] = idx[np.minimum(np.arange(width), idx.shape[0] - 1)]
-        self.members = members
+        self.type_labels = np.argsort(cur_typ, kind="stable").astype(np.intp)
+        self.type_offsets = np.searchsorted(cur_typ[self.type_labels],
+                                            np.arange(self.n_types + 1)).astype(np.intp)
         same = cur_typ[None, :] == np.arange(self.n_types)[:, None]  # (n_types, L)
         # Mask table (n_masks, L + 1, L): 0 no end, 1 end, 2 no end (exit),
         # then start of type t, then (start bit, type) and (code, type).
@@ -79,7 +91,11 @@ class ChunkEvents:
                   for s in (0, 1) for t in range(self.n_types)]
         masks += [(self.code == e) & same[t][None, :]
                   for e in range(n_codes) for t in range(self.n_types)]
-        self.masks = np.array(masks)
+        self.masks = np.ascontiguousarray(np.array(masks), dtype=np.uint8)
+        inside = self.masks[:, :n, :].astype(bool)  # the rows of the labels (not the start)
+        self.columns = np.where(inside.all(axis=1), 1, np.where(~inside.any(axis=1), 2, 0))
+        self.columns = np.ascontiguousarray(self.columns, dtype=np.uint8)
+        self.off_type = np.where(same, -np.inf, 0.0)
         self._start_id, self._gstart_id = 3, 3 + self.n_types
         self._gin_id = 3 + 3 * self.n_types
 
@@ -97,19 +113,40 @@ class ChunkEvents:
         prev = self._prev(path, offsets)
         return self.code[prev, path], self.start[prev, path], self.end[prev, path]
 
-    def max_incorrect(self, unary, transition, start, end, offsets, y, n_threads=1):
+    def max_incorrect(self, unary, transition, start, end, offsets, y, n_threads=1, mm=None,
+                      exclude=True, gold_events=None):
         """Best label sequence whose chunks differ from those of ``y`` (Eq. 5 on chunks).
 
-        The label-level maximum incorrect output
-        (:func:`~sklearn_crfloss.inference.viterbi_excluding`) where its
-        chunks differ from the gold ones; else (it only re-encodes the gold
-        chunks) a Viterbi over (label, chunks-deviated-yet) states on that
-        sequence. Returns ``y``'s labels for a sequence without any other
-        chunk set.
+        The label-level maximum incorrect output, read off the max-marginal
+        tables ``mm`` (computed if not given; as
+        :func:`~sklearn_crfloss.inference.viterbi_excluding` up to ties),
+        where its chunks differ from the gold ones; else (it only re-encodes
+        the gold chunks) a Viterbi over (label, chunks-deviated-yet) states on
+        that sequence. Returns ``y``'s labels for a sequence without any other
+        chunk set. Without ``exclude``: the Viterbi path. ``transition`` may
+        be a :class:`~sklearn_crfloss.inference.PositionTransitions`;
+        ``gold_events``: :meth:`token_events` of ``y`` if known.
         """
-        path, _ = viterbi_excluding(unary, transition, start, end, offsets, y,
-                                    n_threads=n_threads)
-        gold_code = self.token_events(y, offsets)[0]
+        c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
+        y = c.labels(y, "y")
+        mm = _tables(c) if mm is None else mm
+        path = np.empty(c.n_tokens, dtype=np.intp)
+        table, index = _transition_table(c.transition)
+        max_incorrect_from_tables(c.unary, table, index, mm.alpha, mm.beta, mm.bp_fwd, c.offsets,
+                                  y, exclude, path, np.zeros(c.n_seq), c.n_threads)
+        if exclude:
+            self.differ_in_chunks(c, path, y, gold_events)
+        return path
+
+    def differ_in_chunks(self, c, path, y, gold_events=None):
+        """Where ``path`` (the label-level maximum incorrect output) only re-encodes
+        the chunks of ``y``, replace it by the best sequence with other chunks (in place).
+
+        ``c`` is the checked chain (:class:`~sklearn_crfloss.inference._Chain`);
+        ``gold_events``: :meth:`token_events` of ``y`` if known.
+        """
+        offsets = c.offsets
+        gold_code = (self.token_events(y, offsets) if gold_events is None else gold_events)[0]
         lengths = np.diff(offsets)
         differs = np.bincount(np.repeat(np.arange(lengths.shape[0]), lengths),
                               self.token_events(path, offsets)[0] != gold_code,
@@ -118,9 +155,8 @@ class ChunkEvents:
         for length in np.unique(lengths[redo]):
             seqs = redo[lengths[redo] == length]
             rows = offsets[seqs][:, None] + np.arange(length)[None, :]
-            path[rows] = self._chunk_excluding(unary, transition, start, end, rows,
+            path[rows] = self._chunk_excluding(c.unary, c.transition, c.start, c.end, rows,
                                                gold_code[rows], y[rows])
-        return path
 
     def _chunk_excluding(self, unary, transition, start, end, rows, gold_code, y):
         """Viterbi over (label, deviated) on sequences of one length; rows (m, T)."""
@@ -132,8 +168,10 @@ class ChunkEvents:
         bps = []
         codes = self.code[:L]
         for t in range(1, length):
-            s_ok = ok[:, :, None] + transition[None]
-            s_dev = dev[:, :, None] + transition[None]
+            edge = (transition.table[transition.index[rows[:, t]]]
+                    if isinstance(transition, PositionTransitions) else transition[None])
+            s_ok = ok[:, :, None] + edge
+            s_dev = dev[:, :, None] + edge
             eq = codes[None] == gold_code[:, t, None, None]
             ok_in = np.where(eq, s_ok, _NEG)
             both = np.concatenate([s_dev, np.where(eq, _NEG, s_ok)], axis=1)
@@ -165,13 +203,15 @@ class ChunkEvents:
         """Constraints of "the sequence has the chunk ``(begin, stop, type)``".
 
         Returns ``(tok_type, first, inner, exit)``: the type every span token
-        must have (implied), the mask at the boundary before ``begin``, at the
-        inner boundaries and at ``stop``.
+        must have (implied), one entry per token of every query, queries one
+        after the other; the mask at the boundary before ``begin`` (per
+        query), at the inner boundaries (per token, the first of each query
+        not read) and at ``stop`` (per query).
         """
-        span = int((stop - begin).max()) if seq.shape[0] else 1
-        tok_type = np.repeat(types[:, None], span, axis=1)
-        inner = np.zeros((seq.shape[0], span), dtype=np.intp)
-        return tok_type, self._start_id + types, inner, np.ones(seq.shape[0], dtype=np.intp)
+        n_tok = int(np.sum(stop - begin))
+        tok_type = np.repeat(types, stop - begin)
+        return (tok_type, self._start_id + types, np.zeros(n_tok, dtype=np.intp),
+                np.ones(seq.shape[0], dtype=np.intp))
 
     def gold_queries(self, seq, begin, stop, y, offsets, events):
         """Constraints of "the sequence has the gold chunk events on the span".
@@ -180,328 +220,137 @@ class ChunkEvents:
         of the paper's false-positive measure): the same label type on every
         span token, the same start event (and type) at ``begin``, the same
         events inside and the same end event at ``stop``. ``events`` is
-        :meth:`token_events` of ``y``.
+        :meth:`token_events` of ``y``. Returned as :meth:`carry_queries` does.
         """
         code, st, en = events
-        span = int((stop - begin).max()) if seq.shape[0] else 1
-        pos = (offsets[seq] + begin)[:, None] + np.arange(span)[None, :]
-        pos = np.minimum(pos, max(y.shape[0] - 1, 0))
+        lengths = stop - begin
+        first_tok = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.intp)
+        at = (offsets[seq] + begin).astype(np.intp)
+        pos = np.repeat(at - first_tok, lengths) + np.arange(int(np.sum(lengths)))
         tok_type = self.label_type[y[pos]]
-        first = self._gstart_id + st[pos[:, 0]].astype(np.intp) * self.n_types + tok_type[:, 0]
+        first = self._gstart_id + st[at].astype(np.intp) * self.n_types + tok_type[first_tok]
         inner = self._gin_id + code[pos] * self.n_types + tok_type
         after = np.minimum(offsets[seq] + stop, max(y.shape[0] - 1, 0))
         exit_ = np.where(en[after], 1, 2)
         return tok_type, first, inner, exit_
 
 
+class _Part:
+    """One set of span queries (sorted by sequence) and what the values pass returns."""
+
+    def __init__(self, c, seq, begin, stop, queries, need_without):
+        lengths = (stop - begin).astype(np.intp)
+        self.n = seq.shape[0]
+        self.q_offsets = np.searchsorted(seq, np.arange(c.n_seq + 1)).astype(np.intp)
+        self.begin = np.ascontiguousarray(begin + c.offsets[seq], dtype=np.intp)
+        self.stop = self.begin + lengths
+        self.q_tokens = np.concatenate([[0], np.cumsum(lengths)]).astype(np.intp)
+        self.tok_type, self.first, self.inner, self.exit = (
+            np.ascontiguousarray(q, dtype=np.intp) for q in queries)
+        self.need = np.full(self.n, need_without, dtype=np.uint8)
+        self.with_, self.without = np.empty(self.n), np.empty(self.n)
+        self.how = np.empty((self.n, 8), dtype=np.intp)
+        self.paths = np.empty((2, self.q_tokens[-1]), dtype=np.intp)
+
+    _FIELDS = ("begin", "stop", "tok_type", "inner", "first", "exit", "need", "with_", "without",
+               "how")
+
+    @classmethod
+    def stacked(cls, parts, n_seq):
+        """All the parts as one: the arrays end to end, ``q_offsets`` one row per part."""
+        out = cls.__new__(cls)
+        for name in cls._FIELDS:
+            setattr(out, name, np.concatenate([getattr(p, name) for p in parts]))
+        base = np.cumsum([0] + [p.n for p in parts[:-1]])
+        tok_base = np.cumsum([0] + [p.q_tokens[-1] for p in parts[:-1]])
+        out.q_offsets = np.stack([p.q_offsets + b for p, b in zip(parts, base)])
+        out.q_tokens = np.concatenate([p.q_tokens[:-1] + b for p, b in zip(parts, tok_base)]
+                                      + [[tok_base[-1] + parts[-1].q_tokens[-1]]]).astype(np.intp)
+        out.paths = np.concatenate([p.paths for p in parts], axis=1)
+        return out
+
+
 class SpanQueries:
-    """Best scores with and without a span's chunk constraints, kept for the gradient.
+    """Best scores with and without chunk constraints on spans, and their gradient.
+
+    The chunk-query kernel (``sklearn_crfloss._chunk_queries``): a Viterbi
+    pass over each span's allowed labels, entered through the forward and
+    left through the backward max-marginal tables; one call per set of
+    queries for the values, one for the gradient of all of them.
 
     Parameters
     ----------
     ev : ChunkEvents
-    unary, transition, start : ndarray
-        The potentials (checked by the caller).
+    chain : _Chain
+        The checked potentials (:class:`~sklearn_crfloss.inference._Chain`).
     mm : MaxMarginalsResult
-        :func:`~sklearn_crfloss.inference.max_marginals` of the potentials.
-    offsets : ndarray of intp of shape (n_sequences + 1,)
-    seq, begin, stop : ndarray of intp of shape (n_queries,)
-        Sequence and span (``stop`` exclusive) of every query.
-    queries : tuple
-        From :meth:`ChunkEvents.carry_queries` or :meth:`ChunkEvents.gold_queries`.
-    need_without : bool
-        Whether the best score violating the constraints is computed.
-    structure : list or None
-        The ``structure`` attribute of an earlier instance with the same
-        queries and offsets (it does not depend on the potentials).
-
-    Attributes
-    ----------
-    with_, without : ndarray of shape (n_queries,)
-        Best scores of the sequences that satisfy (violate) the constraints;
-        ``without`` is ``-inf`` where none violates or it is not computed.
-    structure : list
-        Per group of queries of one span length: their indices and the
-        constraint masks gathered for them.
+        The max-marginal tables of the potentials (``bp_bwd`` is not read).
     """
 
-    def __init__(self, ev, unary, transition, start, mm, offsets, seq, begin, stop, queries,
-                 need_without=True, structure=None):
-        n_q = seq.shape[0]
-        self.with_, self.without = np.full(n_q, _NEG), np.full(n_q, _NEG)
-        text = np.vstack([transition, start[None, :]])  # row L: from the sequence start
-        node = mm.alpha + mm.beta
-        if structure is None:
-            structure = _structure(ev, offsets, seq, begin, stop, queries)
-        self.structure = structure
-        self.groups = []
-        for idx, shape in structure:
-            g = _Group(shape, unary, transition, text, mm, node, need_without)
-            self.with_[idx], self.without[idx] = g.with_value, g.without_value
-            self.groups.append((idx, g))
+    def __init__(self, ev, chain, mm):
+        self.ev, self.chain, self.mm = ev, chain, mm
+        self.parts = []
 
-    def add_gradient(self, acc, coef_with, coef_without):
-        """Add the gradient of ``sum coef_with with_ - coef_without without`` to ``acc``."""
-        for idx, g in self.groups:
-            g.gradient(acc, np.where(np.isfinite(g.with_value), coef_with[idx], 0.0),
-                       coef_without[idx])
+    def bind(self, seq, begin, stop, queries, need_without):
+        """One set of queries, bound to the chain's sequences, for :meth:`run`.
 
+        ``seq`` (non-decreasing), ``begin`` and ``stop`` (exclusive): the
+        sequence and span of every query; ``queries``: its constraints
+        (:meth:`ChunkEvents.carry_queries` or :meth:`ChunkEvents.gold_queries`);
+        ``need_without``: whether the best score violating them is computed
+        (else ``-inf``).
+        """
+        return _Part(self.chain, seq, begin, stop, queries, need_without)
 
-class Gradient:
-    """Gradient accumulator: direct counts plus best-prefix/suffix node weights.
+    def run(self, part, max_incorrect=None):
+        """Evaluate a bound set of queries; returns the best scores ``(with_, without)``.
 
-    Every ``add_*`` call records (index, weight) pairs, summed once by
-    :meth:`finish`, which also turns the node weights into the counts of the
-    best prefixes (suffixes) through the max-marginal backpointers and
-    returns ``(d_unary, d_transition, d_start, d_end)``.
-    """
+        Views of ``part``'s buffers, written again by the next run. With
+        ``max_incorrect = (ref, exclude, path)`` the same pass writes the
+        path of ``_max_marginals.max_incorrect_from_tables`` into ``path``.
+        """
+        part.q_offsets = part.q_offsets[None]
+        try:
+            self._run(part, np.zeros(0), np.zeros(0), None, None, max_incorrect)
+        finally:
+            part.q_offsets = part.q_offsets[0]
+        self.parts.append(part)
+        return part.with_, part.without
 
-    _PARTS = ("unary", "trans", "start", "prefix", "suffix")
+    def _run(self, part, coef_with, coef_without, d_unary, acc, mi=None):
+        c, mm, ev = self.chain, self.mm, self.ev
+        L = c.n_labels
+        table, index = _transition_table(c.transition)
+        lengths = np.diff(c.offsets)
+        max_length = int(lengths.max()) if lengths.shape[0] else 0
+        span = int((part.stop - part.begin).max()) if part.stop.shape[0] else 0
+        grad = d_unary is not None
+        if not grad:
+            d_unary = np.empty((0, L))
+            acc = (np.zeros((1, 1)), np.zeros((1, 2 * L)))
+        ref, exclude, path = mi or (np.zeros(0, dtype=np.intp), False, np.zeros(0, dtype=np.intp))
+        chunk_queries_batch(
+            c.unary, table, index, c.start, mm.alpha, mm.beta, mm.bp_fwd, c.offsets, ev.masks,
+            ev.columns, ev.label_type, ev.off_type, ev.type_offsets, ev.type_labels,
+            part.q_offsets, part.begin, part.stop, part.q_tokens, part.tok_type, part.inner,
+            part.first, part.exit, part.need, part.with_, part.without, part.how, part.paths[0],
+            part.paths[1], coef_with, coef_without, grad, d_unary, acc[0], acc[1],
+            np.empty((c.n_threads, 5 * L + (2 * max_length * L if grad else 0))),
+            np.empty((c.n_threads, (span + 2) * L), dtype=np.int32), ref, exclude, path,
+            np.empty(c.n_seq if path.shape[0] else 0), c.n_threads)
 
-    def __init__(self, n_tokens, L):
-        self.n_tokens, self.L = n_tokens, L
-        self._items = {part: ([], []) for part in self._PARTS}
+    def add_gradient(self, d_unary, acc, coef_with, coef_without):
+        """Add the gradient of ``sum coef_with with_ - coef_without without``.
 
-    def add(self, part, flat_index, w):
-        """Add ``w`` at ``flat_index`` of ``part`` (token * L + label, or p * L + c)."""
-        index, weight = self._items[part]
-        index.append(np.asarray(flat_index, dtype=np.intp).ravel())
-        weight.append(np.broadcast_to(w, np.shape(flat_index)).ravel())
-
-    def node(self, part, t, c, w):
-        """Add ``w`` at (token ``t``, label ``c``) of ``part``."""
-        self.add(part, t * self.L + c, w)
-
-    def edge(self, p, c, w):
-        """Transition p -> c (p == L: the start potential of c)."""
-        first = p == self.L
-        self.add("start", c[first], w[first])
-        self.add("trans", p[~first] * self.L + c[~first], w[~first])
-
-    def _sum(self, part, size):
-        index, weight = self._items[part]
-        if not index:
-            return np.zeros(size)
-        return np.bincount(np.concatenate(index), np.concatenate(weight).astype(np.float64),
-                           minlength=size).astype(np.float64, copy=False)
-
-    def finish(self, mm, offsets):
-        L, n_tokens = self.L, self.n_tokens
-        unary = self._sum("unary", n_tokens * L).reshape(n_tokens, L)
-        trans = self._sum("trans", L * L).reshape(L, L)
-        start = self._sum("start", L)
-        end = np.zeros(L)
-        prefix = self._sum("prefix", n_tokens * L).reshape(n_tokens, L)
-        suffix = self._sum("suffix", n_tokens * L).reshape(n_tokens, L)
-        lengths = np.diff(offsets)
-        order = np.argsort(-lengths, kind="stable")
-        longest = int(lengths.max()) if lengths.shape[0] else 0
-        labels = np.arange(L)
-
-        def spread(index, w, n):
-            return np.bincount((np.arange(n)[:, None] * L + index).ravel(), w.ravel(),
-                               minlength=n * L).reshape(n, L)
-
-        for r in range(longest - 1, -1, -1):  # best prefixes, backwards
-            rows = offsets[order[:np.searchsorted(-lengths[order], -r, side="left")]] + r
-            w = prefix[rows]
-            live = w.any(axis=1)
-            rows, w = rows[live], w[live]
-            if not rows.shape[0]:
-                continue
-            unary[rows] += w
-            if r == 0:
-                start += w.sum(axis=0)
-                continue
-            prev = mm.bp_fwd[rows].astype(np.intp)
-            trans += np.bincount((prev * L + labels).ravel(), w.ravel(),
-                                 minlength=L * L).reshape(L, L)
-            prefix[rows - 1] += spread(prev, w, rows.shape[0])
-        for r in range(longest):  # best suffixes, forwards
-            ks = order[:np.searchsorted(-lengths[order], -r, side="left")]
-            rows = offsets[ks] + r
-            w = suffix[rows]
-            live = w.any(axis=1)
-            rows, w, ks = rows[live], w[live], ks[live]
-            if not rows.shape[0]:
-                continue
-            last = lengths[ks] == r + 1
-            end += w[last].sum(axis=0)
-            rows, w = rows[~last], w[~last]
-            nxt = mm.bp_bwd[rows].astype(np.intp)
-            trans += np.bincount((labels * L + nxt).ravel(), w.ravel(),
-                                 minlength=L * L).reshape(L, L)
-            moved = spread(nxt, w, rows.shape[0])
-            unary[rows + 1] += moved
-            suffix[rows + 1] += moved
-        return unary, trans, start, end
-
-
-def _structure(ev, offsets, seq, begin, stop, queries):
-    """Queries grouped by span length, with their label sets and masks gathered."""
-    tok_type, first, inner, exit_ = queries
-    lengths = np.diff(offsets)
-    span_len = stop - begin
-    out = []
-    L = ev.n_labels
-    for n in np.unique(span_len):
-        n = int(n)
-        members = np.flatnonzero(span_len == n)
-        for idx in np.array_split(members, max(1, members.shape[0] // 4096)):
-            t0 = offsets[seq[idx]] + begin[idx]
-            lab = ev.members[tok_type[idx, :n]]  # (Q, n, W)
-            valid = lab >= 0
-            lab = np.where(valid, lab, 0)
-            m0 = ev.masks[first[idx, None, None], np.arange(L + 1)[None, :, None],
-                          lab[:, None, 0, :]] & valid[:, None, 0, :]
-            inner_masks = [ev.masks[inner[idx, j, None, None], lab[:, j - 1, :, None],
-                                    lab[:, j, None, :]]
-                           & valid[:, j - 1, :, None] & valid[:, j, None, :]
-                           for j in range(1, n)]
-            mx = ev.masks[exit_[idx, None], lab[:, n - 1]]  # (Q, W, L)
-            out.append((idx, dict(n=n, t0=t0, has_prev=begin[idx] > 0,
-                                  has_exit=begin[idx] + n < lengths[seq[idx]], lab=lab,
-                                  valid=valid, m0=m0, inner=inner_masks, mx=mx)))
-    return out
-
-
-class _Group:
-    """Span queries of one span length ``n``, evaluated together."""
-
-    def __init__(self, shape, unary, transition, text, mm, node, need_without):
-        L = unary.shape[1]
-        n, t0, lab, valid = shape["n"], shape["t0"], shape["lab"], shape["valid"]
-        has_prev, has_exit, m0 = shape["has_prev"], shape["has_exit"], shape["m0"]
-        Q = t0.shape[0]
-        r = np.arange(Q)
-        self.L, self.n, self.r, self.t0, self.has_exit, self.lab = L, n, r, t0, has_exit, lab
-        prev = np.full((Q, L + 1), _NEG)
-        prev[has_prev, :L] = mm.alpha[t0[has_prev] - 1]
-        prev[~has_prev, L] = 0.0
-        # token a: from any previous label (or the start) into the span's labels
-        s0 = prev[:, :, None] + text.T[lab[:, 0]].transpose(0, 2, 1)  # (Q, L+1, W)
-        sw = np.where(m0, s0, _NEG)
-        bp = [sw.argmax(axis=1)]
-        ok = np.take_along_axis(sw, bp[0][:, None, :], 1)[:, 0] + _gather(unary[t0], lab[:, 0])
-        ok[~valid[:, 0]] = _NEG
-        best = np.full(Q, _NEG)
-        how = np.zeros((Q, 4), dtype=np.intp)  # kind, step, ok state / prev, label
-        if need_without:
-            out_a = node[t0].copy()
-            np.put_along_axis(out_a, lab[:, 0], _NEG, 1)
-            self._improve(best, how, out_a, 0, 0, lambda a: (np.zeros_like(a), a))
-            tail = _gather(unary[t0] + mm.beta[t0], lab[:, 0])[:, None, :]
-            sv = np.where(~m0 & valid[:, None, 0, :], s0, _NEG) + tail
-            self._improve(best, how, sv.reshape(Q, -1), 1, 0,
-                          lambda a: (a // lab.shape[2], lab[r, 0, a % lab.shape[2]]))
-        for j in range(1, n):
-            t = t0 + j
-            lp, lc = lab[:, j - 1], lab[:, j]
-            mj = shape["inner"][j - 1]
-            s = ok[:, :, None] + transition[lp[:, :, None], lc[:, None, :]]
-            sw = np.where(mj, s, _NEG)
-            bp.append(sw.argmax(axis=1))
-            new_ok = np.take_along_axis(sw, bp[-1][:, None, :], 1)[:, 0] + _gather(unary[t], lc)
-            if need_without:
-                out = ok[:, :, None] + transition[lp] + (unary[t] + mm.beta[t])[:, None, :]
-                out = np.where(valid[:, j - 1, :, None], out, _NEG)
-                np.put_along_axis(out, np.repeat(lc[:, None, :], lp.shape[1], 1), _NEG, 2)
-                W = lp.shape[1]
-                self._improve(best, how, out.reshape(Q, -1), 2, j,
-                              lambda a: (a // L, a % L))
-                tail = _gather(unary[t] + mm.beta[t], lc)[:, None, :]
-                sv = np.where(~mj & valid[:, j - 1, :, None] & valid[:, j, None, :], s,
-                              _NEG) + tail
-                self._improve(best, how, sv.reshape(Q, -1), 2, j,
-                              lambda a, lc=lc, W=W: (a // W, lc[r, a % W]))
-            ok = new_ok
-        self.bp = bp
-        last = t0 + n - 1
-        ll = lab[:, n - 1]
-        # leaving the span: the boundary after it, or the sequence's end
-        nxt = np.minimum(last + 1, unary.shape[0] - 1)
-        mx = shape["mx"]
-        sx = ok[:, :, None] + transition[ll] + (unary[nxt] + mm.beta[nxt])[:, None, :]
-        with_x = np.where(mx, sx, _NEG).reshape(Q, -1)
-        at_end = ok + _gather(mm.beta[last], ll)
-        W = ll.shape[1]
-        arg_x, arg_e = with_x.argmax(axis=1), at_end.argmax(axis=1)
-        self.with_value = np.where(has_exit, with_x[r, arg_x], at_end[r, arg_e])
-        self.with_state = np.where(has_exit, arg_x // L, arg_e)
-        self.with_next = np.where(has_exit, arg_x % L, -1)
-        if need_without:
-            without_x = np.where(mx, _NEG, sx).reshape(Q, -1)
-            without_x[~has_exit] = _NEG
-            self._improve(best, how, without_x, 3, n - 1, lambda a: (a // L, a % L))
-        self.without_value, self.how = best, how
-
-    @staticmethod
-    def _improve(best, how, cand, kind, step, decode):
-        """Keep, per query, the best violating candidate (flattened ``cand``)."""
-        arg = cand.argmax(axis=1)
-        val = cand[np.arange(cand.shape[0]), arg]
-        better = val > best
-        if not better.any():
-            return
-        best[better] = val[better]
-        a, b = decode(arg)
-        how[better] = np.stack([np.full(arg.shape[0], kind), np.full(arg.shape[0], step),
-                                a, b], axis=1)[better]
-
-    def _walk(self, acc, step, state, w):
-        """Counts of the span path kept in the ok states, ending at ``step``/``state``."""
-        r, lab = self.r, self.lab
-        state = state.copy()
-        for j in range(self.n - 1, -1, -1):
-            act = (j <= step) & (w != 0)
-            if not act.any():
-                continue
-            rr, s = r[act], state[act]
-            c = lab[rr, j, s]
-            acc.node("unary", self.t0[rr] + j, c, w[act])
-            back = self.bp[j][rr, s]
-            if j > 0:
-                acc.edge(lab[rr, j - 1, back], c, w[act])
-                state[act] = back
-            else:
-                acc.edge(back, c, w[act])
-                inner = back < self.L
-                acc.node("prefix", self.t0[rr][inner] - 1, back[inner], w[act][inner])
-
-    def gradient(self, acc, coef_with, coef_without):
-        L, r = self.L, self.r
-        last = self.t0 + self.n - 1
-        self._walk(acc, np.full(r.shape[0], self.n - 1), self.with_state, coef_with)
-        x = self.has_exit
-        ll = self.lab[r, self.n - 1, self.with_state]
-        acc.edge(ll[x], self.with_next[x], coef_with[x])
-        acc.node("unary", last[x] + 1, self.with_next[x], coef_with[x])
-        acc.node("suffix", last[x] + 1, self.with_next[x], coef_with[x])
-        acc.node("suffix", last[~x], ll[~x], coef_with[~x])
-        w = -np.where(np.isfinite(self.without_value), coef_without, 0.0)
-        kind, step, a, c = self.how.T
-        k0 = (kind == 0) & (w != 0)  # another label at the first token
-        acc.node("prefix", self.t0[k0], c[k0], w[k0])
-        acc.node("suffix", self.t0[k0], c[k0], w[k0])
-        k1 = (kind == 1) & (w != 0)  # a forbidden edge into the first token
-        acc.edge(a[k1], c[k1], w[k1])
-        inner = k1 & (a < L)
-        acc.node("prefix", self.t0[inner] - 1, a[inner], w[inner])
-        acc.node("unary", self.t0[k1], c[k1], w[k1])
-        acc.node("suffix", self.t0[k1], c[k1], w[k1])
-        k2 = (kind >= 2) & (w != 0)  # a forbidden edge after the span path's step - 1
-        at = np.where(kind == 3, step, step - 1)
-        self._walk(acc, np.where(k2, at, -1), np.where(k2, a, 0), np.where(k2, w, 0.0))
-        prev_lab = self.lab[r, np.maximum(at, 0), np.where(k2, a, 0)]
-        pos = self.t0 + at + 1
-        acc.edge(prev_lab[k2], c[k2], w[k2])
-        acc.node("unary", pos[k2], c[k2], w[k2])
-        acc.node("suffix", pos[k2], c[k2], w[k2])
-
-
-def _gather(values, lab):
-    """values[q, lab[q, w]] for (Q, L) values and (Q, W) label indices."""
-    return np.take_along_axis(values, lab, axis=1)
+        ``coef_with`` and ``coef_without`` are lists with one array per
+        set of queries (in the order of :meth:`run`); the gradient goes into
+        ``d_unary`` (n_tokens, n_labels) and the accumulators ``acc =
+        (transitions, start and end)`` of the max-product kernels.
+        """
+        part = _Part.stacked(self.parts, self.chain.n_seq)
+        cw, cwo = np.concatenate(coef_with), np.concatenate(coef_without)
+        self._run(part, np.where(np.isfinite(part.with_), cw, 0.0),
+                  np.where(np.isfinite(part.without), cwo, 0.0), d_unary, acc)
 
 
 def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold, n_threads):
@@ -514,7 +363,8 @@ def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold,
     events : ChunkEvents
         Of the loss's classes and scheme.
     unary, transition, start, end, y, offsets
-        Potentials and gold labels (checked by the caller).
+        Potentials and gold labels (checked by the caller); ``transition``
+        may be a :class:`~sklearn_crfloss.inference.PositionTransitions`.
     gold : tuple
         ``(seq, begin, stop, key, type)`` of the gold chunks.
     n_threads : int
@@ -531,45 +381,56 @@ def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold,
         without the chunk (the variants).
     gradient : callable
         ``gradient(coef_gold, coef_fp)``: the gradient of ``sum coef_gold
-        m_gold + coef_fp m_fp``, ``(d_unary, d_transition, d_start, d_end)``.
+        m_gold + coef_fp m_fp``, ``(d_unary, d_transition, d_start, d_end)``
+        (``d_transition`` of the shape of ``transition``'s table when it is
+        position-dependent).
     """
-    from ..inference import max_marginals, viterbi
-
-    if loss.false_positives == "viterbi":
-        wrong = viterbi(unary, transition, start, end, offsets, n_threads=n_threads)[0]
-    else:
-        wrong = events.max_incorrect(unary, transition, start, end, offsets, y, n_threads)
-    mm = max_marginals(unary, transition, start, end, offsets, n_threads=n_threads)
+    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
+    y = c.labels(y, "y")
+    mm = _tables(c)
     gseq, gbeg, gend, gkey, gtype = gold
+    q = SpanQueries(events, c, mm)
+    cache = getattr(loss, "_chunk_structure", None)  # the gold queries and events, per gold set
+    if cache is None or cache[0] is not gold:
+        cache = (gold, q.bind(gseq, gbeg, gend, events.carry_queries(gseq, gbeg, gend, gtype),
+                              True), events.token_events(y, offsets))
+        loss._chunk_structure = cache
+    exclude = loss.false_positives != "viterbi"
+    wrong = np.empty(c.n_tokens, dtype=np.intp)
+    g_with, g_without = q.run(cache[1], (y, exclude, wrong))
+    if exclude:
+        events.differ_in_chunks(c, wrong, y, cache[2])
     wseq, wbeg, wend, wkey, wtype = loss._segments(wrong, offsets)
-    keep = ~np.isin(wkey, gkey)
-    fseq, fbeg, fend, ftype = wseq[keep], wbeg[keep], wend[keep], wtype[keep]
-    args = (events, unary, transition, start, mm, offsets)
-    cache = getattr(loss, "_chunk_structure", None)  # the gold queries' masks, per gold set
-    gold_q = SpanQueries(*args, gseq, gbeg, gend, events.carry_queries(gseq, gbeg, gend, gtype),
-                         structure=cache[1] if cache is not None and cache[0] is gold else None)
-    loss._chunk_structure = (gold, gold_q.structure)
-    paper = loss.false_positives == "gold"
-    fp_q = SpanQueries(*args, fseq, fbeg, fend, events.carry_queries(fseq, fbeg, fend, ftype),
-                       need_without=not paper)
-    m_gold = gold_q.with_ - gold_q.without
-    if paper:
-        span_q = SpanQueries(*args, fseq, fbeg, fend,
-                             events.gold_queries(fseq, fbeg, fend, y, offsets,
-                                                 events.token_events(y, offsets)),
-                             need_without=False)
-        m_fp = fp_q.with_ - span_q.with_
+    if gkey.shape[0] and np.all(gkey[1:] > gkey[:-1]):  # sorted (the decoder's order)
+        keep = gkey[np.minimum(np.searchsorted(gkey, wkey), gkey.shape[0] - 1)] != wkey
     else:
-        m_fp = fp_q.with_ - fp_q.without
+        keep = ~np.isin(wkey, gkey)
+    fseq, fbeg, fend, ftype = wseq[keep], wbeg[keep], wend[keep], wtype[keep]
+    paper = loss.false_positives == "gold"
+    f_with, f_without = q.run(q.bind(fseq, fbeg, fend,
+                                     events.carry_queries(fseq, fbeg, fend, ftype), not paper))
+    m_gold = g_with - g_without
+    if paper:  # the first term of the false positives' measure
+        m_fp = f_with - q.run(q.bind(fseq, fbeg, fend, events.gold_queries(
+            fseq, fbeg, fend, y, offsets, cache[2]), False))[0]
+    else:
+        m_fp = f_with - f_without
 
     def gradient(coef_gold, coef_fp):
-        acc = Gradient(*unary.shape)
-        gold_q.add_gradient(acc, coef_gold, coef_gold)
+        table, _ = _transition_table(c.transition)
+        L = c.n_labels
+        n_acc = accumulator_blocks(c.n_threads, table.size + 2 * L)
+        acc = (np.zeros((n_acc, table.size)), np.zeros((n_acc, 2 * L)))
+        d_unary = np.zeros((c.n_tokens, L))
+        zero = np.zeros_like(coef_fp)
         if paper:
-            fp_q.add_gradient(acc, coef_fp, np.zeros_like(coef_fp))
-            span_q.add_gradient(acc, -coef_fp, np.zeros_like(coef_fp))
+            q.add_gradient(d_unary, acc, [coef_gold, coef_fp, -coef_fp], [coef_gold, zero, zero])
         else:
-            fp_q.add_gradient(acc, coef_fp, coef_fp)
-        return acc.finish(mm, offsets)
+            q.add_gradient(d_unary, acc, [coef_gold, coef_fp], [coef_gold, coef_fp])
+        boundary = acc[1].sum(axis=0)
+        d_trans = acc[0].sum(axis=0).reshape(table.shape)
+        if not isinstance(c.transition, PositionTransitions):
+            d_trans = d_trans[0]
+        return d_unary, d_trans, boundary[:L], boundary[L:]
 
     return m_gold, fseq, m_fp, gradient

@@ -11,6 +11,7 @@ import numpy as np
 from scipy.special import expit, log_expit, logsumexp
 
 from .._compat import Interval, StrOptions
+from ..exceptions import UndefinedLossError
 from ..inference import (
     PositionTransitions,
     forward_backward,
@@ -553,7 +554,9 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         From :func:`~sklearn_crfloss.losses.get_loss` (and so from
         ``CRFTagger.fit``), on a parameter out of range; from
         ``value_and_grad``, before :meth:`set_classes`, or when the gold
-        segments have positive weight but ``TP_l`` underflows to 0.
+        segments have positive weight but ``TP_l`` underflows to 0 (then an
+        :class:`~sklearn_crfloss.exceptions.UndefinedLossError`, which the
+        SGD solver handles on a minibatch by taking a larger one).
 
     References
     ----------
@@ -643,11 +646,6 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         gold = self._gold_segments(y, offsets)
         gseq = gold[0]
         if self.segment_match == "chunks":
-            if isinstance(transition, PositionTransitions):
-                raise ValueError(
-                    "loss='mce_f' with segment_match='chunks' does not take position-dependent "
-                    "transitions (observation-dependent label bigrams): use "
-                    "segment_match='labels' or drop the template's bigram lines.")
             m_g, fp_seq, m_f, gradient = chunk_margins(
                 self, self._chunk_events(), unary, transition, start, end, y, offsets, gold,
                 n_threads)
@@ -672,13 +670,16 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         if scale > 0:
             z_n = g2 * fn + fp
             z_d = (g2 + 1.0) * tp
-            if not z_d > 0:
-                raise ValueError(
+            # dF/dl of a gold segment (section 4.2), up to the factor -scale;
+            # undefined where TP_l, or its square, underflows.
+            slope = (g2 / z_d + (g2 + 1.0) * z_n / z_d ** 2 if z_d ** 2 > 0 else np.inf)
+            if not np.isfinite(slope):
+                raise UndefinedLossError(
                     "loss='mce_f': TP_l underflowed to 0 (every gold segment is "
                     "misclassified by a wide margin); the F-score ratio is undefined.")
             value = scale * z_n / z_d
-            # dF/dl (section 4.2), dl/dd, and d(d)/dm = -1 (gold) or +1 (false positives).
-            coef_g = -scale * (g2 / z_d + (g2 + 1.0) * z_n / z_d ** 2) * dl_g * wg
+            # dF/dl, dl/dd, and d(d)/dm = -1 (gold) or +1 (false positives).
+            coef_g = -scale * slope * dl_g * wg
             coef_f = scale / z_d * dl_f * wf
         else:  # no gold segment: the false positives at TP_l = S (class docstring)
             value = fp / (g2 + 1.0)

@@ -54,6 +54,7 @@ from .._bigram_rows import pack_blocks, split_bigram_columns
 from .._objective import kernel_csr
 from .._sgd import batch_potentials, sgd_pass, sgd_step
 from ..losses import ConditionalLogLikelihood, MaxMargin, SoftmaxMargin
+from ..exceptions import UndefinedLossError
 from ..losses._base import get_loss_tags
 from ..priors import GaussianPrior, NoPrior
 from .._vectorize import column_counts
@@ -83,6 +84,27 @@ def _compiled_kind(loss, n_labels):
     return None, None
 
 
+def _report_undefined(counts, batch, monitor, often=0.05):
+    """Say how many minibatch steps the loss was undefined on; warn if often.
+
+    ``counts`` is ``[enlarged, skipped, steps]`` of :meth:`_ScaledModel.run`.
+    Returns ``(enlarged, skipped)``.
+    """
+    enlarged, skipped, steps = counts
+    if enlarged or skipped:
+        text = (f"the loss was undefined on {enlarged + skipped} of {steps} minibatches of "
+                f"{batch} sequence(s) ({enlarged} stepped on a larger minibatch, {skipped} "
+                "skipped to the end of their epoch)")
+        if monitor.verbose:
+            print(f"  SGD: {text}", flush=True)
+        if enlarged + skipped > often * steps:
+            warnings.warn(
+                f"solver='sgd': {text}. Pass solver=SGD(batch_size=...) with larger "
+                "minibatches or a smaller eta0, or start from a fit (init='cll').",
+                UserWarning, stacklevel=3)
+    return enlarged, skipped
+
+
 class _ScaledModel:
     """The parameters of one SGD run in the scaled representation, and its two paths.
 
@@ -95,6 +117,8 @@ class _ScaledModel:
     def __init__(self, objective, x0, loss, kind, cost, average_start, resume=None):
         layout = objective.layout
 
+        # Minibatches on which the loss was undefined: [enlarged, skipped, steps].
+        self.undefined = [0, 0, 0]
         X = objective._X  # as stored (int8 indicators stay int8: no float64 copy)
         L = layout.n_labels
         self.blocks = None  # observation-dependent label bigrams (ScaledBlocks)
@@ -173,9 +197,28 @@ class _ScaledModel:
         evaluate with ``update=False``); return the summed weighted losses."""
         if self.kind is not None and batch_size == 1:
             return self._run_compiled(order, schedule, update)
-        total = 0.0
-        for k in range(0, order.shape[0], batch_size):
-            total += self.generic_step(order[k:k + batch_size], schedule, update)
+        total, k, n = 0.0, 0, order.shape[0]
+        while k < n:
+            size = batch_size
+            while True:
+                try:
+                    total += self.generic_step(order[k:k + size], schedule, update)
+                    self.undefined[0] += size > batch_size
+                    break
+                except UndefinedLossError:
+                    # A loss that is not a sum over sequences (an F-score) can
+                    # be undefined on a few badly fitted sequences: the step is
+                    # taken on a minibatch twice as large, up to the end of the
+                    # order; past it, these sequences are skipped this pass
+                    # (an evaluation is then undefined: inf).
+                    if k + size >= n:
+                        self.undefined[1] += 1
+                        if not update:
+                            return np.inf
+                        break
+                    size *= 2
+            self.undefined[2] += 1
+            k += size
         return total
 
     def _run_compiled(self, order, schedule, update):
@@ -219,8 +262,9 @@ class _ScaledModel:
                 **extra)
         except ValueError as exc:
             # A loss that is not a sum over sequences (an F-score) may be
-            # undefined on a small minibatch (e.g. one without gold segments).
-            raise ValueError(
+            # undefined on a small minibatch (run() enlarges it).
+            kind = UndefinedLossError if isinstance(exc, UndefinedLossError) else ValueError
+            raise kind(
                 f"solver='sgd': the loss is undefined on a minibatch of {seqs.shape[0]} "
                 f"sequence(s) ({exc}). Pass solver=SGD(batch_size=...) with larger "
                 "minibatches.") from exc
@@ -423,10 +467,26 @@ class SGD(BaseSolver):
         4, whose test F1 is the same for ``'risk'`` and ``'pointwise'``; 16
         loses 1-6 points on ``'mce'``). An int > 1 sends every loss through
         the generic path. A loss that is not a sum over sequences
-        (``'mce_f'``) must be defined on every minibatch: a minibatch
-        without any gold segment raises a ValueError.
+        (``'mce_f'``) can be undefined on a small minibatch (an
+        :class:`~sklearn_crfloss.exceptions.UndefinedLossError`: for MCE-F,
+        every gold segment misclassified by a wide margin); that step is
+        then taken on a minibatch twice as large (again, up to the end of
+        the epoch's order, past which those sequences are skipped for the
+        epoch). ``n_undefined_batches_`` counts them, and a ``UserWarning``
+        naming larger minibatches, a smaller ``eta0`` or a fitted start as
+        the remedy is given once per run when more than 5% of the steps
+        needed it.
     random_state : int, RandomState instance, Generator or None, default=None
         Order of the sequences every epoch and the calibration sample.
+
+    Attributes
+    ----------
+    eta0_ : float
+        The first step size used by the last :meth:`solve`.
+    n_undefined_batches_ : tuple of (int, int)
+        Of the last :meth:`solve`: how many minibatch steps were taken on a
+        larger minibatch because the loss was undefined on theirs, and how
+        many were skipped (see ``batch_size``).
 
     Notes
     -----
@@ -521,6 +581,7 @@ class SGD(BaseSolver):
         self.eta0_ = eta0
         schedule = (eta0, lam, lam_s, power)
         stopped = False
+        model.undefined = [0, 0, 0]  # the epochs' own, not the calibration's
         for _ in range(monitor.max_iter):
             value = model.run(rng.permutation(n_seq), schedule, batch_size=batch)
             if lam > 0:
@@ -529,6 +590,7 @@ class SGD(BaseSolver):
             if monitor.report(value, theta=model.theta, check=False, eta=eta):
                 stopped = True
                 break
+        self.n_undefined_batches_ = _report_undefined(model.undefined, batch, monitor)
         # Only early stopping ends SGD before max_iter: reaching it is not
         # convergence (finish warns, but in a fixed-length non-final stage).
         monitor.finish(stopped, f"reached max_iter={monitor.max_iter} epochs without "
