@@ -224,7 +224,7 @@ class ChunkEvents:
         """
         code, st, en = events
         lengths = stop - begin
-        first_tok = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.intp)
+        first_tok = (np.cumsum(lengths) - lengths).astype(np.intp)  # empty for no spans
         at = (offsets[seq] + begin).astype(np.intp)
         pos = np.repeat(at - first_tok, lengths) + np.arange(int(np.sum(lengths)))
         tok_type = self.label_type[y[pos]]
