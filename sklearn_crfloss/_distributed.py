@@ -181,13 +181,15 @@ class WorkerData:
             :meth:`evaluate` reads, in the order it reads them, and
             ``state_index`` the state parameters of each of the exact
             reply's ``state`` vectors. The observed counts and ``n_blocks``
-            are None if the worker holds no sequence.
+            are None if the worker holds no sequence, the observed counts
+            also with label bigrams (the exact sums are not made then).
         """
         state_index = self.touched[:1] if self.first else self.touched[1:]
         if self.objective is None:
             return (self.global_index, self.sample_weight, None, None, self.take, state_index)
-        return (self.global_index, self.sample_weight, self.objective.observed_counts(),
-                self.objective.n_blocks, self.take, state_index)
+        observed = None if self.layout.n_bigram else self.objective.observed_counts()
+        return (self.global_index, self.sample_weight, observed, self.objective.n_blocks,
+                self.take, state_index)
 
     def evaluate(self, values, loss, exact):
         """This worker's part of the loss and gradient.
@@ -357,8 +359,11 @@ class DistributedObjective:
             if observed is not None:
                 self.observed += observed
         self.n_sequences = n_sequences
+        self._weights = (np.ones(n_sequences) if self.sample_weight is None
+                         else self.sample_weight)
         #: Whether the CLL sums are those of one process (see the module's notes).
-        self.exact = pad and all(d[3] in (None, N_BLOCKS) for d in described)
+        self.exact = (pad and layout.n_bigram == 0
+                      and all(d[3] in (None, N_BLOCKS) for d in described))
 
     def _evaluators(self):
         """One :class:`Evaluator` actor per part, on the worker holding its data."""
@@ -372,21 +377,27 @@ class DistributedObjective:
         with client.as_current():  # the actors call through this client
             return futures, client.gather(futures)
 
-    def _call(self, method, args):
-        """``method`` of every part's :class:`Evaluator`, called with its ``args``.
+    def _call(self, method, args, reduce):
+        """``method`` of every part's :class:`Evaluator`, the replies reduced as they come.
 
         The calls go from this client to the workers directly (for their
         duration the client's ``direct_to_workers`` is set, unless the
         client was made with ``direct_to_workers=False``): through the
-        scheduler a call and its reply take a detour. If a worker is lost,
-        its actor with it, new actors are made on the holders of the data,
-        which dask recomputes from their graph if need be, and the calls
-        are made again (at most ``RETRIES`` times).
+        scheduler a call and its reply take a detour. Each call is sent as
+        soon as its arguments are made, and ``reduce`` starts while the
+        workers compute. If a worker is lost, its actor with it, new actors
+        are made on the holders of the data, which dask recomputes from
+        their graph if need be, and the calls and the reduction are made
+        again (at most ``RETRIES`` times).
 
-        Returns
-        -------
-        list
-            The replies, in part order.
+        Parameters
+        ----------
+        method : str
+        args : callable
+            ``args(i)``: the arguments of part ``i``'s call.
+        reduce : callable
+            ``reduce(replies)``: ``replies`` yields the replies in part
+            order (each when it has come); its result is returned.
         """
         client = self.client
         direct = client.direct_to_workers
@@ -396,8 +407,9 @@ class DistributedObjective:
                     self._actors = self._evaluators()
                 if direct is None:
                     client.direct_to_workers = True
-                calls = [getattr(actor, method)(*a) for actor, a in zip(self._actors[1], args)]
-                return [call.result() for call in calls]
+                calls = [getattr(actor, method)(*args(i))
+                         for i, actor in enumerate(self._actors[1])]
+                return reduce(call.result() for call in calls)
             except (OSError, RuntimeError):  # the actor's worker is gone
                 self._actors = None
                 if attempt == RETRIES:
@@ -433,18 +445,30 @@ class DistributedObjective:
         """
         self.n_evaluations += 1
         theta = np.ascontiguousarray(theta, dtype=np.float64)
-        replies = self._call("evaluate", [(theta[take], loss, self.exact) for take in self._take])
-        if "blocks" in replies[0]:
-            return self._cll(theta, replies)
+        exact = self.exact and type(loss) is ConditionalLogLikelihood
+        return self._call("evaluate", lambda i: (theta[self._take[i]], loss, exact),
+                          (lambda replies: self._cll(theta, replies)) if exact
+                          else self._sum)
+
+    def _sum(self, replies):
+        """A loss's value and gradient: the sum of the workers' replies (zero elsewhere)."""
         value, grad = 0.0, np.zeros(self.n_params)
-        for reply, take in zip(replies, self._take):  # zero elsewhere
+        for reply, take in zip(replies, self._take):
             value += reply["value"]
             grad[take] += reply["grad"]
         return value, grad
 
     def _cll(self, theta, replies):
-        """The CLL value and gradient from the workers' blocks, as one process adds them."""
+        """The CLL value and gradient from the workers' blocks, as one process adds them.
+
+        What does not need the replies is computed first, while the workers
+        compute; then each reply is added as it comes, in block order.
+        """
         layout = self.layout
+        transition, start, end = (np.ascontiguousarray(a, dtype=np.float64)
+                                  for a in layout.unpack_tail(theta))
+        exp_trans = exp_potentials(transition, start, end)[0]
+        observed_score = float(np.dot(theta, self.observed))
         log_z = np.empty(self.n_sequences)
         grad = np.zeros(self.n_params)
         state = grad[:layout.n_state]
@@ -464,12 +488,7 @@ class DistributedObjective:
             acc.pair[blocks], acc.direct[blocks] = reply["pair"], reply["direct"]
             acc.boundary[blocks] = reply["boundary"]
             n_fallback += reply["n_fallback"]
-        transition, start, end = (np.ascontiguousarray(a, dtype=np.float64)
-                                  for a in layout.unpack_tail(theta))
-        exp_trans = exp_potentials(transition, start, end)[0]
-        weights = (np.ones(self.n_sequences) if self.sample_weight is None
-                   else self.sample_weight)
-        value = float(np.dot(weights, log_z)) - float(np.dot(theta, self.observed))
+        value = float(np.dot(self._weights, log_z)) - observed_score
         grad[layout.n_state:] = layout.pack_tail(*acc.counts(exp_trans, n_fallback))
         grad -= self.observed
         return value, grad

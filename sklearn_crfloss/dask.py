@@ -36,8 +36,8 @@ import scipy.sparse as sp
 
 from ._tagger import CRFTagger
 from ._compat import HasMethods, validate_params
-from ._label_bigrams import check_no_bigrams
-from ._params import ParameterLayout, observed_pairs
+from ._label_bigrams import make_layout
+from ._params import observed_pairs
 from ._validation import (check_sample_weight, check_sequences, encode_known_labels,
                           encode_labels)
 from ._streaming import hashed_counts, renumber_sequences
@@ -76,15 +76,34 @@ def _local(X, y, sample_weight, start, own_vocabulary):
     return part
 
 
-def _summary(part, count_hashed):
-    """``(kind, labels, width, n_sequences, attribute counts or None)`` of a partition."""
-    counts = None
+def _summary(part, count_hashed, pairs):
+    """``(kind, labels, width, n_sequences, attribute counts or None, pairs or None)``.
+
+    The counts of a partition vectorised on its own vocabulary follow its
+    columns' order; with ``pairs``, its observed (attribute, label) pairs in
+    its own columns and labels (:func:`~sklearn_crfloss._params.observed_pairs`).
+    """
+    counts = own_pairs = None
     if "rows" in part:
         counts = dict(zip(part["names"].tolist(), column_counts(part["rows"]).tolist()))
+        if pairs:
+            labels = part["classes"]
+            y_own = encode_known_labels(part["y"], np.diff(part["offsets"]), labels)
+            own_pairs = observed_pairs(part["rows"], y_own, labels.shape[0])
     elif part["kind"] == "dict" and count_hashed:
         counts = attribute_counts(part["tokens"])
     width = part["tokens"].shape[1] if part["kind"] == "array" else None
-    return part["kind"], part["classes"], width, part["offsets"].shape[0] - 1, counts
+    return part["kind"], part["classes"], width, part["offsets"].shape[0] - 1, counts, own_pairs
+
+
+def _fitted_pairs(own_pairs, column, labels, classes):
+    """A partition's observed pairs (:func:`_summary`) in the fitted columns and labels."""
+    n_own = labels.shape[0]
+    index = {label: j for j, label in enumerate(classes.tolist())}
+    label = np.array([index[lab] for lab in labels.tolist()], dtype=np.intp)
+    attribute = column[own_pairs // n_own]
+    kept = attribute >= 0  # not dropped by min_freq
+    return attribute[kept] * classes.shape[0] + label[own_pairs[kept] % n_own]
 
 
 def _partition_labels(y, offsets):
@@ -98,24 +117,27 @@ def _partition_labels(y, offsets):
         return np.unique(np.asarray([lab for labels in y for lab in labels]))
 
 
-def _shard(part, features, classes, start):
-    """The partition in the fitted columns: ``(Xc, y_enc, offsets, sample_weight)``."""
+def _shard(part, columns, classes, start):
+    """The partition in the fitted columns: ``(Xc, y_enc, offsets, sample_weight)``.
+
+    ``columns``: for a partition vectorised on its own vocabulary, the
+    fitted column of each of its own (-1: dropped) and the number of fitted
+    columns; otherwise the fitted ``SequenceVectorizer``.
+    """
     offsets = part["offsets"]
     try:
         y_enc = encode_known_labels(part["y"], np.diff(offsets), classes)
         if "rows" in part:  # the partition's own columns -> the fitted ones
-            vocabulary = features.vectorizer.vocabulary_
-            column = np.array([vocabulary.get(name, -1) for name in part["names"].tolist()],
-                              dtype=np.int64)
+            column, n_features = columns
             rows = part["rows"]
             indices = column[rows.indices]
             kept = indices >= 0
             indptr = np.concatenate([[0], np.cumsum(kept)])[rows.indptr]
             Xc = sp.csr_matrix((rows.data[kept], indices[kept].astype(np.int32), indptr),
-                               shape=(rows.shape[0], features.n_features))
+                               shape=(rows.shape[0], n_features))
             Xc.sort_indices()
         else:
-            Xc = features.transform(part["tokens"], offsets)
+            Xc = columns.transform(part["tokens"], offsets)
     except (TypeError, ValueError) as exc:
         raise renumber_sequences(exc, start) from exc
     return Xc, y_enc, offsets, part["weights"]
@@ -148,7 +170,8 @@ class DaskCRFTagger(CRFTagger):
     evaluation summed from the workers (see :mod:`sklearn_crfloss.dask`).
     The fitted model is the one :class:`~sklearn_crfloss.CRFTagger` trains
     on the concatenated data: for the conditional log-likelihood on up to
-    four workers bitwise that of ``CRFTagger(n_jobs=1)``, otherwise the same
+    four workers bitwise that of ``CRFTagger(n_jobs=1)``, otherwise (other
+    losses, more workers, observation-dependent label bigrams) the same
     objective up to the order of the additions; :meth:`to_local` returns it
     as a plain :class:`~sklearn_crfloss.CRFTagger`, which pickles.
 
@@ -325,11 +348,13 @@ class DaskCRFTagger(CRFTagger):
             w_f = [weights[a:a + n] for a, n in zip(starts, sizes)]
         t0 = time.perf_counter()
         # 1. Check, vectorise on the partition's own vocabulary, count attributes and labels.
+        own_vocabulary = self.feature_hashing is None
+        dense = self.all_possible_states or solver.dense_states
         parts = [submit(_local, xp, yp, None if w_f is None else w_f[i], starts[i],
-                        self.feature_hashing is None, where=xp)
+                        own_vocabulary, where=xp)
                  for i, (xp, yp) in enumerate(zip(X_f, y_f))]
         del X_f, y_f, w_f  # the partitions live on in the parts (and their graph)
-        summaries = client.gather([submit(_summary, part, self.min_freq > 1)
+        summaries = client.gather([submit(_summary, part, self.min_freq > 1, not dense)
                                    for part in parts])
         kinds = {s[0] for s, n in zip(summaries, sizes) if n}
         if not kinds:
@@ -343,8 +368,8 @@ class DaskCRFTagger(CRFTagger):
                              "distinct labels.")
         features = SequenceVectorizer(self.min_freq, self.feature_hashing)
         if kind == "dict":
-            counts = {}
-            for s in summaries:
+            counts = dict(summaries[0][4] or {})
+            for s in summaries[1:]:
                 for name, c in (s[4] or {}).items():
                     counts[name] = counts.get(name, 0) + c
             if self.feature_hashing is not None and self.min_freq > 1:
@@ -357,19 +382,32 @@ class DaskCRFTagger(CRFTagger):
             n_input = widths.pop()
             features.fit_transform("array", sp.csr_matrix((0, n_input)), np.zeros(1, np.intp))
         # 2. Vectorise each partition where it is; the layout from the pairs seen.
-        # Sent once in a task, not scattered: a task's result is recomputed
-        # if the worker holding it is lost, scattered data are not.
-        features_f, classes_f = submit(_hold, features), submit(_hold, classes)
-        shards = [submit(_shard, part, features_f, classes_f, start)
-                  for part, start in zip(parts, starts)]
+        # Sent in tasks, not scattered: a task's result is recomputed if the
+        # worker holding it is lost, scattered data are not. A partition on
+        # its own vocabulary gets the fitted column of each of its columns
+        # (not the vocabulary), and its pairs come with its summary.
         L = classes.shape[0]
-        dense = self.all_possible_states or solver.dense_states
+        mapped = kind == "dict" and own_vocabulary
+        if mapped:
+            vocabulary = features.vectorizer.vocabulary_
+            columns = [(np.array([vocabulary.get(name, -1) for name in s[4]], dtype=np.int64),
+                        features.n_features) for s in summaries]
+        else:
+            columns = [submit(_hold, features)] * len(parts)
+        classes_f = submit(_hold, classes)
+        shards = [submit(_shard, part, c, classes_f, start, where=part)
+                  for part, c, start in zip(parts, columns, starts)]
         state_index = None
         if not dense:
-            pairs = client.gather([submit(_pairs, s, L) for s in shards])
-            state_index = np.unique(np.concatenate(pairs)) if pairs else np.zeros(0, np.intp)
-        check_no_bigrams(features, "DaskCRFTagger")
-        layout = ParameterLayout(features.n_features, L, state_index)
+            pairs = ([_fitted_pairs(s[5], c[0], s[1], classes) for s, c in zip(summaries, columns)]
+                     if mapped else client.gather([submit(_pairs, s, L) for s in shards]))
+            seen = np.zeros(features.n_features * L, dtype=bool)
+            for p in pairs:
+                seen[p] = True
+            state_index = np.flatnonzero(seen)
+        layout = make_layout(features, features.n_features, L, state_index, labels=None,
+                             boundary=self.boundary_potentials, loss=loss, solver=solver,
+                             estimator=self)
         if tags.needs_classes:
             loss.set_classes(classes)
         # The sequences redistributed once: each worker gets its share of the

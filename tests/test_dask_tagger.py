@@ -35,6 +35,7 @@ def _bags(X, y, n=4):
     {"min_freq": 2, "loss": "softmax_margin", "prior": "l1", "C": 10.0, "max_iter": 30},
     {"feature_hashing": 64, "min_freq": 2, "all_possible_states": True, "loss": "labelwise",
      "init": "cll", "solver": "lbfgs", "max_iter": 15},
+    {"boundary_potentials": False, "max_iter": 40},
 ])
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_dask_fit_equals_local_fit(client, params):
@@ -74,6 +75,29 @@ def test_cll_fit_on_conll2000_is_bitwise_that_of_one_process(client, corpus):
     assert segment_f1_score(y_test[:200], remote.predict(F_test)) == segment_f1_score(
         y_test[:200], local.predict(F_test))
 
+
+
+def test_label_bigrams_on_conll2000_match_one_process(client, corpus):
+    # CONLL2000_TEMPLATE plus B01:%x[0,1] (a transition matrix per POS tag
+    # of the token) on 200 sentences in 3 partitions: the bigram blocks are
+    # trained on the cluster, to the objective and predictions of
+    # CRFTagger(n_jobs=1) (the sums in another order: 1e-6 relative).
+    from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures
+
+    X, y = corpus("conll2000", "train")
+    features = TemplateFeatures(CONLL2000_TEMPLATE + "B01:%x[0,1]\n")
+    F = features.fit_transform(X[:200])
+    local = CRFTagger(C=1.0, n_jobs=1, max_iter=60).fit(F, y[:200])
+    remote = DaskCRFTagger(client=client, C=1.0, n_jobs=1, max_iter=60).fit(
+        *_bags(F, y[:200], 3))
+    assert local.bigram_coef_.shape[0] == remote.bigram_coef_.shape[0] > 10
+    assert_array_equal(remote.bigram_attributes_, local.bigram_attributes_)
+    assert_allclose(remote.objective_, local.objective_, rtol=1e-6)
+    assert_allclose(remote.bigram_coef_, local.bigram_coef_, atol=1e-3)
+    assert np.abs(remote.bigram_coef_).max() > 0.1  # the blocks are trained
+    F_test = features.transform(corpus("conll2000", "test")[0][:100])
+    assert remote.predict(F_test) == local.predict(F_test)
+    assert remote.to_local().predict(F_test) == local.predict(F_test)
 
 
 def test_a_worker_reads_and_returns_only_the_parameters_its_sequences_touch():
