@@ -56,6 +56,32 @@ class _Quadratic:
         return float(np.sum(self.a * r * r)), 2 * self.a * r
 
 
+class _UndefinedBeyond(_Quadratic):
+    """The quadratic, undefined (UndefinedLossError) where ``x[0] > limit``."""
+
+    def __init__(self, a, c, limit):
+        super().__init__(a, c)
+        self.limit, self.undefined = limit, 0
+
+    def value_and_grad(self, x, loss, prior, C):
+        if x[0] > self.limit:
+            from sklearn_crfloss.exceptions import UndefinedLossError
+
+            self.undefined += 1
+            raise UndefinedLossError("undefined here")
+        return super().value_and_grad(x, loss, prior, C)
+
+
+@pytest.mark.parametrize("solver", [QuickProp(epsilon=1.0), Rprop()])
+def test_a_trial_step_where_the_loss_is_undefined_is_a_step_too_far(solver):
+    # An F-score loss (MCE-F) can be undefined at a trial point: the batch
+    # solvers shrink the step as for a non-finite value instead of raising.
+    quad = _UndefinedBeyond([1.0, 1.0], [2.0, -1.0], limit=1.5)
+    x, monitor = _solve(solver, quad, None, 1.0, max_iter=200)
+    assert quad.undefined > 0  # the case was met
+    assert x[0] <= 1.5 and quad.value_and_grad(x, None, None, 1.0)[0] < 5.0
+
+
 # ------------------------------------------------------------ step rules
 
 

@@ -189,10 +189,11 @@ def test_a_saturated_start_of_an_mce_loss_warns_with_the_remedy(toy, loss):
 
     X, y = toy
     steep = get_loss(loss).set_params(alpha=300.0)  # a sigmoid too steep for the margins
-    crf, caught = _fit(CRFTagger(loss=steep, init="cll", init_C=100.0, max_iter=20), X, y)
+    crf, caught = _fit(CRFTagger(loss=steep, init="cll", init_C=100.0, max_iter=20,
+                                  random_state=0), X, y)
     assert any("are saturated" in m and "init_C" in m for _, m in caught)
     assert crf._loss.saturation_ > 0.5
-    plain, caught = _fit(CRFTagger(loss=loss, init="cll", max_iter=20), X, y)
+    plain, caught = _fit(CRFTagger(loss=loss, init="cll", max_iter=20, random_state=0), X, y)
     assert not any("are saturated" in m for _, m in caught)
     assert plain._loss.saturation_ < 0.5
 

@@ -17,6 +17,7 @@ a step across a jump that raises the objective is shortened.
 
 import numpy as np
 
+from ..exceptions import UndefinedLossError
 from ._base import BaseSolver
 
 __all__ = []
@@ -84,7 +85,9 @@ class _StepRuleSolver(BaseSolver):
         """The first trial along ``step`` (halved), then along ``-grad``, that does not rise.
 
         Returns ``(x, value, grad, taken, factor, fallback, n_evals)``; None if
-        every trial raised the objective, False if none was finite.
+        every trial raised the objective, False if none was finite (a trial
+        where the loss is undefined, an ``UndefinedLossError``, counts as not
+        finite).
         """
         n_evals, any_finite = 0, False
         gnorm = float(np.linalg.norm(grad))
@@ -98,7 +101,12 @@ class _StepRuleSolver(BaseSolver):
                 taken = factor * direction
                 trial = x + taken
                 n_evals += 1
-                new_value, new_grad = objective.value_and_grad(trial, loss, prior, C)
+                try:
+                    new_value, new_grad = objective.value_and_grad(trial, loss, prior, C)
+                except UndefinedLossError:
+                    # A loss that is not a sum over sequences (an F-score) can
+                    # be undefined at a trial point: a step too far, as inf is.
+                    new_value, new_grad = np.inf, grad
                 finite = bool(np.isfinite(new_value) and np.all(np.isfinite(new_grad)))
                 any_finite = any_finite or finite
                 if finite and new_value <= value:
