@@ -42,7 +42,7 @@ from .inference import MaxMarginalsResult, PositionTransitions, _Chain, _transit
 #: as the pass that fills them (page faults). Never returned to a caller.
 _TABLES = {}
 
-__all__ = ["label_margins", "stack_segments"]
+__all__ = ["label_margins", "path_gradient", "stack_segments"]
 
 
 class _Spans:
@@ -127,6 +127,38 @@ def _max_marginals(c):
     return mm
 
 
+def path_gradient(c, add):
+    """The gradient of weighted path counts, as the max-product kernels add them.
+
+    Parameters
+    ----------
+    c : _Chain
+        The checked potentials.
+    add : callable
+        ``add(d_unary, acc)`` adds the weighted counts into ``d_unary``
+        (n_tokens, n_labels), zeroed, and the kernels' accumulators ``acc =
+        (transitions, start and end)`` of shapes (n_acc, table.size) and
+        (n_acc, 2 * n_labels).
+
+    Returns
+    -------
+    d_unary, d_transition, d_start, d_end
+        ``d_transition`` of the shape of ``c.transition``'s table when it is
+        position-dependent, else (n_labels, n_labels).
+    """
+    table, _ = _transition_table(c.transition)
+    L = c.n_labels
+    n_acc = accumulator_blocks(c.n_threads, table.size + 2 * L)
+    acc = (np.zeros((n_acc, table.size)), np.zeros((n_acc, 2 * L)))
+    d_unary = np.zeros((c.n_tokens, L))
+    add(d_unary, acc)
+    boundary = acc[1].sum(axis=0)
+    d_trans = acc[0].sum(axis=0).reshape(table.shape)
+    if not isinstance(c.transition, PositionTransitions):
+        d_trans = d_trans[0]
+    return d_unary, d_trans, boundary[:L], boundary[L:]
+
+
 def label_margins(loss, unary, transition, start, end, y, offsets, gold, n_threads):
     """Margins of the gold and false positive segments, and their gradient.
 
@@ -184,23 +216,17 @@ def label_margins(loss, unary, transition, start, end, y, offsets, gold, n_threa
     m_f = on_wrong.carry - (c_y[n_gold:] if gold_competitor else on_wrong.other)
 
     def gradient(coef_g, coef_f):
-        table, _ = _transition_table(c.transition)
-        L = c.n_labels
-        n_acc = accumulator_blocks(c.n_threads, table.size + 2 * L)
-        acc = (np.zeros((n_acc, table.size)), np.zeros((n_acc, 2 * L)))
-        d_unary = np.zeros((c.n_tokens, L))
-        if gold_competitor:
-            # d(s') = g(s') - g(gold labels on the span): the carrying paths only.
-            on_gold.add_gradient(np.concatenate([coef_g, -coef_f])[perm],
-                                 np.concatenate([coef_g, np.zeros(n_fp)])[perm], d_unary, acc)
-        else:
-            on_gold.add_gradient(coef_g, coef_g, d_unary, acc)
-        on_wrong.add_gradient(coef_f, coef_f, d_unary, acc)
-        boundary = acc[1].sum(axis=0)
-        d_trans = acc[0].sum(axis=0).reshape(table.shape)
-        if not isinstance(c.transition, PositionTransitions):
-            d_trans = d_trans[0]
-        return d_unary, d_trans, boundary[:L], boundary[L:]
+        def add(d_unary, acc):
+            if gold_competitor:
+                # d(s') = g(s') - g(gold labels on the span): the carrying paths only.
+                on_gold.add_gradient(np.concatenate([coef_g, -coef_f])[perm],
+                                     np.concatenate([coef_g, np.zeros(n_fp)])[perm], d_unary,
+                                     acc)
+            else:
+                on_gold.add_gradient(coef_g, coef_g, d_unary, acc)
+            on_wrong.add_gradient(coef_f, coef_f, d_unary, acc)
+
+        return path_gradient(c, add)
 
     return m_g, fp_segs[0], m_f, gradient
 

@@ -18,8 +18,8 @@ transitions (:class:`~sklearn_crfloss.inference.PositionTransitions`).
 
 import numpy as np
 
-from .._forward_backward import accumulator_blocks
 from .._fused_mce import _max_marginals as _tables
+from .._fused_mce import path_gradient
 from .._simd import chunk_queries_batch, max_incorrect_from_tables
 from ..inference import PositionTransitions, _Chain, _transition_table
 from ..segments import _END, _EVENTS, _START, _label_table
@@ -417,20 +417,11 @@ def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold,
         m_fp = f_with - f_without
 
     def gradient(coef_gold, coef_fp):
-        table, _ = _transition_table(c.transition)
-        L = c.n_labels
-        n_acc = accumulator_blocks(c.n_threads, table.size + 2 * L)
-        acc = (np.zeros((n_acc, table.size)), np.zeros((n_acc, 2 * L)))
-        d_unary = np.zeros((c.n_tokens, L))
         zero = np.zeros_like(coef_fp)
         if paper:
-            q.add_gradient(d_unary, acc, [coef_gold, coef_fp, -coef_fp], [coef_gold, zero, zero])
+            coefs = [coef_gold, coef_fp, -coef_fp], [coef_gold, zero, zero]
         else:
-            q.add_gradient(d_unary, acc, [coef_gold, coef_fp], [coef_gold, coef_fp])
-        boundary = acc[1].sum(axis=0)
-        d_trans = acc[0].sum(axis=0).reshape(table.shape)
-        if not isinstance(c.transition, PositionTransitions):
-            d_trans = d_trans[0]
-        return d_unary, d_trans, boundary[:L], boundary[L:]
+            coefs = [coef_gold, coef_fp], [coef_gold, coef_fp]
+        return path_gradient(c, lambda d_unary, acc: q.add_gradient(d_unary, acc, *coefs))
 
     return m_gold, fseq, m_fp, gradient
