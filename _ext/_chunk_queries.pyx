@@ -266,7 +266,7 @@ cdef void _count_span(
 def chunk_queries_batch(
     const double[:, ::1] unary, const double[:, :, ::1] table, const Py_ssize_t[::1] index,
     const double[::1] start, const double[:, ::1] alpha, const double[:, ::1] beta,
-    const int[:, ::1] bp_fwd, const Py_ssize_t[::1] offsets,
+    const int[:, ::1] bp_fwd, const int[:, ::1] bp_bwd, const Py_ssize_t[::1] offsets,
     const unsigned char[:, :, ::1] masks, const unsigned char[:, ::1] columns,
     const Py_ssize_t[::1] label_type, const double[:, ::1] off_type,
     const Py_ssize_t[::1] type_offsets, const Py_ssize_t[::1] type_labels,
@@ -333,8 +333,8 @@ def chunk_queries_batch(
                 continue
             if not do_grad:
                 if mi_path.shape[0]:
-                    _max_incorrect_sequence(unary, &table[0, 0, 0], idx, alpha, beta, bp_fwd,
-                                            ref, exclude, s, e, mi_path, &mi_score[k])
+                    _max_incorrect_sequence(alpha, beta, bp_fwd, bp_bwd, ref, exclude, s, e,
+                                            mi_path, &mi_score[k])
                 for part in range(n_parts):
                     for m in range(q_offsets[part, k], q_offsets[part, k + 1]):
                         _chunk_query(unary, &table[0, 0, 0], idx, start, alpha, beta, bp_fwd,
@@ -368,10 +368,9 @@ def chunk_queries_batch(
                     if w == 0.0 or hw[0] < 0:
                         continue
                     if hw[0] == 0:  # the best path through (a + j, c)
-                        _span_weights(&hw[3], s, e, a + hw[1], a + hw[1] + 1, w, unary,
-                                      &table[0, 0, 0], idx, beta, bp_fwd, L, pre, suf, d_unary,
-                                      &acc_trans[acc, 0], &acc_boundary[acc, 0],
-                                      &acc_boundary[acc, L])
+                        _span_weights(&hw[3], s, e, a + hw[1], a + hw[1] + 1, w, idx, bp_fwd,
+                                      bp_bwd, L, pre, suf, d_unary, &acc_trans[acc, 0],
+                                      &acc_boundary[acc, 0], &acc_boundary[acc, L])
                         continue
                     j = hw[1]
                     if j > 0:  # the ok path up to a + j - 1, then the edge out
@@ -384,5 +383,5 @@ def chunk_queries_batch(
                         acc_trans[acc, _block(idx, a, L) + hw[2] * L + hw[3]] += w
                         pre[(a - 1 - s) * L + hw[2]] += w
                     suf[(a + j - s) * L + hw[3]] += w
-            _sweep(s, e, unary, &table[0, 0, 0], idx, beta, bp_fwd, L, pre, suf, d_unary,
-                   &acc_trans[acc, 0], &acc_boundary[acc, 0], &acc_boundary[acc, L])
+            _sweep(s, e, idx, bp_fwd, bp_bwd, L, pre, suf, d_unary, &acc_trans[acc, 0],
+                   &acc_boundary[acc, 0], &acc_boundary[acc, L])

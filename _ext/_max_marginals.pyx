@@ -8,8 +8,14 @@
 # ------------
 # * Everything runs in the score (log) domain with additions and comparisons
 #   only. Ties are broken towards the smallest label index, as in
-#   _viterbi.pyx; the max-plus step, the backtrace and the Viterbi over
-#   (label, deviated) states are the inline helpers of _chain.pxd.
+#   _viterbi.pyx; the backtrace and the Viterbi over (label, deviated)
+#   states are the inline helpers of _chain.pxd.
+# * The tables' max-plus products (crf_mp_* below) keep a block of up to 32
+#   columns of running maxima and of their arguments in vector registers
+#   over the rows of the padded transition matrix (as the sum-product's
+#   crf_vec_mat_padded does): the same values and pointers as _chain.pxd's
+#   max_plus_step, with both pointer tables written (the readers follow them
+#   in O(1)).
 # * The segment kernel reads the max-marginal tables: it enters a span
 #   through alpha, runs the deviated-state Viterbi over the span, and leaves
 #   through beta; the best full paths are completed with the tables'
@@ -37,8 +43,8 @@ from libc.math cimport INFINITY
 
 from _chain cimport (argmax_sum, backtrace, deviated_backtrace, deviated_viterbi_at,
                     padded_width)
-from _max_product cimport (_block, _index_ptr, _matrix, _max_incorrect_sequence, _next_label,
-                          _span_weights, _sweep)
+from _max_product cimport (_block, _index_ptr, _matrix, _max_incorrect_sequence, _span_weights,
+                          _sweep)
 
 
 cdef extern from *:
@@ -124,8 +130,7 @@ cdef extern from *:
             crf_mp_row(x, y, M, out, arg, L, Lp, with_y, with_arg); \
         }
     CRF_MP_VARIANT(crf_mp_fwd, 0, 1)
-    CRF_MP_VARIANT(crf_mp_back, 1, 0)
-    CRF_MP_VARIANT(crf_mp_back_arg, 1, 1)
+    CRF_MP_VARIANT(crf_mp_back, 1, 1)
     #ifdef CRF_DISPATCH
     #define CRF_MP_DISPATCH(name) \
         __attribute__((target("avx2,fma"))) static void name##_avx2( \
@@ -147,15 +152,11 @@ cdef extern from *:
     #endif
     CRF_MP_DISPATCH(crf_mp_fwd)
     CRF_MP_DISPATCH(crf_mp_back)
-    CRF_MP_DISPATCH(crf_mp_back_arg)
     """
     void mp_fwd "crf_mp_fwd"(const double* x, const double* y, const double* M, double* out,
                              int* arg, Py_ssize_t L, Py_ssize_t Lp) noexcept nogil
     void mp_back "crf_mp_back"(const double* x, const double* y, const double* M, double* out,
                                int* arg, Py_ssize_t L, Py_ssize_t Lp) noexcept nogil
-    void mp_back_arg "crf_mp_back_arg"(const double* x, const double* y, const double* M,
-                                       double* out, int* arg, Py_ssize_t L,
-                                       Py_ssize_t Lp) noexcept nogil
 
 
 cdef void _max_marginals_sequence(
@@ -163,7 +164,7 @@ cdef void _max_marginals_sequence(
     const Py_ssize_t* index, const double[::1] start, const double[::1] end,
     Py_ssize_t s, Py_ssize_t e,
     double[:, ::1] alpha, double[:, ::1] beta,
-    int[:, ::1] bp_fwd, int[:, ::1] bp_bwd, bint with_bp_bwd, double* cur, int* arg,
+    int[:, ::1] bp_fwd, int[:, ::1] bp_bwd, double* cur, int* arg,
 ) noexcept nogil:
     # table and table_t hold padded rows (L, Lp) per matrix; cur and arg are
     # Lp-long scratch. Forward: alpha[t] = max_i (alpha[t-1, i] + M[i, :]) +
@@ -183,21 +184,13 @@ cdef void _max_marginals_sequence(
             bp_fwd[t, j] = arg[j]
     for j in range(L):
         beta[e - 1, j] = end[j]
-        if with_bp_bwd:
-            bp_bwd[e - 1, j] = 0
+        bp_bwd[e - 1, j] = 0
     for t in range(e - 2, s - 1, -1):
-        if with_bp_bwd:
-            mp_back_arg(&unary[t + 1, 0], &beta[t + 1, 0],
-                        table_t if index == NULL else table_t + index[t + 1] * L * Lp,
-                        cur, arg, L, Lp)
-            for j in range(L):
-                bp_bwd[t, j] = arg[j]
-        else:
-            mp_back(&unary[t + 1, 0], &beta[t + 1, 0],
-                    table_t if index == NULL else table_t + index[t + 1] * L * Lp,
-                    cur, arg, L, Lp)
+        mp_back(&unary[t + 1, 0], &beta[t + 1, 0],
+                table_t if index == NULL else table_t + index[t + 1] * L * Lp, cur, arg, L, Lp)
         for j in range(L):
             beta[t, j] = cur[j]
+            bp_bwd[t, j] = arg[j]
 
 
 def _padded_rows(const double[:, :, ::1] table):
@@ -213,7 +206,7 @@ def max_marginals_batch(
     const double[:, :, ::1] table_t, const Py_ssize_t[::1] index,
     const double[::1] start, const double[::1] end,
     const Py_ssize_t[::1] offsets, double[:, ::1] alpha, double[:, ::1] beta,
-    int[:, ::1] bp_fwd, int[:, ::1] bp_bwd, int n_threads, bint with_bp_bwd=True,
+    int[:, ::1] bp_fwd, int[:, ::1] bp_bwd, int n_threads,
 ):
     """Forward and backward Viterbi tables of a batch (low level).
 
@@ -225,9 +218,6 @@ def max_marginals_batch(
     ``table`` (n_matrices, L, L): the matrix ``index[t]`` scores the edge
     into token t, or the one matrix of a (1, L, L) table every edge when
     ``index`` is empty; ``table_t`` holds the matrices' contiguous transposes.
-    Without ``with_bp_bwd`` bp_bwd is not written (any (1, L) array will do;
-    :func:`max_incorrect_from_tables` and the segment kernel's modes 2 and 3
-    recompute the few backward pointers they follow).
     """
     cdef Py_ssize_t k, tid
     cdef const Py_ssize_t* idx = _index_ptr(index)
@@ -243,14 +233,13 @@ def max_marginals_batch(
             if offsets[k + 1] > offsets[k]:
                 _max_marginals_sequence(unary, &padded[0, 0, 0], &padded_t[0, 0, 0], idx,
                                         start, end, offsets[k], offsets[k + 1], alpha, beta,
-                                        bp_fwd, bp_bwd, with_bp_bwd, &cur[tid, 0],
+                                        bp_fwd, bp_bwd, &cur[tid, 0],
                                         &arg[tid, 0])
 
 
 def max_incorrect_from_tables(
-    const double[:, ::1] unary, const double[:, :, ::1] table, const Py_ssize_t[::1] index,
     const double[:, ::1] alpha, const double[:, ::1] beta, const int[:, ::1] bp_fwd,
-    const Py_ssize_t[::1] offsets, const Py_ssize_t[::1] ref,
+    const int[:, ::1] bp_bwd, const Py_ssize_t[::1] offsets, const Py_ssize_t[::1] ref,
     bint exclude, Py_ssize_t[::1] path, double[::1] score, int n_threads,
 ):
     """Viterbi path, or best path different from ``ref``, read off max-marginal tables (low level).
@@ -262,18 +251,16 @@ def max_incorrect_from_tables(
     token then label order among ties, completed through the backpointers;
     ``path = ref`` and ``score = -inf`` where there is none. Without: the
     Viterbi path (the best label at the last token). Empty sequences are
-    skipped. Shapes as in :func:`max_marginals_batch` (the backward
-    pointers are recomputed from the potentials); path (n_tokens,), score
-    (n_sequences,).
+    skipped. Shapes as in :func:`max_marginals_batch`; path (n_tokens,),
+    score (n_sequences,).
     """
-    cdef const Py_ssize_t* idx = _index_ptr(index)
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
     cdef Py_ssize_t k
     with nogil:
         for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
             if offsets[k + 1] > offsets[k]:
-                _max_incorrect_sequence(unary, &table[0, 0, 0], idx, alpha, beta, bp_fwd, ref,
-                                        exclude, offsets[k], offsets[k + 1], path, &score[k])
+                _max_incorrect_sequence(alpha, beta, bp_fwd, bp_bwd, ref, exclude, offsets[k],
+                                        offsets[k + 1], path, &score[k])
 
 
 cdef void _add_path(
@@ -448,19 +435,17 @@ def segment_margins_batch(
                 for m in range(seg_offsets[k], seg_offsets[k + 1]):
                     if coef[m] != 0.0:
                         _span_weights(&ref[seg_start[m]], s, e, seg_start[m], seg_end[m],
-                                      coef[m], unary, &table[0, 0, 0], idx, beta, bp_fwd, L,
-                                      pre, suf, d_unary,
+                                      coef[m], idx, bp_fwd, bp_bwd, L, pre, suf, d_unary,
                                       &acc_trans[a, 0], &acc_boundary[a, 0],
                                       &acc_boundary[a, L])
                     if coef_other[m] != 0.0 and nodes_out[m, 0] >= 0:
                         # the best path through the node: a one-token span
                         _span_weights(&nodes_out[m, 1], s, e, nodes_out[m, 0],
-                                      nodes_out[m, 0] + 1, -coef_other[m], unary,
-                                      &table[0, 0, 0], idx, beta, bp_fwd, L, pre, suf, d_unary,
-                                      &acc_trans[a, 0],
+                                      nodes_out[m, 0] + 1, -coef_other[m], idx, bp_fwd, bp_bwd,
+                                      L, pre, suf, d_unary, &acc_trans[a, 0],
                                       &acc_boundary[a, 0], &acc_boundary[a, L])
-                _sweep(s, e, unary, &table[0, 0, 0], idx, beta, bp_fwd, L, pre, suf, d_unary,
-                       &acc_trans[a, 0], &acc_boundary[a, 0], &acc_boundary[a, L])
+                _sweep(s, e, idx, bp_fwd, bp_bwd, L, pre, suf, d_unary, &acc_trans[a, 0],
+                       &acc_boundary[a, 0], &acc_boundary[a, L])
                 continue
             for m in range(seg_offsets[k], seg_offsets[k + 1]):
                 _segment_margin(unary, &table[0, 0, 0], idx, alpha, beta, bp_fwd, bp_bwd, ref,

@@ -4,8 +4,6 @@
 #
 # * _matrix, _index_ptr, _block: the (L, L) matrix of the edge into token t
 #   (one matrix for every edge when the index is empty, else index[t]'s).
-# * _next_label: the label after j on the best suffix (the backward
-#   pointer, recomputed from beta with the tables' rounding and ties).
 # * _max_incorrect_sequence: the best path off a reference, or the Viterbi
 #   path, read off the tables (Suzuki et al. 2006, Eq. 5).
 # * _span_weights, _sweep: counts of best paths through given spans, their
@@ -27,28 +25,10 @@ cdef inline const Py_ssize_t* _index_ptr(const Py_ssize_t[::1] index) noexcept n
     return &index[0] if index.shape[0] else NULL
 
 
-cdef inline Py_ssize_t _next_label(
-    const double[:, ::1] unary, const double* table, const Py_ssize_t* index,
-    const double[:, ::1] beta, Py_ssize_t t, Py_ssize_t j, Py_ssize_t L,
-) noexcept nogil:
-    # The label at t + 1 on the best suffix after label j at t: the backward
-    # pointer of max_plus_back, recomputed with its rounding and ties.
-    cdef const double* row = _matrix(table, index, t + 1, L) + j * L
-    cdef Py_ssize_t i, arg = 0
-    cdef double v, best = -INFINITY
-    for i in range(L):
-        v = (row[i] + unary[t + 1, i]) + beta[t + 1, i]
-        if v > best:
-            best = v
-            arg = i
-    return arg
-
-
 cdef inline void _max_incorrect_sequence(
-    const double[:, ::1] unary, const double* table, const Py_ssize_t* idx,
     const double[:, ::1] alpha, const double[:, ::1] beta, const int[:, ::1] bp_fwd,
-    const Py_ssize_t[::1] ref, bint exclude, Py_ssize_t s, Py_ssize_t e,
-    Py_ssize_t[::1] path, double* score,
+    const int[:, ::1] bp_bwd, const Py_ssize_t[::1] ref, bint exclude, Py_ssize_t s,
+    Py_ssize_t e, Py_ssize_t[::1] path, double* score,
 ) noexcept nogil:
     # One sequence of max_incorrect_from_tables (tokens s .. e-1, e > s).
     cdef Py_ssize_t L = alpha.shape[1]
@@ -69,7 +49,7 @@ cdef inline void _max_incorrect_sequence(
     path[bt] = bj
     backtrace(&bp_fwd[s, 0], &path[s], bt - s + 1, L)
     for t in range(bt, e - 1):
-        path[t + 1] = _next_label(unary, table, idx, beta, t, path[t], L)
+        path[t + 1] = bp_bwd[t, path[t]]
 
 
 cdef inline Py_ssize_t _block(const Py_ssize_t* index, Py_ssize_t t, Py_ssize_t L) noexcept nogil:
@@ -79,8 +59,7 @@ cdef inline Py_ssize_t _block(const Py_ssize_t* index, Py_ssize_t t, Py_ssize_t 
 
 cdef inline void _span_weights(
     const Py_ssize_t* lab, Py_ssize_t s, Py_ssize_t e, Py_ssize_t a, Py_ssize_t b, double c,
-    const double[:, ::1] unary, const double* table, const Py_ssize_t* index,
-    const double[:, ::1] beta, const int[:, ::1] bp_fwd, Py_ssize_t L,
+    const Py_ssize_t* index, const int[:, ::1] bp_fwd, const int[:, ::1] bp_bwd, Py_ssize_t L,
     double* pre, double* suf, double[:, ::1] d_unary, double* acc_trans, double* acc_start,
     double* acc_end,
 ) noexcept nogil:
@@ -99,7 +78,7 @@ cdef inline void _span_weights(
     else:
         acc_start[lab[0]] += c
     if b < e:
-        i = _next_label(unary, table, index, beta, b - 1, lab[b - 1 - a], L)
+        i = bp_bwd[b - 1, lab[b - 1 - a]]
         acc_trans[_block(index, b, L) + lab[b - 1 - a] * L + i] += c
         suf[(b - s) * L + i] += c
     else:
@@ -107,9 +86,8 @@ cdef inline void _span_weights(
 
 
 cdef inline void _sweep(
-    Py_ssize_t s, Py_ssize_t e, const double[:, ::1] unary, const double* table,
-    const Py_ssize_t* index, const double[:, ::1] beta, const int[:, ::1] bp_fwd,
-    Py_ssize_t L, double* pre, double* suf, double[:, ::1] d_unary,
+    Py_ssize_t s, Py_ssize_t e, const Py_ssize_t* index, const int[:, ::1] bp_fwd,
+    const int[:, ::1] bp_bwd, Py_ssize_t L, double* pre, double* suf, double[:, ::1] d_unary,
     double* acc_trans, double* acc_start, double* acc_end,
 ) noexcept nogil:
     # The counts of the best prefixes (suffixes) weighted in pre (suf): one
@@ -135,7 +113,7 @@ cdef inline void _sweep(
                 continue
             d_unary[t, j] += w
             if t < e - 1:
-                i = _next_label(unary, table, index, beta, t, j, L)
+                i = bp_bwd[t, j]
                 acc_trans[_block(index, t + 1, L) + j * L + i] += w
                 suf[(t + 1 - s) * L + i] += w
             else:

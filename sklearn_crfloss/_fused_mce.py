@@ -106,24 +106,22 @@ class _Spans:
 def _max_marginals(c):
     """The max-marginal tables of the checked chain ``c``, in the kept arrays.
 
-    As :func:`~sklearn_crfloss.inference.max_marginals` without the backward
-    pointers (``bp_bwd`` is a placeholder). One training objective evaluates
+    As :func:`~sklearn_crfloss.inference.max_marginals`. One training objective evaluates
     on its unary buffer from one thread at a time; two threads evaluating on
     the same unary array at once would share these tables.
     """
     key = id(c.unary)
     owner, mm = _TABLES.get(key, (None, None))
     if owner is None or owner() is not c.unary or mm.alpha.shape != c.unary.shape:
-        # no backward pointers: the kernels recompute the few they follow
         mm = MaxMarginalsResult(c.rows(), c.rows(), c.rows(dtype=np.int32),
-                                np.zeros((1, c.n_labels), dtype=np.int32))
+                                c.rows(dtype=np.int32))
         if owner is None:
             weakref.finalize(c.unary, _TABLES.pop, key, None)
         _TABLES[key] = (weakref.ref(c.unary), mm)
     table, index = _transition_table(c.transition)
     max_marginals_batch(c.unary, table, np.ascontiguousarray(table.transpose(0, 2, 1)), index,
                         c.start, c.end, c.offsets, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd,
-                        c.n_threads, False)
+                        c.n_threads)
     return mm
 
 
@@ -191,10 +189,9 @@ def label_margins(loss, unary, transition, start, end, y, offsets, gold, n_threa
     y = c.labels(y, "y")
     mm = _max_marginals(c)
     wrong_path = np.empty(c.n_tokens, dtype=np.intp)
-    table, index = _transition_table(c.transition)
-    max_incorrect_from_tables(c.unary, table, index, mm.alpha, mm.beta, mm.bp_fwd, c.offsets,
-                              y, loss.false_positives != "viterbi", wrong_path,
-                              np.zeros(c.n_seq), c.n_threads)
+    max_incorrect_from_tables(mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets, y,
+                              loss.false_positives != "viterbi", wrong_path, np.zeros(c.n_seq),
+                              c.n_threads)
     gseq, gbeg, gend, gkey, _ = gold
     wseq, wbeg, wend, wkey, _ = loss._segments(wrong_path, c.offsets)
     if gkey.shape[0] and np.all(gkey[1:] > gkey[:-1]):  # sorted (the decoder's order)

@@ -239,8 +239,8 @@ def test_table_kernels_of_the_fast_path_match_enumeration(seed, positions):
     table, index = _transition_table(c.transition)
     for exclude in (True, False):
         path, score = np.empty(U.shape[0], dtype=np.intp), np.zeros(off.shape[0] - 1)
-        max_incorrect_from_tables(c.unary, table, index, mm.alpha, mm.beta, mm.bp_fwd, c.offsets,
-                                  y, exclude, path, score, 1)
+        max_incorrect_from_tables(mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets, y, exclude,
+                                  path, score, 1)
         for k in range(off.shape[0] - 1):
             a, b = off[k], off[k + 1]
             paths, scores = _enumerate(U[a:b], _matrices(T, off, k), s, e)

@@ -131,9 +131,8 @@ class ChunkEvents:
         y = c.labels(y, "y")
         mm = _tables(c) if mm is None else mm
         path = np.empty(c.n_tokens, dtype=np.intp)
-        table, index = _transition_table(c.transition)
-        max_incorrect_from_tables(c.unary, table, index, mm.alpha, mm.beta, mm.bp_fwd, c.offsets,
-                                  y, exclude, path, np.zeros(c.n_seq), c.n_threads)
+        max_incorrect_from_tables(mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets, y, exclude,
+                                  path, np.zeros(c.n_seq), c.n_threads)
         if exclude:
             self.differ_in_chunks(c, path, y, gold_events)
         return path
@@ -284,7 +283,7 @@ class SpanQueries:
     chain : _Chain
         The checked potentials (:class:`~sklearn_crfloss.inference._Chain`).
     mm : MaxMarginalsResult
-        The max-marginal tables of the potentials (``bp_bwd`` is not read).
+        The max-marginal tables of the potentials.
     """
 
     def __init__(self, ev, chain, mm):
@@ -330,8 +329,8 @@ class SpanQueries:
             acc = (np.zeros((1, 1)), np.zeros((1, 2 * L)))
         ref, exclude, path = mi or (np.zeros(0, dtype=np.intp), False, np.zeros(0, dtype=np.intp))
         chunk_queries_batch(
-            c.unary, table, index, c.start, mm.alpha, mm.beta, mm.bp_fwd, c.offsets, ev.masks,
-            ev.columns, ev.label_type, ev.off_type, ev.type_offsets, ev.type_labels,
+            c.unary, table, index, c.start, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets,
+            ev.masks, ev.columns, ev.label_type, ev.off_type, ev.type_offsets, ev.type_labels,
             part.q_offsets, part.begin, part.stop, part.q_tokens, part.tok_type, part.inner,
             part.first, part.exit, part.need, part.with_, part.without, part.how, part.paths[0],
             part.paths[1], coef_with, coef_without, grad, d_unary, acc[0], acc[1],
