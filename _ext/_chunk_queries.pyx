@@ -280,6 +280,7 @@ def chunk_queries_batch(
     double[:, ::1] d_unary, double[:, ::1] acc_trans, double[:, ::1] acc_boundary,
     double[:, ::1] work, int[:, ::1] span_bp, const Py_ssize_t[::1] ref, bint exclude,
     Py_ssize_t[::1] mi_path, double[::1] mi_score, int n_threads,
+    const double[::1] off_best=None, const Py_ssize_t[::1] off_arg=None,
 ):
     """Chunk constraints on spans: best scores with and without them, and gradients (low level).
 
@@ -305,18 +306,23 @@ def chunk_queries_batch(
     ``coef_with[m]`` times the counts of the best satisfying path minus
     ``coef_without[m]`` times those of the best violating one (zero
     coefficients where the score is -inf) to d_unary, acc_trans and
-    acc_boundary as mode 2 of ``_max_marginals.segment_margins_batch`` does. ``table``,
+    acc_boundary as ``_max_marginals.span_gradients_batch`` does. ``table``,
     ``index``, the tables and the accumulators as there; work (n_threads, 5
     L, plus 2 max_length L with ``do_grad``) and span_bp (n_threads,
     (max_span + 2) L) are scratch. With a non-empty ``mi_path`` (n_tokens)
     the values pass also writes ``_max_marginals.max_incorrect_from_tables`` of
     ``ref`` and ``exclude`` into ``mi_path`` and ``mi_score`` (n_sequences),
     each sequence just before its queries, while its rows of the tables are
-    in the cache.
+    in the cache (reading ``off_best`` and ``off_arg`` of
+    ``_max_marginals.max_marginals_batch`` for ``ref`` if given).
     """
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
     cdef Py_ssize_t L = unary.shape[1]
     cdef Py_ssize_t n_acc = acc_trans.shape[0]
+    cdef const double* ob = NULL
+    cdef const Py_ssize_t* oa = NULL
+    if off_best is not None and off_best.shape[0]:
+        ob, oa = &off_best[0], &off_arg[0]
     cdef const Py_ssize_t* idx = _index_ptr(index)
     cdef Py_ssize_t k, m, tid, acc, s, e, j, a, part
     cdef Py_ssize_t n_parts = q_offsets.shape[0]
@@ -334,7 +340,7 @@ def chunk_queries_batch(
             if not do_grad:
                 if mi_path.shape[0]:
                     _max_incorrect_sequence(alpha, beta, bp_fwd, bp_bwd, ref, exclude, s, e,
-                                            mi_path, &mi_score[k])
+                                            mi_path, &mi_score[k], ob, oa)
                 for part in range(n_parts):
                     for m in range(q_offsets[part, k], q_offsets[part, k + 1]):
                         _chunk_query(unary, &table[0, 0, 0], idx, start, alpha, beta, bp_fwd,

@@ -31,9 +31,10 @@
 # * The segment kernel also reads a segment's best competitor off the
 #   max-marginal tables (mode 3: the best max-marginal over the span's tokens
 #   and the labels off the segment's, O(span L)) and keeps its (token,
-#   label); the gradient is added later from those nodes (mode 2): MCE-F
+#   label); the gradient is added later from those nodes
+#   (span_gradients_batch, every set of segments in one pass): MCE-F
 #   knows its coefficients only once every margin of the batch is known.
-#   Mode 2 counts the best prefixes and suffixes of all of a sequence's paths
+#   It counts the best prefixes and suffixes of all of a sequence's paths
 #   at once, as node weights swept back and forth through the backpointers.
 
 import numpy as np
@@ -43,8 +44,8 @@ from libc.math cimport INFINITY
 
 from _chain cimport (argmax_sum, backtrace, deviated_backtrace, deviated_viterbi_at,
                     padded_width)
-from _max_product cimport (_block, _index_ptr, _matrix, _max_incorrect_sequence, _span_weights,
-                          _sweep)
+from _max_product cimport (_block, _index_ptr, _matrix, _max_incorrect_sequence,
+                          _off_reference_max, _span_weights, _sweep)
 
 
 cdef extern from *:
@@ -165,11 +166,13 @@ cdef void _max_marginals_sequence(
     Py_ssize_t s, Py_ssize_t e,
     double[:, ::1] alpha, double[:, ::1] beta,
     int[:, ::1] bp_fwd, int[:, ::1] bp_bwd, double* cur, int* arg,
+    const Py_ssize_t* ref, double* off_best, Py_ssize_t* off_arg,
 ) noexcept nogil:
     # table and table_t hold padded rows (L, Lp) per matrix; cur and arg are
     # Lp-long scratch. Forward: alpha[t] = max_i (alpha[t-1, i] + M[i, :]) +
     # unary[t], as _chain.pxd's max_plus_step and an add; backward over the
-    # rows of the transpose, (T + U) + beta.
+    # rows of the transpose, (T + U) + beta. With a ref (else NULL), each
+    # token's best max-marginal off ref's label while its rows are in cache.
     cdef Py_ssize_t L = unary.shape[1]
     cdef Py_ssize_t Lp = padded_width(L)
     cdef Py_ssize_t t, j
@@ -185,12 +188,17 @@ cdef void _max_marginals_sequence(
     for j in range(L):
         beta[e - 1, j] = end[j]
         bp_bwd[e - 1, j] = 0
+    if ref != NULL:
+        _off_reference_max(&alpha[e - 1, 0], &beta[e - 1, 0], ref[e - 1], L, &off_best[e - 1],
+                           &off_arg[e - 1])
     for t in range(e - 2, s - 1, -1):
         mp_back(&unary[t + 1, 0], &beta[t + 1, 0],
                 table_t if index == NULL else table_t + index[t + 1] * L * Lp, cur, arg, L, Lp)
         for j in range(L):
             beta[t, j] = cur[j]
             bp_bwd[t, j] = arg[j]
+        if ref != NULL:
+            _off_reference_max(&alpha[t, 0], &beta[t, 0], ref[t], L, &off_best[t], &off_arg[t])
 
 
 def _padded_rows(const double[:, :, ::1] table):
@@ -207,6 +215,7 @@ def max_marginals_batch(
     const double[::1] start, const double[::1] end,
     const Py_ssize_t[::1] offsets, double[:, ::1] alpha, double[:, ::1] beta,
     int[:, ::1] bp_fwd, int[:, ::1] bp_bwd, int n_threads,
+    const Py_ssize_t[::1] ref=None, double[::1] off_best=None, Py_ssize_t[::1] off_arg=None,
 ):
     """Forward and backward Viterbi tables of a batch (low level).
 
@@ -218,8 +227,18 @@ def max_marginals_batch(
     ``table`` (n_matrices, L, L): the matrix ``index[t]`` scores the edge
     into token t, or the one matrix of a (1, L, L) table every edge when
     ``index`` is empty; ``table_t`` holds the matrices' contiguous transposes.
+    With ``ref`` (n_tokens,), ``off_best[t]`` and ``off_arg[t]`` (n_tokens,)
+    get the best ``alpha[t, j] + beta[t, j]`` over the labels ``j !=
+    ref[t]`` and the first such j (-inf and -1 if none), which
+    :func:`max_incorrect_from_tables` and :func:`segment_margins_batch`
+    read instead of scanning the tables again.
     """
     cdef Py_ssize_t k, tid
+    cdef const Py_ssize_t* r = NULL
+    cdef double* ob = NULL
+    cdef Py_ssize_t* oa = NULL
+    if ref is not None and ref.shape[0]:
+        r, ob, oa = &ref[0], &off_best[0], &off_arg[0]
     cdef const Py_ssize_t* idx = _index_ptr(index)
     cdef Py_ssize_t Lp = padded_width(unary.shape[1])
     cdef double[:, :, ::1] padded = _padded_rows(table)
@@ -233,14 +252,15 @@ def max_marginals_batch(
             if offsets[k + 1] > offsets[k]:
                 _max_marginals_sequence(unary, &padded[0, 0, 0], &padded_t[0, 0, 0], idx,
                                         start, end, offsets[k], offsets[k + 1], alpha, beta,
-                                        bp_fwd, bp_bwd, &cur[tid, 0],
-                                        &arg[tid, 0])
+                                        bp_fwd, bp_bwd, &cur[tid, 0], &arg[tid, 0], r,
+                                        ob, oa)
 
 
 def max_incorrect_from_tables(
     const double[:, ::1] alpha, const double[:, ::1] beta, const int[:, ::1] bp_fwd,
     const int[:, ::1] bp_bwd, const Py_ssize_t[::1] offsets, const Py_ssize_t[::1] ref,
     bint exclude, Py_ssize_t[::1] path, double[::1] score, int n_threads,
+    const double[::1] off_best=None, const Py_ssize_t[::1] off_arg=None,
 ):
     """Viterbi path, or best path different from ``ref``, read off max-marginal tables (low level).
 
@@ -252,15 +272,20 @@ def max_incorrect_from_tables(
     ``path = ref`` and ``score = -inf`` where there is none. Without: the
     Viterbi path (the best label at the last token). Empty sequences are
     skipped. Shapes as in :func:`max_marginals_batch`; path (n_tokens,),
-    score (n_sequences,).
+    score (n_sequences,). ``off_best``, ``off_arg``: those of
+    :func:`max_marginals_batch` for the same ``ref``, if known.
     """
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
     cdef Py_ssize_t k
+    cdef const double* ob = NULL
+    cdef const Py_ssize_t* oa = NULL
+    if off_best is not None and off_best.shape[0]:
+        ob, oa = &off_best[0], &off_arg[0]
     with nogil:
         for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
             if offsets[k + 1] > offsets[k]:
                 _max_incorrect_sequence(alpha, beta, bp_fwd, bp_bwd, ref, exclude, offsets[k],
-                                        offsets[k + 1], path, &score[k])
+                                        offsets[k + 1], path, &score[k], ob, oa)
 
 
 cdef void _add_path(
@@ -336,7 +361,7 @@ cdef void _segment_from_tables(
     const double[:, ::1] unary, const double* table, const Py_ssize_t* index,
     const double[:, ::1] alpha, const double[:, ::1] beta, const Py_ssize_t[::1] ref,
     Py_ssize_t a, Py_ssize_t b, bint need_other, double* g_carry, double* g_other,
-    Py_ssize_t* node,
+    Py_ssize_t* node, const double* off_best, const Py_ssize_t* off_arg,
 ) noexcept nogil:
     # The same values read off the max-marginal tables: g_carry along ref's
     # labels on the span (alpha in, beta out), g_other the best
@@ -345,8 +370,9 @@ cdef void _segment_from_tables(
     # and the best one through (t, j) is the max-marginal's: O(span L), not
     # the span Viterbi's O(span L^2)). node = (t, j) of that max-marginal,
     # the first in token then label order among ties, or (-1, -1).
+    # off_best, off_arg (or NULL): each token's best off ref's label.
     cdef Py_ssize_t L = unary.shape[1]
-    cdef Py_ssize_t t, j
+    cdef Py_ssize_t t, jb
     cdef double v, best = -INFINITY
     cdef double d0 = alpha[a, ref[a]]
     cdef const double* M
@@ -358,12 +384,15 @@ cdef void _segment_from_tables(
     node[1] = -1
     if need_other:
         for t in range(a, b):
-            for j in range(L):
-                v = alpha[t, j] + beta[t, j]
-                if v > best and j != ref[t]:
-                    best = v
-                    node[0] = t
-                    node[1] = j
+            if off_best != NULL:
+                v = off_best[t]
+                jb = off_arg[t]
+            else:
+                _off_reference_max(&alpha[t, 0], &beta[t, 0], ref[t], L, &v, &jb)
+            if v > best:
+                best = v
+                node[0] = t
+                node[1] = jb
     g_other[0] = best
 
 
@@ -378,7 +407,7 @@ def segment_margins_batch(
     const unsigned char[::1] need_other, Py_ssize_t[:, ::1] nodes_out, double[:, ::1] d_unary,
     double[:, ::1] acc_trans, double[:, ::1] acc_boundary,
     double[:, ::1] work, int[:, ::1] span_bp, Py_ssize_t[:, ::1] path, double[:, ::1] weights,
-    int n_threads,
+    int n_threads, const double[::1] off_best=None, const Py_ssize_t[::1] off_arg=None,
 ):
     """Segment discriminants (Eq. 15) and their gradients (low level).
 
@@ -398,19 +427,23 @@ def segment_margins_batch(
     * 3: the values read off the max-marginal tables (the same up to
       rounding and ties), ``g_other[m]`` only where ``need_other[m]`` (else
       -inf), and ``nodes_out[m]`` = the (token, label) of the max-marginal
-      that gives ``g_other[m]``, or (-1, -1);
-    * 2: the gradient of mode 1 alone, the other paths those through the
-      nodes of mode 3; all the sequence's best prefixes and suffixes are
-      counted in one pass back and one forward (weights: (n_threads, 2 *
-      max_length * L)).
+      that gives ``g_other[m]``, or (-1, -1) (their gradient:
+      :func:`span_gradients_batch`).
 
     work (n_threads, 2 * L), span_bp (n_threads, max_length * L), path
-    (n_threads, max_length) are scratch of modes 0 and 1.
+    (n_threads, max_length) are scratch of modes 0 and 1; ``weights`` is
+    not read. ``off_best``,
+    ``off_arg``: those of :func:`max_marginals_batch` for this ``ref``, if
+    known (mode 3 reads them instead of the tables).
     """
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
     cdef Py_ssize_t L = unary.shape[1]
     cdef Py_ssize_t k, m, tid, a
     cdef Py_ssize_t n_acc = acc_trans.shape[0]
+    cdef const double* ob = NULL
+    cdef const Py_ssize_t* oa = NULL
+    if off_best is not None and off_best.shape[0]:
+        ob, oa = &off_best[0], &off_arg[0]
     cdef const Py_ssize_t* idx = _index_ptr(index)
     cdef Py_ssize_t s, e, j
     cdef double* pre
@@ -423,29 +456,7 @@ def segment_margins_batch(
                 for m in range(seg_offsets[k], seg_offsets[k + 1]):
                     _segment_from_tables(unary, &table[0, 0, 0], idx, alpha, beta, ref,
                                          seg_start[m], seg_end[m], need_other[m] != 0,
-                                         &g_carry[m], &g_other[m], &nodes_out[m, 0])
-                continue
-            if mode == 2:
-                s = offsets[k]
-                e = offsets[k + 1]
-                pre = &weights[tid, 0]
-                suf = pre + (e - s) * L
-                for j in range(2 * (e - s) * L):
-                    pre[j] = 0.0
-                for m in range(seg_offsets[k], seg_offsets[k + 1]):
-                    if coef[m] != 0.0:
-                        _span_weights(&ref[seg_start[m]], s, e, seg_start[m], seg_end[m],
-                                      coef[m], idx, bp_fwd, bp_bwd, L, pre, suf, d_unary,
-                                      &acc_trans[a, 0], &acc_boundary[a, 0],
-                                      &acc_boundary[a, L])
-                    if coef_other[m] != 0.0 and nodes_out[m, 0] >= 0:
-                        # the best path through the node: a one-token span
-                        _span_weights(&nodes_out[m, 1], s, e, nodes_out[m, 0],
-                                      nodes_out[m, 0] + 1, -coef_other[m], idx, bp_fwd, bp_bwd,
-                                      L, pre, suf, d_unary, &acc_trans[a, 0],
-                                      &acc_boundary[a, 0], &acc_boundary[a, L])
-                _sweep(s, e, idx, bp_fwd, bp_bwd, L, pre, suf, d_unary, &acc_trans[a, 0],
-                       &acc_boundary[a, 0], &acc_boundary[a, L])
+                                         &g_carry[m], &g_other[m], &nodes_out[m, 0], ob, oa)
                 continue
             for m in range(seg_offsets[k], seg_offsets[k + 1]):
                 _segment_margin(unary, &table[0, 0, 0], idx, alpha, beta, bp_fwd, bp_bwd, ref,
@@ -454,3 +465,60 @@ def segment_margins_batch(
                                 &g_carry[m], &g_other[m], coef[m], coef_other[m], mode == 1,
                                 d_unary, &acc_trans[a, 0], &acc_boundary[a, 0],
                                 &acc_boundary[a, L])
+
+
+def span_gradients_batch(
+    const int[:, ::1] bp_fwd, const int[:, ::1] bp_bwd, const Py_ssize_t[::1] index,
+    const Py_ssize_t[::1] offsets, const Py_ssize_t[:, ::1] refs,
+    const Py_ssize_t[:, ::1] seg_offsets, const Py_ssize_t[::1] seg_start,
+    const Py_ssize_t[::1] seg_end, const double[::1] coef, const double[::1] coef_other,
+    const Py_ssize_t[:, ::1] nodes, double[:, ::1] d_unary, double[:, ::1] acc_trans,
+    double[:, ::1] acc_boundary, double[:, ::1] weights, int n_threads,
+):
+    """The gradient of segment margins read off the tables (mode 3 of :func:`segment_margins_batch`).
+
+    Adds ``coef[m] * counts of the best path carrying the labels
+    ``refs[i, seg_start[m]:seg_end[m]]`` on its span - coef_other[m] *
+    counts of the best path through the node ``nodes[m]`` (token, label;
+    none where ``nodes[m, 0] < 0``)`` to d_unary (n_tokens, L), acc_trans
+    (n_acc, n_matrices * L * L) and acc_boundary (n_acc, 2 * L) (start then
+    end; chunk c of 8 sequences adds into accumulator c % n_acc), for the
+    segments m of every set i (``refs`` (n_sets, n_tokens)) and sequence k:
+    ``seg_offsets[i, k] <= m < seg_offsets[i, k + 1]``, the sets' arrays
+    end to end. All the sequence's best prefixes and suffixes, of every set,
+    are counted in one pass back and one forward through the backpointers
+    (``weights``: (n_threads, 2 * max_length * L) scratch).
+    """
+    cdef Py_ssize_t n_seq = offsets.shape[0] - 1
+    cdef Py_ssize_t L = d_unary.shape[1]
+    cdef Py_ssize_t n_acc = acc_trans.shape[0]
+    cdef Py_ssize_t n_sets = refs.shape[0]
+    cdef const Py_ssize_t* idx = _index_ptr(index)
+    cdef Py_ssize_t k, m, i, tid, a, s, e, j
+    cdef double* pre
+    cdef double* suf
+    with nogil:
+        for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
+            tid = threadid()
+            a = (k // 8) % n_acc  # the block's accumulator, as in _forward_backward
+            s = offsets[k]
+            e = offsets[k + 1]
+            pre = &weights[tid, 0]
+            suf = pre + (e - s) * L
+            for j in range(2 * (e - s) * L):
+                pre[j] = 0.0
+            for i in range(n_sets):
+                for m in range(seg_offsets[i, k], seg_offsets[i, k + 1]):
+                    if coef[m] != 0.0:
+                        _span_weights(&refs[i, seg_start[m]], s, e, seg_start[m], seg_end[m],
+                                      coef[m], idx, bp_fwd, bp_bwd, L, pre, suf, d_unary,
+                                      &acc_trans[a, 0], &acc_boundary[a, 0],
+                                      &acc_boundary[a, L])
+                    if coef_other[m] != 0.0 and nodes[m, 0] >= 0:
+                        # the best path through the node: a one-token span
+                        _span_weights(&nodes[m, 1], s, e, nodes[m, 0], nodes[m, 0] + 1,
+                                      -coef_other[m], idx, bp_fwd, bp_bwd, L, pre, suf, d_unary,
+                                      &acc_trans[a, 0], &acc_boundary[a, 0],
+                                      &acc_boundary[a, L])
+            _sweep(s, e, idx, bp_fwd, bp_bwd, L, pre, suf, d_unary, &acc_trans[a, 0],
+                   &acc_boundary[a, 0], &acc_boundary[a, L])

@@ -4,6 +4,7 @@
 #
 # * _matrix, _index_ptr, _block: the (L, L) matrix of the edge into token t
 #   (one matrix for every edge when the index is empty, else index[t]'s).
+# * _off_reference_max: a token's best max-marginal off a reference label.
 # * _max_incorrect_sequence: the best path off a reference, or the Viterbi
 #   path, read off the tables (Suzuki et al. 2006, Eq. 5).
 # * _span_weights, _sweep: counts of best paths through given spans, their
@@ -25,22 +26,46 @@ cdef inline const Py_ssize_t* _index_ptr(const Py_ssize_t[::1] index) noexcept n
     return &index[0] if index.shape[0] else NULL
 
 
+cdef inline void _off_reference_max(
+    const double* alpha, const double* beta, Py_ssize_t r, Py_ssize_t L, double* best,
+    Py_ssize_t* arg,
+) noexcept nogil:
+    # The best alpha[j] + beta[j] over the labels j != r of one token, and the
+    # first such j (-inf and -1 if there is none).
+    cdef Py_ssize_t j
+    cdef double v
+    best[0] = -INFINITY
+    arg[0] = -1
+    for j in range(L):
+        v = alpha[j] + beta[j]
+        if v > best[0] and j != r:
+            best[0] = v
+            arg[0] = j
+
+
 cdef inline void _max_incorrect_sequence(
     const double[:, ::1] alpha, const double[:, ::1] beta, const int[:, ::1] bp_fwd,
     const int[:, ::1] bp_bwd, const Py_ssize_t[::1] ref, bint exclude, Py_ssize_t s,
-    Py_ssize_t e, Py_ssize_t[::1] path, double* score,
+    Py_ssize_t e, Py_ssize_t[::1] path, double* score, const double* off_best,
+    const Py_ssize_t* off_arg,
 ) noexcept nogil:
     # One sequence of max_incorrect_from_tables (tokens s .. e-1, e > s).
+    # off_best, off_arg (or NULL): _off_reference_max of every token with
+    # ref's labels, as the max-marginal kernel writes them.
     cdef Py_ssize_t L = alpha.shape[1]
-    cdef Py_ssize_t t, j, bt = -1, bj = -1
+    cdef Py_ssize_t t, bt = -1, bj = -1, j
     cdef double v, best = -INFINITY
     for t in range(s if exclude else e - 1, e):
-        for j in range(L):
-            v = alpha[t, j] + beta[t, j]
-            if v > best and not (exclude and j == ref[t]):
-                best = v
-                bt = t
-                bj = j
+        if exclude and off_best != NULL:
+            v = off_best[t]
+            j = off_arg[t]
+        else:
+            _off_reference_max(&alpha[t, 0], &beta[t, 0], ref[t] if exclude else -1, L, &v,
+                               &j)
+        if v > best:
+            best = v
+            bt = t
+            bj = j
     score[0] = best
     if bt < 0:
         for t in range(s, e):

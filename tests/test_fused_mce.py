@@ -7,6 +7,7 @@ max-product kernels of the MCE family take position-dependent transitions
 (observation-dependent label bigrams), checked against enumeration.
 """
 
+import itertools
 import warnings
 
 import numpy as np
@@ -235,12 +236,12 @@ def test_table_kernels_of_the_fast_path_match_enumeration(seed, positions):
 
     U, T, s, e, y, off = _problem(seed, n_labels=3, lengths=(1, 4, 5, 3), positions=positions)
     c = _Chain.checked(U, T, s, e, off, 1, positions=True)
-    mm = _max_marginals(c)
+    mm, best_off_y = _max_marginals(c, y)  # and each token's best max-marginal off y
     table, index = _transition_table(c.transition)
-    for exclude in (True, False):
+    for exclude, kept in itertools.product((True, False), ((None, None), best_off_y)):
         path, score = np.empty(U.shape[0], dtype=np.intp), np.zeros(off.shape[0] - 1)
         max_incorrect_from_tables(mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets, y, exclude,
-                                  path, score, 1)
+                                  path, score, 1, *kept)
         for k in range(off.shape[0] - 1):
             a, b = off[k], off[k + 1]
             paths, scores = _enumerate(U[a:b], _matrices(T, off, k), s, e)
@@ -251,7 +252,10 @@ def test_table_kernels_of_the_fast_path_match_enumeration(seed, positions):
     # segment values read off the tables, and the gradient through the kept nodes
     segs = (np.array([0, 1, 1, 2, 3]), np.array([0, 0, 2, 1, 0]), np.array([1, 2, 4, 5, 3]))
     need = np.array([True, True, False, True, True])
-    spans = _Spans(c, mm, y, segs, need)
+    spans = _Spans(c, mm, y, segs, need, best_off_y)
+    scanned = _Spans(c, mm, y, segs, need)  # the same, scanning the tables
+    assert_array_equal(spans.other, scanned.other)
+    assert_array_equal(spans.nodes, scanned.nodes)
     for m, (k, a, b) in enumerate(zip(*segs)):
         o = off[k]
         paths, scores = _enumerate(U[o:off[k + 1]], _matrices(T, off, k), s, e)
@@ -267,7 +271,7 @@ def test_table_kernels_of_the_fast_path_match_enumeration(seed, positions):
     def f(U, table, s, e):
         c2 = _Chain.checked(U, T._replace(table=table) if positions else table[0], s, e, off, 1,
                             positions=True)
-        sp = _Spans(c2, _max_marginals(c2), y, segs, need)
+        sp = _Spans(c2, _max_marginals(c2)[0], y, segs, need)
         return float(coef @ sp.carry - coef_other @ np.where(np.isfinite(sp.other), sp.other, 0))
 
     _check_one_sided(f, (U, table.copy(), s, e),

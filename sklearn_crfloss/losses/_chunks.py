@@ -129,10 +129,10 @@ class ChunkEvents:
         """
         c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
         y = c.labels(y, "y")
-        mm = _tables(c) if mm is None else mm
+        mm, off = _tables(c, y) if mm is None else (mm, (None, None))
         path = np.empty(c.n_tokens, dtype=np.intp)
         max_incorrect_from_tables(mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets, y, exclude,
-                                  path, np.zeros(c.n_seq), c.n_threads)
+                                  path, np.zeros(c.n_seq), c.n_threads, *off)
         if exclude:
             self.differ_in_chunks(c, path, y, gold_events)
         return path
@@ -305,8 +305,10 @@ class SpanQueries:
         """Evaluate a bound set of queries; returns the best scores ``(with_, without)``.
 
         Views of ``part``'s buffers, written again by the next run. With
-        ``max_incorrect = (ref, exclude, path)`` the same pass writes the
-        path of ``_max_marginals.max_incorrect_from_tables`` into ``path``.
+        ``max_incorrect = (ref, exclude, path, (off_best, off_arg))`` the
+        same pass writes the path of
+        ``_max_marginals.max_incorrect_from_tables`` into ``path`` (``off_*``:
+        the tables' best max-marginals off ``ref``, or None).
         """
         part.q_offsets = part.q_offsets[None]
         try:
@@ -327,7 +329,8 @@ class SpanQueries:
         if not grad:
             d_unary = np.empty((0, L))
             acc = (np.zeros((1, 1)), np.zeros((1, 2 * L)))
-        ref, exclude, path = mi or (np.zeros(0, dtype=np.intp), False, np.zeros(0, dtype=np.intp))
+        ref, exclude, path, off = mi or (np.zeros(0, dtype=np.intp), False,
+                                         np.zeros(0, dtype=np.intp), (None, None))
         chunk_queries_batch(
             c.unary, table, index, c.start, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets,
             ev.masks, ev.columns, ev.label_type, ev.off_type, ev.type_offsets, ev.type_labels,
@@ -336,7 +339,7 @@ class SpanQueries:
             part.paths[1], coef_with, coef_without, grad, d_unary, acc[0], acc[1],
             np.empty((c.n_threads, 5 * L + (2 * max_length * L if grad else 0))),
             np.empty((c.n_threads, (span + 2) * L), dtype=np.int32), ref, exclude, path,
-            np.empty(c.n_seq if path.shape[0] else 0), c.n_threads)
+            np.empty(c.n_seq if path.shape[0] else 0), c.n_threads, *off)
 
     def add_gradient(self, d_unary, acc, coef_with, coef_without):
         """Add the gradient of ``sum coef_with with_ - coef_without without``.
@@ -386,7 +389,7 @@ def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold,
     """
     c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     y = c.labels(y, "y")
-    mm = _tables(c)
+    mm, off = _tables(c, y)  # off: each token's best max-marginal off y's label
     gseq, gbeg, gend, gkey, gtype = gold
     q = SpanQueries(events, c, mm)
     cache = getattr(loss, "_chunk_structure", None)  # the gold queries and events, per gold set
@@ -396,7 +399,7 @@ def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold,
         loss._chunk_structure = cache
     exclude = loss.false_positives != "viterbi"
     wrong = np.empty(c.n_tokens, dtype=np.intp)
-    g_with, g_without = q.run(cache[1], (y, exclude, wrong))
+    g_with, g_without = q.run(cache[1], (y, exclude, wrong, off))
     if exclude:
         events.differ_in_chunks(c, wrong, y, cache[2])
     wseq, wbeg, wend, wkey, wtype = loss._segments(wrong, offsets)
