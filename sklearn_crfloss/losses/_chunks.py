@@ -251,15 +251,20 @@ class _Part:
         self.how = np.empty((self.n, 8), dtype=np.intp)
         self.paths = np.empty((2, self.q_tokens[-1]), dtype=np.intp)
 
-    _FIELDS = ("begin", "stop", "tok_type", "inner", "first", "exit", "need", "with_", "without",
-               "how")
-
     @classmethod
-    def stacked(cls, parts, n_seq):
-        """All the parts as one: the arrays end to end, ``q_offsets`` one row per part."""
+    def stacked(cls, parts):
+        """What the gradient pass reads of all the parts, as one.
+
+        Their spans, ``how`` and paths end to end, ``q_offsets`` one row per
+        part; the constraints and values (read by the values pass only) are
+        empty.
+        """
         out = cls.__new__(cls)
-        for name in cls._FIELDS:
+        for name in ("begin", "stop", "how"):
             setattr(out, name, np.concatenate([getattr(p, name) for p in parts]))
+        out.tok_type = out.inner = out.first = out.exit = np.zeros(0, dtype=np.intp)
+        out.need = np.zeros(0, dtype=np.uint8)
+        out.with_ = out.without = np.zeros(0)
         base = np.cumsum([0] + [p.n for p in parts[:-1]])
         tok_base = np.cumsum([0] + [p.q_tokens[-1] for p in parts[:-1]])
         out.q_offsets = np.stack([p.q_offsets + b for p, b in zip(parts, base)])
@@ -349,10 +354,12 @@ class SpanQueries:
         ``d_unary`` (n_tokens, n_labels) and the accumulators ``acc =
         (transitions, start and end)`` of the max-product kernels.
         """
-        part = _Part.stacked(self.parts, self.chain.n_seq)
-        cw, cwo = np.concatenate(coef_with), np.concatenate(coef_without)
-        self._run(part, np.where(np.isfinite(part.with_), cw, 0.0),
-                  np.where(np.isfinite(part.without), cwo, 0.0), d_unary, acc)
+        # zero coefficients where the score is -inf (no such path)
+        cw = [np.where(np.isfinite(p.with_), c, 0.0) for p, c in zip(self.parts, coef_with)]
+        cwo = [np.where(np.isfinite(p.without), c, 0.0)
+               for p, c in zip(self.parts, coef_without)]
+        self._run(_Part.stacked(self.parts), np.concatenate(cw), np.concatenate(cwo), d_unary,
+                  acc)
 
 
 def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold, n_threads):
