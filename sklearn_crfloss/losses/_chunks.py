@@ -151,19 +151,26 @@ class ChunkEvents:
                               self.token_events(path, offsets)[0] != gold_code,
                               minlength=lengths.shape[0])
         redo = np.flatnonzero((lengths > 0) & ~(differs > 0))
-        for length in np.unique(lengths[redo]):
-            seqs = redo[lengths[redo] == length]
-            rows = offsets[seqs][:, None] + np.arange(length)[None, :]
-            path[rows] = self._chunk_excluding(c.unary, c.transition, c.start, c.end, rows,
-                                               gold_code[rows], y[rows])
+        if redo.shape[0]:  # all of them at once, padded with their last token
+            lens = lengths[redo]
+            steps = np.arange(int(lens.max()))[None, :]
+            rows = offsets[redo][:, None] + np.minimum(steps, lens[:, None] - 1)
+            out = self._chunk_excluding(c.unary, c.transition, c.start, c.end, rows,
+                                        gold_code[rows], y[rows], lens)
+            inside = steps < lens[:, None]
+            path[rows[inside]] = out[inside]
 
-    def _chunk_excluding(self, unary, transition, start, end, rows, gold_code, y):
-        """Viterbi over (label, deviated) on sequences of one length; rows (m, T)."""
+    def _chunk_excluding(self, unary, transition, start, end, rows, gold_code, y, lengths):
+        """Viterbi over (label, deviated) on sequences ``rows`` (m, T) of ``lengths`` (m,).
+
+        Positions past a sequence's length (padding) are computed and ignored.
+        """
         m, length = rows.shape
         L = self.n_labels
         score = start[None, :] + unary[rows[:, 0]]
         eq = self.code[L][None, :] == gold_code[:, :1]
         ok, dev = np.where(eq, score, _NEG), np.where(eq, _NEG, score)
+        final = np.where((lengths == 1)[:, None], dev + end[None, :], _NEG)
         bps = []
         codes = self.code[:L]
         for t in range(1, length):
@@ -179,7 +186,8 @@ class ChunkEvents:
             ok = np.take_along_axis(ok_in, bp_ok[:, None, :], 1)[:, 0] + u
             dev = np.take_along_axis(both, bp_dev[:, None, :], 1)[:, 0] + u
             bps.append((bp_ok, bp_dev))
-        final = dev + end[None, :]
+            last = lengths == t + 1
+            final[last] = dev[last] + end[None, :]
         lab = final.argmax(axis=1)
         out = np.empty((m, length), dtype=np.intp)
         out[:, -1] = lab
@@ -188,9 +196,9 @@ class ChunkEvents:
         for t in range(length - 1, 0, -1):
             bp_ok, bp_dev = bps[t - 1]
             b = bp_dev[r, lab]
-            nxt = np.where(in_dev, b % L, bp_ok[r, lab])
-            in_dev = in_dev & (b < L)
-            lab = nxt
+            inside = t < lengths  # else lab stays the sequence's last label
+            lab, in_dev = (np.where(inside, np.where(in_dev, b % L, bp_ok[r, lab]), lab),
+                           np.where(inside, in_dev & (b < L), in_dev))
             out[:, t - 1] = lab
         none = ~np.isfinite(final.max(axis=1))
         out[none] = y[none]
