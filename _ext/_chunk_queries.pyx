@@ -26,8 +26,8 @@
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
 
-from _max_product cimport (_block, _index_ptr, _matrix, _max_incorrect_sequence, _span_weights,
-                          _sweep)
+from _max_product cimport (_block, _first_max, _index_ptr, _matrix, _max_incorrect_sequence,
+                          _span_weights, _sweep)
 
 
 cdef extern from *:
@@ -76,13 +76,7 @@ cdef extern from *:
 
 cdef inline Py_ssize_t _arg_max(const double* x, Py_ssize_t L) noexcept nogil:
     # The first index of the largest entry (0 if all are -inf).
-    cdef Py_ssize_t c, arg = 0
-    cdef double best = -INFINITY
-    for c in range(L):
-        if x[c] > best:
-            best = x[c]
-            arg = c
-    return arg
+    return _first_max(x, L, 0)
 
 
 cdef inline void _candidate(

@@ -44,7 +44,7 @@ from libc.math cimport INFINITY
 
 from _chain cimport (argmax_sum, backtrace, deviated_backtrace, deviated_viterbi_at,
                     padded_width)
-from _max_product cimport (_block, _index_ptr, _matrix, _max_incorrect_sequence,
+from _max_product cimport (_block, _first_max, _index_ptr, _matrix, _max_incorrect_sequence,
                           _off_reference_max, _span_weights, _sweep)
 
 
@@ -154,40 +154,25 @@ cdef extern from *:
     CRF_MP_DISPATCH(crf_mp_fwd)
     CRF_MP_DISPATCH(crf_mp_back)
 
-    /* _max_product.pxd's _off_reference_max without its branches: the best
-       a[j] + b[j] over j != r by four partial maxima, then the first j that
-       attains it (the same sums, so the same value and label). */
-    static inline void crf_off_ref_max(const double* restrict a, const double* restrict b,
-                                       ptrdiff_t r, ptrdiff_t L, double* best, ptrdiff_t* arg) {
-        double m[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
-        ptrdiff_t j = 0;
-        for (; j + 4 <= L; j += 4) {
-            for (int q = 0; q < 4; q++) {
-                const double v = j + q == r ? -INFINITY : a[j + q] + b[j + q];
-                m[q] = v > m[q] ? v : m[q];
-            }
-        }
-        for (; j < L; j++) {
-            const double v = j == r ? -INFINITY : a[j] + b[j];
-            m[0] = v > m[0] ? v : m[0];
-        }
-        double mx = m[0];
-        for (int q = 1; q < 4; q++) mx = m[q] > mx ? m[q] : mx;
-        *best = mx;
-        *arg = -1;
-        if (mx > -INFINITY) {
-            for (j = 0; j < L; j++) {
-                if (j != r && a[j] + b[j] == mx) { *arg = j; break; }
-            }
-        }
-    }
     """
     void mp_fwd "crf_mp_fwd"(const double* x, const double* y, const double* M, double* out,
                              int* arg, Py_ssize_t L, Py_ssize_t Lp) noexcept nogil
     void mp_back "crf_mp_back"(const double* x, const double* y, const double* M, double* out,
                                int* arg, Py_ssize_t L, Py_ssize_t Lp) noexcept nogil
-    void off_ref_max "crf_off_ref_max"(const double* a, const double* b, Py_ssize_t r,
-                                       Py_ssize_t L, double* best, Py_ssize_t* arg) noexcept nogil
+
+
+cdef inline void _off_reference_row(
+    const double* alpha, const double* beta, Py_ssize_t r, Py_ssize_t L, double* buf,
+    double* best, Py_ssize_t* arg,
+) noexcept nogil:
+    # _max_product.pxd's _off_reference_max without its branches (buf: L
+    # scratch): the same sums, so the same value and label.
+    cdef Py_ssize_t j
+    for j in range(L):
+        buf[j] = alpha[j] + beta[j]
+    buf[r] = -INFINITY
+    arg[0] = _first_max(buf, L, -1)
+    best[0] = buf[arg[0]] if arg[0] >= 0 else -INFINITY
 
 
 cdef void _max_marginals_sequence(
@@ -219,8 +204,8 @@ cdef void _max_marginals_sequence(
         beta[e - 1, j] = end[j]
         bp_bwd[e - 1, j] = 0
     if ref != NULL:
-        off_ref_max(&alpha[e - 1, 0], &beta[e - 1, 0], ref[e - 1], L, &off_best[e - 1],
-                    &off_arg[e - 1])
+        _off_reference_row(&alpha[e - 1, 0], &beta[e - 1, 0], ref[e - 1], L, cur,
+                           &off_best[e - 1], &off_arg[e - 1])
     for t in range(e - 2, s - 1, -1):
         mp_back(&unary[t + 1, 0], &beta[t + 1, 0],
                 table_t if index == NULL else table_t + index[t + 1] * L * Lp, cur, arg, L, Lp)
@@ -228,7 +213,8 @@ cdef void _max_marginals_sequence(
             beta[t, j] = cur[j]
             bp_bwd[t, j] = arg[j]
         if ref != NULL:
-            off_ref_max(&alpha[t, 0], &beta[t, 0], ref[t], L, &off_best[t], &off_arg[t])
+            _off_reference_row(&alpha[t, 0], &beta[t, 0], ref[t], L, cur, &off_best[t],
+                               &off_arg[t])
 
 
 def _padded_rows(const double[:, :, ::1] table):

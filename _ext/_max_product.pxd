@@ -4,6 +4,7 @@
 #
 # * _matrix, _index_ptr, _block: the (L, L) matrix of the edge into token t
 #   (one matrix for every edge when the index is empty, else index[t]'s).
+# * _row_max, _first_max: the largest entry of a row and its first index.
 # * _off_reference_max: a token's best max-marginal off a reference label.
 # * _max_incorrect_sequence: the best path off a reference, or the Viterbi
 #   path, read off the tables (Suzuki et al. 2006, Eq. 5).
@@ -13,6 +14,36 @@
 from libc.math cimport INFINITY
 
 from _chain cimport backtrace
+
+
+cdef extern from *:
+    """
+    /* The largest of x[0:L] (-inf if none; NaN never counts), by four partial
+       maxima without branches, so that the loop vectorises. */
+    static inline double crf_row_max(const double* restrict x, ptrdiff_t L) {
+        double m[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        ptrdiff_t j = 0;
+        for (; j + 4 <= L; j += 4) {
+            for (int q = 0; q < 4; q++) m[q] = x[j + q] > m[q] ? x[j + q] : m[q];
+        }
+        for (; j < L; j++) m[0] = x[j] > m[0] ? x[j] : m[0];
+        for (int q = 1; q < 4; q++) m[0] = m[q] > m[0] ? m[q] : m[0];
+        return m[0];
+    }
+    """
+    double _row_max "crf_row_max"(const double* x, Py_ssize_t L) noexcept nogil
+
+
+cdef inline Py_ssize_t _first_max(const double* x, Py_ssize_t L, Py_ssize_t none) noexcept nogil:
+    # The first index of the largest entry of x[:L] (what a scan with a
+    # strict '>' from -inf keeps), or `none` where every entry is -inf or NaN.
+    cdef double m = _row_max(x, L)
+    cdef Py_ssize_t j
+    if m > -INFINITY:
+        for j in range(L):
+            if x[j] == m:
+                return j
+    return none
 
 
 cdef inline const double* _matrix(const double* table, const Py_ssize_t* index, Py_ssize_t t,
