@@ -448,9 +448,9 @@ def segment_margins_batch(
 
     work (n_threads, 2 * L), span_bp (n_threads, max_length * L), path
     (n_threads, max_length) are scratch of modes 0 and 1; ``weights`` is
-    not read. ``off_best``,
-    ``off_arg``: those of :func:`max_marginals_batch` for this ``ref``, if
-    known (mode 3 reads them instead of the tables).
+    not read. ``off_best``, ``off_arg``: those of
+    :func:`max_marginals_batch` for this ``ref``, if known (mode 3 reads
+    them instead of the tables).
     """
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
     cdef Py_ssize_t L = unary.shape[1]
@@ -461,9 +461,6 @@ def segment_margins_batch(
     if off_best is not None and off_best.shape[0]:
         ob, oa = &off_best[0], &off_arg[0]
     cdef const Py_ssize_t* idx = _index_ptr(index)
-    cdef Py_ssize_t s, e, j
-    cdef double* pre
-    cdef double* suf
     with nogil:
         for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
             tid = threadid()
@@ -481,6 +478,35 @@ def segment_margins_batch(
                                 &g_carry[m], &g_other[m], coef[m], coef_other[m], mode == 1,
                                 d_unary, &acc_trans[a, 0], &acc_boundary[a, 0],
                                 &acc_boundary[a, L])
+
+
+cdef void _span_gradients_sequence(
+    const int[:, ::1] bp_fwd, const int[:, ::1] bp_bwd, const Py_ssize_t* idx, Py_ssize_t s,
+    Py_ssize_t e, const Py_ssize_t[:, ::1] refs, const Py_ssize_t[:, ::1] seg_offsets,
+    Py_ssize_t k, const Py_ssize_t[::1] seg_start, const Py_ssize_t[::1] seg_end,
+    const double[::1] coef, const double[::1] coef_other, const Py_ssize_t[:, ::1] nodes,
+    double[:, ::1] d_unary, double* acc_trans, double* acc_boundary, double* pre,
+) noexcept nogil:
+    # One sequence (tokens s .. e-1, number k) of span_gradients_batch; pre:
+    # 2 (e - s) L scratch, the prefix then the suffix weights.
+    cdef Py_ssize_t L = d_unary.shape[1]
+    cdef Py_ssize_t i, m, j
+    cdef double* suf = pre + (e - s) * L
+    for j in range(2 * (e - s) * L):
+        pre[j] = 0.0
+    for i in range(refs.shape[0]):
+        for m in range(seg_offsets[i, k], seg_offsets[i, k + 1]):
+            if coef[m] != 0.0:
+                _span_weights(&refs[i, seg_start[m]], s, e, seg_start[m], seg_end[m], coef[m],
+                              idx, bp_fwd, bp_bwd, L, pre, suf, d_unary, acc_trans,
+                              acc_boundary, acc_boundary + L)
+            if coef_other[m] != 0.0 and nodes[m, 0] >= 0:
+                # the best path through the node: a one-token span
+                _span_weights(&nodes[m, 1], s, e, nodes[m, 0], nodes[m, 0] + 1, -coef_other[m],
+                              idx, bp_fwd, bp_bwd, L, pre, suf, d_unary, acc_trans,
+                              acc_boundary, acc_boundary + L)
+    _sweep(s, e, idx, bp_fwd, bp_bwd, L, pre, suf, d_unary, acc_trans, acc_boundary,
+           acc_boundary + L)
 
 
 def span_gradients_batch(
@@ -505,36 +531,14 @@ def span_gradients_batch(
     are counted in one pass back and one forward through the backpointers
     (``weights``: (n_threads, 2 * max_length * L) scratch).
     """
-    cdef Py_ssize_t n_seq = offsets.shape[0] - 1
-    cdef Py_ssize_t L = d_unary.shape[1]
-    cdef Py_ssize_t n_acc = acc_trans.shape[0]
-    cdef Py_ssize_t n_sets = refs.shape[0]
+    cdef Py_ssize_t k
     cdef const Py_ssize_t* idx = _index_ptr(index)
-    cdef Py_ssize_t k, m, i, tid, a, s, e, j
-    cdef double* pre
-    cdef double* suf
     with nogil:
-        for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
-            tid = threadid()
-            a = (k // 8) % n_acc  # the block's accumulator, as in _forward_backward
-            s = offsets[k]
-            e = offsets[k + 1]
-            pre = &weights[tid, 0]
-            suf = pre + (e - s) * L
-            for j in range(2 * (e - s) * L):
-                pre[j] = 0.0
-            for i in range(n_sets):
-                for m in range(seg_offsets[i, k], seg_offsets[i, k + 1]):
-                    if coef[m] != 0.0:
-                        _span_weights(&refs[i, seg_start[m]], s, e, seg_start[m], seg_end[m],
-                                      coef[m], idx, bp_fwd, bp_bwd, L, pre, suf, d_unary,
-                                      &acc_trans[a, 0], &acc_boundary[a, 0],
-                                      &acc_boundary[a, L])
-                    if coef_other[m] != 0.0 and nodes[m, 0] >= 0:
-                        # the best path through the node: a one-token span
-                        _span_weights(&nodes[m, 1], s, e, nodes[m, 0], nodes[m, 0] + 1,
-                                      -coef_other[m], idx, bp_fwd, bp_bwd, L, pre, suf, d_unary,
-                                      &acc_trans[a, 0], &acc_boundary[a, 0],
-                                      &acc_boundary[a, L])
-            _sweep(s, e, idx, bp_fwd, bp_bwd, L, pre, suf, d_unary, &acc_trans[a, 0],
-                   &acc_boundary[a, 0], &acc_boundary[a, L])
+        for k in prange(offsets.shape[0] - 1, num_threads=n_threads, schedule='static',
+                        chunksize=8):
+            # the block's accumulator, as in _forward_backward
+            _span_gradients_sequence(
+                bp_fwd, bp_bwd, idx, offsets[k], offsets[k + 1], refs, seg_offsets, k,
+                seg_start, seg_end, coef, coef_other, nodes, d_unary,
+                &acc_trans[(k // 8) % acc_trans.shape[0], 0],
+                &acc_boundary[(k // 8) % acc_trans.shape[0], 0], &weights[threadid(), 0])
