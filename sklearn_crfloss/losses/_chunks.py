@@ -148,7 +148,7 @@ class ChunkEvents:
         gold_code = (self.token_events(y, offsets) if gold_events is None else gold_events)[0]
         lengths = np.diff(offsets)
         differs = np.bincount(np.repeat(np.arange(lengths.shape[0]), lengths),
-                              self.token_events(path, offsets)[0] != gold_code,
+                              self.code[self._prev(path, offsets), path] != gold_code,
                               minlength=lengths.shape[0])
         redo = np.flatnonzero((lengths > 0) & ~(differs > 0))
         if redo.shape[0]:  # all of them at once, padded with their last token
