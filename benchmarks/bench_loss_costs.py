@@ -86,6 +86,8 @@ def main(argv=None):
     p.add_argument("--blas-threads", type=int, default=0,
                    help="BLAS threads while timing (default 0: not limited)")
     p.add_argument("--train-sentences", type=int, default=None)
+    p.add_argument("--only", default=None,
+                   help="comma-separated row names to time (cll is always timed)")
     p.add_argument("--general", action="store_true",
                    help="also time the general path of the losses with a fused kernel")
     p.add_argument("--model-cache", default=None,
@@ -110,7 +112,10 @@ def main(argv=None):
     objective, theta, _, _ = training_objective(crf, F, y, n_threads=args.n_threads)
     prior = get_prior("l2")
     runs = {}
+    only = None if args.only is None else {"cll", *args.only.split(",")}
     for name, loss_name, params in ROWS:
+        if only is not None and name not in only:
+            continue
         loss = get_loss(loss_name).set_params(**params)
         if hasattr(loss, "set_classes"):
             loss.set_classes(crf.classes_)
