@@ -85,6 +85,21 @@ def test_fast_path_equals_the_general_code(seed, positions, false_positives):
         assert_allclose(g, h, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("positions", [False, True])
+@pytest.mark.parametrize("segment_match", ["labels", "chunks"])
+def test_two_threads_give_the_one_thread_value_and_gradient(positions, segment_match):
+    # 400 sequences: many blocks of 8 for each thread (the tables, the
+    # span passes and their gradient accumulators run over sequences).
+    lengths = np.random.default_rng(7).integers(0, 30, size=400)
+    U, T, s, e, y, off = _problem(7, lengths=lengths, positions=positions)
+    loss = SegmentFScoreMCE(segment_match=segment_match).set_classes(CLASSES)
+    one = loss.value_and_grad(U, T, s, e, y, off, n_threads=1)
+    two = loss.value_and_grad(U, T, s, e, y, off, n_threads=2)
+    assert_allclose(two[0], one[0], rtol=1e-12)
+    for g, h in zip(two[1:], one[1:]):
+        assert_allclose(g, h, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_position_max_marginals_and_max_incorrect_match_enumeration(seed):
     U, T, s, e, y, off = _problem(seed, n_labels=3, lengths=(1, 4, 5), positions=True)
