@@ -26,8 +26,8 @@
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
 
-from _max_product cimport (_block, _index_ptr, _matrix, _max_incorrect_sequence, _span_weights,
-                          _sweep)
+from _max_product cimport (_block, _first_max, _index_ptr, _matrix, _max_incorrect_sequence,
+                          _span_weights, _sweep)
 
 
 cdef extern from *:
@@ -76,13 +76,7 @@ cdef extern from *:
 
 cdef inline Py_ssize_t _arg_max(const double* x, Py_ssize_t L) noexcept nogil:
     # The first index of the largest entry (0 if all are -inf).
-    cdef Py_ssize_t c, arg = 0
-    cdef double best = -INFINITY
-    for c in range(L):
-        if x[c] > best:
-            best = x[c]
-            arg = c
-    return arg
+    return _first_max(x, L, 0)
 
 
 cdef inline void _candidate(
@@ -266,7 +260,7 @@ cdef void _count_span(
 def chunk_queries_batch(
     const double[:, ::1] unary, const double[:, :, ::1] table, const Py_ssize_t[::1] index,
     const double[::1] start, const double[:, ::1] alpha, const double[:, ::1] beta,
-    const int[:, ::1] bp_fwd, const Py_ssize_t[::1] offsets,
+    const int[:, ::1] bp_fwd, const int[:, ::1] bp_bwd, const Py_ssize_t[::1] offsets,
     const unsigned char[:, :, ::1] masks, const unsigned char[:, ::1] columns,
     const Py_ssize_t[::1] label_type, const double[:, ::1] off_type,
     const Py_ssize_t[::1] type_offsets, const Py_ssize_t[::1] type_labels,
@@ -280,6 +274,7 @@ def chunk_queries_batch(
     double[:, ::1] d_unary, double[:, ::1] acc_trans, double[:, ::1] acc_boundary,
     double[:, ::1] work, int[:, ::1] span_bp, const Py_ssize_t[::1] ref, bint exclude,
     Py_ssize_t[::1] mi_path, double[::1] mi_score, int n_threads,
+    const double[::1] off_best=None, const Py_ssize_t[::1] off_arg=None,
 ):
     """Chunk constraints on spans: best scores with and without them, and gradients (low level).
 
@@ -305,18 +300,23 @@ def chunk_queries_batch(
     ``coef_with[m]`` times the counts of the best satisfying path minus
     ``coef_without[m]`` times those of the best violating one (zero
     coefficients where the score is -inf) to d_unary, acc_trans and
-    acc_boundary as mode 2 of ``_max_marginals.segment_margins_batch`` does. ``table``,
+    acc_boundary as ``_max_marginals.span_gradients_batch`` does. ``table``,
     ``index``, the tables and the accumulators as there; work (n_threads, 5
     L, plus 2 max_length L with ``do_grad``) and span_bp (n_threads,
     (max_span + 2) L) are scratch. With a non-empty ``mi_path`` (n_tokens)
     the values pass also writes ``_max_marginals.max_incorrect_from_tables`` of
     ``ref`` and ``exclude`` into ``mi_path`` and ``mi_score`` (n_sequences),
     each sequence just before its queries, while its rows of the tables are
-    in the cache.
+    in the cache (reading ``off_best`` and ``off_arg`` of
+    ``_max_marginals.max_marginals_batch`` for ``ref`` if given).
     """
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
     cdef Py_ssize_t L = unary.shape[1]
     cdef Py_ssize_t n_acc = acc_trans.shape[0]
+    cdef const double* ob = NULL
+    cdef const Py_ssize_t* oa = NULL
+    if off_best is not None and off_best.shape[0]:
+        ob, oa = &off_best[0], &off_arg[0]
     cdef const Py_ssize_t* idx = _index_ptr(index)
     cdef Py_ssize_t k, m, tid, acc, s, e, j, a, part
     cdef Py_ssize_t n_parts = q_offsets.shape[0]
@@ -333,8 +333,8 @@ def chunk_queries_batch(
                 continue
             if not do_grad:
                 if mi_path.shape[0]:
-                    _max_incorrect_sequence(unary, &table[0, 0, 0], idx, alpha, beta, bp_fwd,
-                                            ref, exclude, s, e, mi_path, &mi_score[k])
+                    _max_incorrect_sequence(alpha, beta, bp_fwd, bp_bwd, ref, exclude, s, e,
+                                            mi_path, &mi_score[k], ob, oa)
                 for part in range(n_parts):
                     for m in range(q_offsets[part, k], q_offsets[part, k + 1]):
                         _chunk_query(unary, &table[0, 0, 0], idx, start, alpha, beta, bp_fwd,
@@ -368,10 +368,9 @@ def chunk_queries_batch(
                     if w == 0.0 or hw[0] < 0:
                         continue
                     if hw[0] == 0:  # the best path through (a + j, c)
-                        _span_weights(&hw[3], s, e, a + hw[1], a + hw[1] + 1, w, unary,
-                                      &table[0, 0, 0], idx, beta, bp_fwd, L, pre, suf, d_unary,
-                                      &acc_trans[acc, 0], &acc_boundary[acc, 0],
-                                      &acc_boundary[acc, L])
+                        _span_weights(&hw[3], s, e, a + hw[1], a + hw[1] + 1, w, idx, bp_fwd,
+                                      bp_bwd, L, pre, suf, d_unary, &acc_trans[acc, 0],
+                                      &acc_boundary[acc, 0], &acc_boundary[acc, L])
                         continue
                     j = hw[1]
                     if j > 0:  # the ok path up to a + j - 1, then the edge out
@@ -384,5 +383,5 @@ def chunk_queries_batch(
                         acc_trans[acc, _block(idx, a, L) + hw[2] * L + hw[3]] += w
                         pre[(a - 1 - s) * L + hw[2]] += w
                     suf[(a + j - s) * L + hw[3]] += w
-            _sweep(s, e, unary, &table[0, 0, 0], idx, beta, bp_fwd, L, pre, suf, d_unary,
-                   &acc_trans[acc, 0], &acc_boundary[acc, 0], &acc_boundary[acc, L])
+            _sweep(s, e, idx, bp_fwd, bp_bwd, L, pre, suf, d_unary, &acc_trans[acc, 0],
+                   &acc_boundary[acc, 0], &acc_boundary[acc, L])

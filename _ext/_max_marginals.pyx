@@ -8,8 +8,14 @@
 # ------------
 # * Everything runs in the score (log) domain with additions and comparisons
 #   only. Ties are broken towards the smallest label index, as in
-#   _viterbi.pyx; the max-plus step, the backtrace and the Viterbi over
-#   (label, deviated) states are the inline helpers of _chain.pxd.
+#   _viterbi.pyx; the backtrace and the Viterbi over (label, deviated)
+#   states are the inline helpers of _chain.pxd.
+# * The tables' max-plus products (crf_mp_* below) keep a block of up to 32
+#   columns of running maxima and of their arguments in vector registers
+#   over the rows of the padded transition matrix (as the sum-product's
+#   crf_vec_mat_padded does): the same values and pointers as _chain.pxd's
+#   max_plus_step, with both pointer tables written (the readers follow them
+#   in O(1)).
 # * The segment kernel reads the max-marginal tables: it enters a span
 #   through alpha, runs the deviated-state Viterbi over the span, and leaves
 #   through beta; the best full paths are completed with the tables'
@@ -25,86 +31,148 @@
 # * The segment kernel also reads a segment's best competitor off the
 #   max-marginal tables (mode 3: the best max-marginal over the span's tokens
 #   and the labels off the segment's, O(span L)) and keeps its (token,
-#   label); the gradient is added later from those nodes (mode 2): MCE-F
+#   label); the gradient is added later from those nodes
+#   (span_gradients_batch, every set of segments in one pass): MCE-F
 #   knows its coefficients only once every margin of the batch is known.
-#   Mode 2 counts the best prefixes and suffixes of all of a sequence's paths
+#   It counts the best prefixes and suffixes of all of a sequence's paths
 #   at once, as node weights swept back and forth through the backpointers.
+
+import numpy as np
 
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
 
-from _chain cimport argmax_sum, backtrace, deviated_backtrace, deviated_viterbi_at, max_plus_step
-from _max_product cimport (_block, _index_ptr, _matrix, _max_incorrect_sequence, _next_label,
-                          _span_weights, _sweep)
+from _chain cimport (argmax_sum, backtrace, deviated_backtrace, deviated_viterbi_at,
+                    padded_width)
+from _max_product cimport (_block, _first_max, _index_ptr, _matrix, _max_incorrect_sequence,
+                          _off_reference_max, _span_weights, _sweep)
 
 
 cdef extern from *:
     """
-    /* The backward max-plus step: cur[j] = max_i (M[i, j] + u[i]) + b[i],
-       bp[j] = the first such i, with M the transpose of the transitions
-       (its rows contiguous). Restrict pointers and a plain row loop: it
-       compiles to vector compare-and-select like crf_max_plus (_chain.pxd),
-       with the AVX2 version picked at run time in a portable build. The
-       sums are rounded as ((T + U) + beta), as the other kernels do. */
-    static inline __attribute__((always_inline)) void crf_max_plus_back_generic(
-            const double* restrict u, const double* restrict b, const double* restrict M,
-            double* restrict cur, int* restrict bp, ptrdiff_t L) {
-        for (ptrdiff_t j = 0; j < L; j++) { cur[j] = -INFINITY; bp[j] = 0; }
-        for (ptrdiff_t i = 0; i < L; i++) {
-            const double c = u[i], d = b[i];
-            const double* restrict row = M + i * L;
-            for (ptrdiff_t j = 0; j < L; j++) {
-                const double v = (row[j] + c) + d;
-                if (v > cur[j]) { cur[j] = v; bp[j] = (int)i; }
+    /* The max-plus products of the max-marginal tables, register-blocked as
+       crf_vec_mat_padded (_chain.pxd) blocks the sum-product: W columns of
+       the running maxima and of their arguments stay in vector registers
+       (GCC/Clang vector extensions, as wide as the build's vectors) over
+       the rows of M, whose rows are padded to Lp (a multiple of 8) columns.
+       Forward: out[j] = max_i (x[i] + M[i, j]); backward:
+       out[j] = max_i ((M[i, j] + x[i]) + y[i]), M the transpose of the
+       transitions, rounded as ((T + U) + beta) as the other kernels do.
+       arg[j] = the first such i (strict '>' over increasing i: the smallest
+       label among ties), 0 where every candidate is -inf. The same values
+       and arguments as _chain.pxd's max_plus_step, 2-4x faster at L = 22. */
+    #if defined(__AVX512F__)
+    #define CRF_MP_VN 8
+    #elif defined(__AVX__)
+    #define CRF_MP_VN 4
+    #else
+    #define CRF_MP_VN 2
+    #endif
+    #define CRF_MP_WIDTH (4 * CRF_MP_VN)
+    typedef double crf_mpd __attribute__((vector_size(8 * CRF_MP_VN)));
+    typedef long long crf_mpl __attribute__((vector_size(8 * CRF_MP_VN)));
+    static inline __attribute__((always_inline)) crf_mpd crf_mp_splat(double a) {
+    #if CRF_MP_VN == 8
+        return (crf_mpd){a, a, a, a, a, a, a, a};
+    #elif CRF_MP_VN == 4
+        return (crf_mpd){a, a, a, a};
+    #else
+        return (crf_mpd){a, a};
+    #endif
+    }
+    static inline __attribute__((always_inline)) void crf_mp_block(
+            const double* restrict x, const double* restrict y, const double* restrict M,
+            ptrdiff_t n, ptrdiff_t ld, double* restrict out, int* restrict arg, const int W,
+            const int with_y, const int with_arg) {
+        const int NV = W / CRF_MP_VN;  /* W <= 32, a multiple of 8 */
+        crf_mpd best[32 / CRF_MP_VN], at[32 / CRF_MP_VN], r;
+        const crf_mpd one = crf_mp_splat(1.0);
+        crf_mpd di = crf_mp_splat(0.0);
+        for (int k = 0; k < NV; k++) { best[k] = crf_mp_splat(-INFINITY); at[k] = di; }
+        for (ptrdiff_t i = 0; i < n; i++, di += one) {
+            const crf_mpd c = crf_mp_splat(x[i]), d = crf_mp_splat(with_y ? y[i] : 0.0);
+            const double* restrict row = M + i * ld;
+            for (int k = 0; k < NV; k++) {
+                __builtin_memcpy(&r, row + k * CRF_MP_VN, sizeof r);
+                const crf_mpd v = with_y ? (r + c) + d : c + r;
+                const crf_mpl gt = v > best[k];
+                if (with_arg)
+                    at[k] = (crf_mpd)(((crf_mpl)di & gt) | ((crf_mpl)at[k] & ~gt));
+                best[k] = (crf_mpd)(((crf_mpl)v & gt) | ((crf_mpl)best[k] & ~gt));
             }
         }
-    }
-    #ifdef CRF_DISPATCH
-    __attribute__((target("avx2,fma"))) static void crf_max_plus_back_avx2(
-            const double* u, const double* b, const double* M, double* cur, int* bp,
-            ptrdiff_t L) {
-        crf_max_plus_back_generic(u, b, M, cur, bp, L);
-    }
-    #endif
-    static inline void crf_max_plus_back(const double* u, const double* b, const double* M,
-                                         double* cur, int* bp, ptrdiff_t L) {
-    #ifdef CRF_DISPATCH
-        if (crf_has_avx2()) { crf_max_plus_back_avx2(u, b, M, cur, bp, L); return; }
-    #endif
-        crf_max_plus_back_generic(u, b, M, cur, bp, L);
-    }
-    /* The same maximum without backpointers: a plain vector max. */
-    static inline __attribute__((always_inline)) void crf_max_back_generic(
-            const double* restrict u, const double* restrict b, const double* restrict M,
-            double* restrict cur, ptrdiff_t L) {
-        for (ptrdiff_t j = 0; j < L; j++) cur[j] = -INFINITY;
-        for (ptrdiff_t i = 0; i < L; i++) {
-            const double c = u[i], d = b[i];
-            const double* restrict row = M + i * L;
-            for (ptrdiff_t j = 0; j < L; j++) {
-                const double v = (row[j] + c) + d;
-                cur[j] = v > cur[j] ? v : cur[j];
-            }
+        __builtin_memcpy(out, best, NV * sizeof best[0]);
+        if (with_arg) {
+            double a[32];
+            __builtin_memcpy(a, at, NV * sizeof at[0]);
+            for (int j = 0; j < W; j++) arg[j] = (int)a[j];
         }
     }
-    #ifdef CRF_DISPATCH
-    __attribute__((target("avx2,fma"))) static void crf_max_back_avx2(
-            const double* u, const double* b, const double* M, double* cur, ptrdiff_t L) {
-        crf_max_back_generic(u, b, M, cur, L);
+    static inline __attribute__((always_inline)) void crf_mp_row(
+            const double* x, const double* y, const double* M, double* out, int* arg,
+            ptrdiff_t L, ptrdiff_t Lp, const int with_y, const int with_arg) {
+        ptrdiff_t jb = 0;
+        for (; jb + CRF_MP_WIDTH <= Lp; jb += CRF_MP_WIDTH)
+            crf_mp_block(x, y, M + jb, L, Lp, out + jb, arg + jb, CRF_MP_WIDTH, with_y,
+                         with_arg);
+        switch (Lp - jb) {  /* a multiple of 8 below CRF_MP_WIDTH */
+        case 24: crf_mp_block(x, y, M + jb, L, Lp, out + jb, arg + jb, 24, with_y, with_arg);
+                 break;
+        case 16: crf_mp_block(x, y, M + jb, L, Lp, out + jb, arg + jb, 16, with_y, with_arg);
+                 break;
+        case 8: crf_mp_block(x, y, M + jb, L, Lp, out + jb, arg + jb, 8, with_y, with_arg);
+                break;
+        }
     }
-    #endif
-    static inline void crf_max_back(const double* u, const double* b, const double* M,
-                                    double* cur, ptrdiff_t L) {
+    #define CRF_MP_VARIANT(name, with_y, with_arg) \
+        static inline __attribute__((always_inline)) void name##_generic( \
+                const double* x, const double* y, const double* M, double* out, int* arg, \
+                ptrdiff_t L, ptrdiff_t Lp) { \
+            crf_mp_row(x, y, M, out, arg, L, Lp, with_y, with_arg); \
+        }
+    CRF_MP_VARIANT(crf_mp_fwd, 0, 1)
+    CRF_MP_VARIANT(crf_mp_back, 1, 1)
     #ifdef CRF_DISPATCH
-        if (crf_has_avx2()) { crf_max_back_avx2(u, b, M, cur, L); return; }
+    #define CRF_MP_DISPATCH(name) \
+        __attribute__((target("avx2,fma"))) static void name##_avx2( \
+                const double* x, const double* y, const double* M, double* out, int* arg, \
+                ptrdiff_t L, ptrdiff_t Lp) { \
+            name##_generic(x, y, M, out, arg, L, Lp); \
+        } \
+        static inline void name(const double* x, const double* y, const double* M, \
+                                double* out, int* arg, ptrdiff_t L, ptrdiff_t Lp) { \
+            if (crf_has_avx2()) { name##_avx2(x, y, M, out, arg, L, Lp); return; } \
+            name##_generic(x, y, M, out, arg, L, Lp); \
+        }
+    #else
+    #define CRF_MP_DISPATCH(name) \
+        static inline void name(const double* x, const double* y, const double* M, \
+                                double* out, int* arg, ptrdiff_t L, ptrdiff_t Lp) { \
+            name##_generic(x, y, M, out, arg, L, Lp); \
+        }
     #endif
-        crf_max_back_generic(u, b, M, cur, L);
-    }
+    CRF_MP_DISPATCH(crf_mp_fwd)
+    CRF_MP_DISPATCH(crf_mp_back)
+
     """
-    void max_back "crf_max_back"(const double* u, const double* b, const double* M,
-                                 double* cur, Py_ssize_t L) noexcept nogil
-    void max_plus_back "crf_max_plus_back"(const double* u, const double* b, const double* M,
-                                           double* cur, int* bp, Py_ssize_t L) noexcept nogil
+    void mp_fwd "crf_mp_fwd"(const double* x, const double* y, const double* M, double* out,
+                             int* arg, Py_ssize_t L, Py_ssize_t Lp) noexcept nogil
+    void mp_back "crf_mp_back"(const double* x, const double* y, const double* M, double* out,
+                               int* arg, Py_ssize_t L, Py_ssize_t Lp) noexcept nogil
+
+
+cdef inline void _off_reference_row(
+    const double* alpha, const double* beta, Py_ssize_t r, Py_ssize_t L, double* buf,
+    double* best, Py_ssize_t* arg,
+) noexcept nogil:
+    # _max_product.pxd's _off_reference_max without its branches (buf: L
+    # scratch): the same sums, so the same value and label.
+    cdef Py_ssize_t j
+    for j in range(L):
+        buf[j] = alpha[j] + beta[j]
+    buf[r] = -INFINITY
+    arg[0] = _first_max(buf, L, -1)
+    best[0] = buf[arg[0]] if arg[0] >= 0 else -INFINITY
 
 
 cdef void _max_marginals_sequence(
@@ -112,34 +180,49 @@ cdef void _max_marginals_sequence(
     const Py_ssize_t* index, const double[::1] start, const double[::1] end,
     Py_ssize_t s, Py_ssize_t e,
     double[:, ::1] alpha, double[:, ::1] beta,
-    int[:, ::1] bp_fwd, int[:, ::1] bp_bwd, bint with_bp_bwd,
+    int[:, ::1] bp_fwd, int[:, ::1] bp_bwd, double* cur, int* arg,
+    const Py_ssize_t* ref, double* off_best, Py_ssize_t* off_arg,
 ) noexcept nogil:
-    # Forward: the max-plus step of _chain.pxd. Backward: the same with the
-    # previous label outermost over the contiguous rows of the transpose
-    # (max_plus_back), so that the inner loop vectorises too; strict '>' over
-    # increasing i keeps the smallest label among ties.
+    # table and table_t hold padded rows (L, Lp) per matrix; cur and arg are
+    # Lp-long scratch. Forward: alpha[t] = max_i (alpha[t-1, i] + M[i, :]) +
+    # unary[t], as _chain.pxd's max_plus_step and an add; backward over the
+    # rows of the transpose, (T + U) + beta. With a ref (else NULL), each
+    # token's best max-marginal off ref's label while its rows are in cache.
     cdef Py_ssize_t L = unary.shape[1]
+    cdef Py_ssize_t Lp = padded_width(L)
     cdef Py_ssize_t t, j
     for j in range(L):
         alpha[s, j] = start[j] + unary[s, j]
         bp_fwd[s, j] = 0
     for t in range(s + 1, e):
-        max_plus_step(&alpha[t - 1, 0], _matrix(table, index, t, L), &alpha[t, 0],
-                      &bp_fwd[t, 0], L, 0)
+        mp_fwd(&alpha[t - 1, 0], NULL, table if index == NULL else table + index[t] * L * Lp,
+               cur, arg, L, Lp)
         for j in range(L):
-            alpha[t, j] += unary[t, j]
+            alpha[t, j] = cur[j] + unary[t, j]
+            bp_fwd[t, j] = arg[j]
     for j in range(L):
         beta[e - 1, j] = end[j]
-        if with_bp_bwd:
-            bp_bwd[e - 1, j] = 0
+        bp_bwd[e - 1, j] = 0
+    if ref != NULL:
+        _off_reference_row(&alpha[e - 1, 0], &beta[e - 1, 0], ref[e - 1], L, cur,
+                           &off_best[e - 1], &off_arg[e - 1])
     for t in range(e - 2, s - 1, -1):
-        # (T + U) + beta, as the other kernels round
-        if not with_bp_bwd:
-            max_back(&unary[t + 1, 0], &beta[t + 1, 0], _matrix(table_t, index, t + 1, L),
-                     &beta[t, 0], L)
-            continue
-        max_plus_back(&unary[t + 1, 0], &beta[t + 1, 0], _matrix(table_t, index, t + 1, L),
-                      &beta[t, 0], &bp_bwd[t, 0], L)
+        mp_back(&unary[t + 1, 0], &beta[t + 1, 0],
+                table_t if index == NULL else table_t + index[t + 1] * L * Lp, cur, arg, L, Lp)
+        for j in range(L):
+            beta[t, j] = cur[j]
+            bp_bwd[t, j] = arg[j]
+        if ref != NULL:
+            _off_reference_row(&alpha[t, 0], &beta[t, 0], ref[t], L, cur, &off_best[t],
+                               &off_arg[t])
+
+
+def _padded_rows(const double[:, :, ::1] table):
+    """The matrices of ``table`` (n, L, L) with rows padded to Lp columns (zeros)."""
+    cdef Py_ssize_t L = table.shape[2]
+    out = np.zeros((table.shape[0], table.shape[1], padded_width(L)))
+    out[:, :, :L] = table
+    return out
 
 
 def max_marginals_batch(
@@ -147,7 +230,8 @@ def max_marginals_batch(
     const double[:, :, ::1] table_t, const Py_ssize_t[::1] index,
     const double[::1] start, const double[::1] end,
     const Py_ssize_t[::1] offsets, double[:, ::1] alpha, double[:, ::1] beta,
-    int[:, ::1] bp_fwd, int[:, ::1] bp_bwd, int n_threads, bint with_bp_bwd=True,
+    int[:, ::1] bp_fwd, int[:, ::1] bp_bwd, int n_threads,
+    const Py_ssize_t[::1] ref=None, double[::1] off_best=None, Py_ssize_t[::1] off_arg=None,
 ):
     """Forward and backward Viterbi tables of a batch (low level).
 
@@ -159,26 +243,40 @@ def max_marginals_batch(
     ``table`` (n_matrices, L, L): the matrix ``index[t]`` scores the edge
     into token t, or the one matrix of a (1, L, L) table every edge when
     ``index`` is empty; ``table_t`` holds the matrices' contiguous transposes.
-    Without ``with_bp_bwd`` bp_bwd is not written (any (1, L) array will do;
-    :func:`max_incorrect_from_tables` and the segment kernel's modes 2 and 3
-    recompute the few backward pointers they follow).
+    With ``ref`` (n_tokens,), ``off_best[t]`` and ``off_arg[t]`` (n_tokens,)
+    get the best ``alpha[t, j] + beta[t, j]`` over the labels ``j !=
+    ref[t]`` and the first such j (-inf and -1 if none), which
+    :func:`max_incorrect_from_tables` and :func:`segment_margins_batch`
+    read instead of scanning the tables again.
     """
-    cdef Py_ssize_t k
+    cdef Py_ssize_t k, tid
+    cdef const Py_ssize_t* r = NULL
+    cdef double* ob = NULL
+    cdef Py_ssize_t* oa = NULL
+    if ref is not None and ref.shape[0]:
+        r, ob, oa = &ref[0], &off_best[0], &off_arg[0]
     cdef const Py_ssize_t* idx = _index_ptr(index)
+    cdef Py_ssize_t Lp = padded_width(unary.shape[1])
+    cdef double[:, :, ::1] padded = _padded_rows(table)
+    cdef double[:, :, ::1] padded_t = _padded_rows(table_t)
+    cdef double[:, ::1] cur = np.empty((max(n_threads, 1), Lp))
+    cdef int[:, ::1] arg = np.empty((max(n_threads, 1), Lp), dtype=np.int32)
     with nogil:
         for k in prange(offsets.shape[0] - 1, num_threads=n_threads, schedule='static',
                         chunksize=8):
+            tid = threadid()
             if offsets[k + 1] > offsets[k]:
-                _max_marginals_sequence(unary, &table[0, 0, 0], &table_t[0, 0, 0], idx, start,
-                                        end, offsets[k], offsets[k + 1], alpha, beta, bp_fwd,
-                                        bp_bwd, with_bp_bwd)
+                _max_marginals_sequence(unary, &padded[0, 0, 0], &padded_t[0, 0, 0], idx,
+                                        start, end, offsets[k], offsets[k + 1], alpha, beta,
+                                        bp_fwd, bp_bwd, &cur[tid, 0], &arg[tid, 0], r,
+                                        ob, oa)
 
 
 def max_incorrect_from_tables(
-    const double[:, ::1] unary, const double[:, :, ::1] table, const Py_ssize_t[::1] index,
     const double[:, ::1] alpha, const double[:, ::1] beta, const int[:, ::1] bp_fwd,
-    const Py_ssize_t[::1] offsets, const Py_ssize_t[::1] ref,
+    const int[:, ::1] bp_bwd, const Py_ssize_t[::1] offsets, const Py_ssize_t[::1] ref,
     bint exclude, Py_ssize_t[::1] path, double[::1] score, int n_threads,
+    const double[::1] off_best=None, const Py_ssize_t[::1] off_arg=None,
 ):
     """Viterbi path, or best path different from ``ref``, read off max-marginal tables (low level).
 
@@ -189,18 +287,21 @@ def max_incorrect_from_tables(
     token then label order among ties, completed through the backpointers;
     ``path = ref`` and ``score = -inf`` where there is none. Without: the
     Viterbi path (the best label at the last token). Empty sequences are
-    skipped. Shapes as in :func:`max_marginals_batch` (the backward
-    pointers are recomputed from the potentials); path (n_tokens,), score
-    (n_sequences,).
+    skipped. Shapes as in :func:`max_marginals_batch`; path (n_tokens,),
+    score (n_sequences,). ``off_best``, ``off_arg``: those of
+    :func:`max_marginals_batch` for the same ``ref``, if known.
     """
-    cdef const Py_ssize_t* idx = _index_ptr(index)
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
     cdef Py_ssize_t k
+    cdef const double* ob = NULL
+    cdef const Py_ssize_t* oa = NULL
+    if off_best is not None and off_best.shape[0]:
+        ob, oa = &off_best[0], &off_arg[0]
     with nogil:
         for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
             if offsets[k + 1] > offsets[k]:
-                _max_incorrect_sequence(unary, &table[0, 0, 0], idx, alpha, beta, bp_fwd, ref,
-                                        exclude, offsets[k], offsets[k + 1], path, &score[k])
+                _max_incorrect_sequence(alpha, beta, bp_fwd, bp_bwd, ref, exclude, offsets[k],
+                                        offsets[k + 1], path, &score[k], ob, oa)
 
 
 cdef void _add_path(
@@ -276,7 +377,7 @@ cdef void _segment_from_tables(
     const double[:, ::1] unary, const double* table, const Py_ssize_t* index,
     const double[:, ::1] alpha, const double[:, ::1] beta, const Py_ssize_t[::1] ref,
     Py_ssize_t a, Py_ssize_t b, bint need_other, double* g_carry, double* g_other,
-    Py_ssize_t* node,
+    Py_ssize_t* node, const double* off_best, const Py_ssize_t* off_arg,
 ) noexcept nogil:
     # The same values read off the max-marginal tables: g_carry along ref's
     # labels on the span (alpha in, beta out), g_other the best
@@ -285,8 +386,9 @@ cdef void _segment_from_tables(
     # and the best one through (t, j) is the max-marginal's: O(span L), not
     # the span Viterbi's O(span L^2)). node = (t, j) of that max-marginal,
     # the first in token then label order among ties, or (-1, -1).
+    # off_best, off_arg (or NULL): each token's best off ref's label.
     cdef Py_ssize_t L = unary.shape[1]
-    cdef Py_ssize_t t, j
+    cdef Py_ssize_t t, jb
     cdef double v, best = -INFINITY
     cdef double d0 = alpha[a, ref[a]]
     cdef const double* M
@@ -298,12 +400,15 @@ cdef void _segment_from_tables(
     node[1] = -1
     if need_other:
         for t in range(a, b):
-            for j in range(L):
-                v = alpha[t, j] + beta[t, j]
-                if v > best and j != ref[t]:
-                    best = v
-                    node[0] = t
-                    node[1] = j
+            if off_best != NULL:
+                v = off_best[t]
+                jb = off_arg[t]
+            else:
+                _off_reference_max(&alpha[t, 0], &beta[t, 0], ref[t], L, &v, &jb)
+            if v > best:
+                best = v
+                node[0] = t
+                node[1] = jb
     g_other[0] = best
 
 
@@ -318,7 +423,7 @@ def segment_margins_batch(
     const unsigned char[::1] need_other, Py_ssize_t[:, ::1] nodes_out, double[:, ::1] d_unary,
     double[:, ::1] acc_trans, double[:, ::1] acc_boundary,
     double[:, ::1] work, int[:, ::1] span_bp, Py_ssize_t[:, ::1] path, double[:, ::1] weights,
-    int n_threads,
+    int n_threads, const double[::1] off_best=None, const Py_ssize_t[::1] off_arg=None,
 ):
     """Segment discriminants (Eq. 15) and their gradients (low level).
 
@@ -338,23 +443,24 @@ def segment_margins_batch(
     * 3: the values read off the max-marginal tables (the same up to
       rounding and ties), ``g_other[m]`` only where ``need_other[m]`` (else
       -inf), and ``nodes_out[m]`` = the (token, label) of the max-marginal
-      that gives ``g_other[m]``, or (-1, -1);
-    * 2: the gradient of mode 1 alone, the other paths those through the
-      nodes of mode 3; all the sequence's best prefixes and suffixes are
-      counted in one pass back and one forward (weights: (n_threads, 2 *
-      max_length * L)).
+      that gives ``g_other[m]``, or (-1, -1) (their gradient:
+      :func:`span_gradients_batch`).
 
     work (n_threads, 2 * L), span_bp (n_threads, max_length * L), path
-    (n_threads, max_length) are scratch of modes 0 and 1.
+    (n_threads, max_length) are scratch of modes 0 and 1; ``weights`` is
+    not read. ``off_best``, ``off_arg``: those of
+    :func:`max_marginals_batch` for this ``ref``, if known (mode 3 reads
+    them instead of the tables).
     """
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
     cdef Py_ssize_t L = unary.shape[1]
     cdef Py_ssize_t k, m, tid, a
     cdef Py_ssize_t n_acc = acc_trans.shape[0]
+    cdef const double* ob = NULL
+    cdef const Py_ssize_t* oa = NULL
+    if off_best is not None and off_best.shape[0]:
+        ob, oa = &off_best[0], &off_arg[0]
     cdef const Py_ssize_t* idx = _index_ptr(index)
-    cdef Py_ssize_t s, e, j
-    cdef double* pre
-    cdef double* suf
     with nogil:
         for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
             tid = threadid()
@@ -363,31 +469,7 @@ def segment_margins_batch(
                 for m in range(seg_offsets[k], seg_offsets[k + 1]):
                     _segment_from_tables(unary, &table[0, 0, 0], idx, alpha, beta, ref,
                                          seg_start[m], seg_end[m], need_other[m] != 0,
-                                         &g_carry[m], &g_other[m], &nodes_out[m, 0])
-                continue
-            if mode == 2:
-                s = offsets[k]
-                e = offsets[k + 1]
-                pre = &weights[tid, 0]
-                suf = pre + (e - s) * L
-                for j in range(2 * (e - s) * L):
-                    pre[j] = 0.0
-                for m in range(seg_offsets[k], seg_offsets[k + 1]):
-                    if coef[m] != 0.0:
-                        _span_weights(&ref[seg_start[m]], s, e, seg_start[m], seg_end[m],
-                                      coef[m], unary, &table[0, 0, 0], idx, beta, bp_fwd, L,
-                                      pre, suf, d_unary,
-                                      &acc_trans[a, 0], &acc_boundary[a, 0],
-                                      &acc_boundary[a, L])
-                    if coef_other[m] != 0.0 and nodes_out[m, 0] >= 0:
-                        # the best path through the node: a one-token span
-                        _span_weights(&nodes_out[m, 1], s, e, nodes_out[m, 0],
-                                      nodes_out[m, 0] + 1, -coef_other[m], unary,
-                                      &table[0, 0, 0], idx, beta, bp_fwd, L, pre, suf, d_unary,
-                                      &acc_trans[a, 0],
-                                      &acc_boundary[a, 0], &acc_boundary[a, L])
-                _sweep(s, e, unary, &table[0, 0, 0], idx, beta, bp_fwd, L, pre, suf, d_unary,
-                       &acc_trans[a, 0], &acc_boundary[a, 0], &acc_boundary[a, L])
+                                         &g_carry[m], &g_other[m], &nodes_out[m, 0], ob, oa)
                 continue
             for m in range(seg_offsets[k], seg_offsets[k + 1]):
                 _segment_margin(unary, &table[0, 0, 0], idx, alpha, beta, bp_fwd, bp_bwd, ref,
@@ -396,3 +478,67 @@ def segment_margins_batch(
                                 &g_carry[m], &g_other[m], coef[m], coef_other[m], mode == 1,
                                 d_unary, &acc_trans[a, 0], &acc_boundary[a, 0],
                                 &acc_boundary[a, L])
+
+
+cdef void _span_gradients_sequence(
+    const int[:, ::1] bp_fwd, const int[:, ::1] bp_bwd, const Py_ssize_t* idx, Py_ssize_t s,
+    Py_ssize_t e, const Py_ssize_t[:, ::1] refs, const Py_ssize_t[:, ::1] seg_offsets,
+    Py_ssize_t k, const Py_ssize_t[::1] seg_start, const Py_ssize_t[::1] seg_end,
+    const double[::1] coef, const double[::1] coef_other, const Py_ssize_t[:, ::1] nodes,
+    double[:, ::1] d_unary, double* acc_trans, double* acc_boundary, double* pre,
+) noexcept nogil:
+    # One sequence (tokens s .. e-1, number k) of span_gradients_batch; pre:
+    # 2 (e - s) L scratch, the prefix then the suffix weights.
+    cdef Py_ssize_t L = d_unary.shape[1]
+    cdef Py_ssize_t i, m, j
+    cdef double* suf = pre + (e - s) * L
+    for j in range(2 * (e - s) * L):
+        pre[j] = 0.0
+    for i in range(refs.shape[0]):
+        for m in range(seg_offsets[i, k], seg_offsets[i, k + 1]):
+            if coef[m] != 0.0:
+                _span_weights(&refs[i, seg_start[m]], s, e, seg_start[m], seg_end[m], coef[m],
+                              idx, bp_fwd, bp_bwd, L, pre, suf, d_unary, acc_trans,
+                              acc_boundary, acc_boundary + L)
+            if coef_other[m] != 0.0 and nodes[m, 0] >= 0:
+                # the best path through the node: a one-token span
+                _span_weights(&nodes[m, 1], s, e, nodes[m, 0], nodes[m, 0] + 1, -coef_other[m],
+                              idx, bp_fwd, bp_bwd, L, pre, suf, d_unary, acc_trans,
+                              acc_boundary, acc_boundary + L)
+    _sweep(s, e, idx, bp_fwd, bp_bwd, L, pre, suf, d_unary, acc_trans, acc_boundary,
+           acc_boundary + L)
+
+
+def span_gradients_batch(
+    const int[:, ::1] bp_fwd, const int[:, ::1] bp_bwd, const Py_ssize_t[::1] index,
+    const Py_ssize_t[::1] offsets, const Py_ssize_t[:, ::1] refs,
+    const Py_ssize_t[:, ::1] seg_offsets, const Py_ssize_t[::1] seg_start,
+    const Py_ssize_t[::1] seg_end, const double[::1] coef, const double[::1] coef_other,
+    const Py_ssize_t[:, ::1] nodes, double[:, ::1] d_unary, double[:, ::1] acc_trans,
+    double[:, ::1] acc_boundary, double[:, ::1] weights, int n_threads,
+):
+    """The gradient of segment margins read off the tables (mode 3 of :func:`segment_margins_batch`).
+
+    Adds ``coef[m] * counts of the best path carrying the labels
+    ``refs[i, seg_start[m]:seg_end[m]]`` on its span - coef_other[m] *
+    counts of the best path through the node ``nodes[m]`` (token, label;
+    none where ``nodes[m, 0] < 0``)`` to d_unary (n_tokens, L), acc_trans
+    (n_acc, n_matrices * L * L) and acc_boundary (n_acc, 2 * L) (start then
+    end; chunk c of 8 sequences adds into accumulator c % n_acc), for the
+    segments m of every set i (``refs`` (n_sets, n_tokens)) and sequence k:
+    ``seg_offsets[i, k] <= m < seg_offsets[i, k + 1]``, the sets' arrays
+    end to end. All the sequence's best prefixes and suffixes, of every set,
+    are counted in one pass back and one forward through the backpointers
+    (``weights``: (n_threads, 2 * max_length * L) scratch).
+    """
+    cdef Py_ssize_t k
+    cdef const Py_ssize_t* idx = _index_ptr(index)
+    with nogil:
+        for k in prange(offsets.shape[0] - 1, num_threads=n_threads, schedule='static',
+                        chunksize=8):
+            # the block's accumulator, as in _forward_backward
+            _span_gradients_sequence(
+                bp_fwd, bp_bwd, idx, offsets[k], offsets[k + 1], refs, seg_offsets, k,
+                seg_start, seg_end, coef, coef_other, nodes, d_unary,
+                &acc_trans[(k // 8) % acc_trans.shape[0], 0],
+                &acc_boundary[(k // 8) % acc_trans.shape[0], 0], &weights[threadid(), 0])

@@ -4,8 +4,8 @@
 #
 # * _matrix, _index_ptr, _block: the (L, L) matrix of the edge into token t
 #   (one matrix for every edge when the index is empty, else index[t]'s).
-# * _next_label: the label after j on the best suffix (the backward
-#   pointer, recomputed from beta with the tables' rounding and ties).
+# * _row_max, _first_max: the largest entry of a row and its first index.
+# * _off_reference_max: a token's best max-marginal off a reference label.
 # * _max_incorrect_sequence: the best path off a reference, or the Viterbi
 #   path, read off the tables (Suzuki et al. 2006, Eq. 5).
 # * _span_weights, _sweep: counts of best paths through given spans, their
@@ -14,6 +14,36 @@
 from libc.math cimport INFINITY
 
 from _chain cimport backtrace
+
+
+cdef extern from *:
+    """
+    /* The largest of x[0:L] (-inf if none; NaN never counts), by four partial
+       maxima without branches, so that the loop vectorises. */
+    static inline double crf_row_max(const double* restrict x, ptrdiff_t L) {
+        double m[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        ptrdiff_t j = 0;
+        for (; j + 4 <= L; j += 4) {
+            for (int q = 0; q < 4; q++) m[q] = x[j + q] > m[q] ? x[j + q] : m[q];
+        }
+        for (; j < L; j++) m[0] = x[j] > m[0] ? x[j] : m[0];
+        for (int q = 1; q < 4; q++) m[0] = m[q] > m[0] ? m[q] : m[0];
+        return m[0];
+    }
+    """
+    double _row_max "crf_row_max"(const double* x, Py_ssize_t L) noexcept nogil
+
+
+cdef inline Py_ssize_t _first_max(const double* x, Py_ssize_t L, Py_ssize_t none) noexcept nogil:
+    # The first index of the largest entry of x[:L] (what a scan with a
+    # strict '>' from -inf keeps), or `none` where every entry is -inf or NaN.
+    cdef double m = _row_max(x, L)
+    cdef Py_ssize_t j
+    if m > -INFINITY:
+        for j in range(L):
+            if x[j] == m:
+                return j
+    return none
 
 
 cdef inline const double* _matrix(const double* table, const Py_ssize_t* index, Py_ssize_t t,
@@ -27,40 +57,46 @@ cdef inline const Py_ssize_t* _index_ptr(const Py_ssize_t[::1] index) noexcept n
     return &index[0] if index.shape[0] else NULL
 
 
-cdef inline Py_ssize_t _next_label(
-    const double[:, ::1] unary, const double* table, const Py_ssize_t* index,
-    const double[:, ::1] beta, Py_ssize_t t, Py_ssize_t j, Py_ssize_t L,
+cdef inline void _off_reference_max(
+    const double* alpha, const double* beta, Py_ssize_t r, Py_ssize_t L, double* best,
+    Py_ssize_t* arg,
 ) noexcept nogil:
-    # The label at t + 1 on the best suffix after label j at t: the backward
-    # pointer of max_plus_back, recomputed with its rounding and ties.
-    cdef const double* row = _matrix(table, index, t + 1, L) + j * L
-    cdef Py_ssize_t i, arg = 0
-    cdef double v, best = -INFINITY
-    for i in range(L):
-        v = (row[i] + unary[t + 1, i]) + beta[t + 1, i]
-        if v > best:
-            best = v
-            arg = i
-    return arg
+    # The best alpha[j] + beta[j] over the labels j != r of one token, and the
+    # first such j (-inf and -1 if there is none).
+    cdef Py_ssize_t j
+    cdef double v
+    best[0] = -INFINITY
+    arg[0] = -1
+    for j in range(L):
+        v = alpha[j] + beta[j]
+        if v > best[0] and j != r:
+            best[0] = v
+            arg[0] = j
 
 
 cdef inline void _max_incorrect_sequence(
-    const double[:, ::1] unary, const double* table, const Py_ssize_t* idx,
     const double[:, ::1] alpha, const double[:, ::1] beta, const int[:, ::1] bp_fwd,
-    const Py_ssize_t[::1] ref, bint exclude, Py_ssize_t s, Py_ssize_t e,
-    Py_ssize_t[::1] path, double* score,
+    const int[:, ::1] bp_bwd, const Py_ssize_t[::1] ref, bint exclude, Py_ssize_t s,
+    Py_ssize_t e, Py_ssize_t[::1] path, double* score, const double* off_best,
+    const Py_ssize_t* off_arg,
 ) noexcept nogil:
     # One sequence of max_incorrect_from_tables (tokens s .. e-1, e > s).
+    # off_best, off_arg (or NULL): _off_reference_max of every token with
+    # ref's labels, as the max-marginal kernel writes them.
     cdef Py_ssize_t L = alpha.shape[1]
-    cdef Py_ssize_t t, j, bt = -1, bj = -1
+    cdef Py_ssize_t t, bt = -1, bj = -1, j
     cdef double v, best = -INFINITY
     for t in range(s if exclude else e - 1, e):
-        for j in range(L):
-            v = alpha[t, j] + beta[t, j]
-            if v > best and not (exclude and j == ref[t]):
-                best = v
-                bt = t
-                bj = j
+        if exclude and off_best != NULL:
+            v = off_best[t]
+            j = off_arg[t]
+        else:
+            _off_reference_max(&alpha[t, 0], &beta[t, 0], ref[t] if exclude else -1, L, &v,
+                               &j)
+        if v > best:
+            best = v
+            bt = t
+            bj = j
     score[0] = best
     if bt < 0:
         for t in range(s, e):
@@ -69,7 +105,7 @@ cdef inline void _max_incorrect_sequence(
     path[bt] = bj
     backtrace(&bp_fwd[s, 0], &path[s], bt - s + 1, L)
     for t in range(bt, e - 1):
-        path[t + 1] = _next_label(unary, table, idx, beta, t, path[t], L)
+        path[t + 1] = bp_bwd[t, path[t]]
 
 
 cdef inline Py_ssize_t _block(const Py_ssize_t* index, Py_ssize_t t, Py_ssize_t L) noexcept nogil:
@@ -79,8 +115,7 @@ cdef inline Py_ssize_t _block(const Py_ssize_t* index, Py_ssize_t t, Py_ssize_t 
 
 cdef inline void _span_weights(
     const Py_ssize_t* lab, Py_ssize_t s, Py_ssize_t e, Py_ssize_t a, Py_ssize_t b, double c,
-    const double[:, ::1] unary, const double* table, const Py_ssize_t* index,
-    const double[:, ::1] beta, const int[:, ::1] bp_fwd, Py_ssize_t L,
+    const Py_ssize_t* index, const int[:, ::1] bp_fwd, const int[:, ::1] bp_bwd, Py_ssize_t L,
     double* pre, double* suf, double[:, ::1] d_unary, double* acc_trans, double* acc_start,
     double* acc_end,
 ) noexcept nogil:
@@ -99,7 +134,7 @@ cdef inline void _span_weights(
     else:
         acc_start[lab[0]] += c
     if b < e:
-        i = _next_label(unary, table, index, beta, b - 1, lab[b - 1 - a], L)
+        i = bp_bwd[b - 1, lab[b - 1 - a]]
         acc_trans[_block(index, b, L) + lab[b - 1 - a] * L + i] += c
         suf[(b - s) * L + i] += c
     else:
@@ -107,9 +142,8 @@ cdef inline void _span_weights(
 
 
 cdef inline void _sweep(
-    Py_ssize_t s, Py_ssize_t e, const double[:, ::1] unary, const double* table,
-    const Py_ssize_t* index, const double[:, ::1] beta, const int[:, ::1] bp_fwd,
-    Py_ssize_t L, double* pre, double* suf, double[:, ::1] d_unary,
+    Py_ssize_t s, Py_ssize_t e, const Py_ssize_t* index, const int[:, ::1] bp_fwd,
+    const int[:, ::1] bp_bwd, Py_ssize_t L, double* pre, double* suf, double[:, ::1] d_unary,
     double* acc_trans, double* acc_start, double* acc_end,
 ) noexcept nogil:
     # The counts of the best prefixes (suffixes) weighted in pre (suf): one
@@ -135,7 +169,7 @@ cdef inline void _sweep(
                 continue
             d_unary[t, j] += w
             if t < e - 1:
-                i = _next_label(unary, table, index, beta, t, j, L)
+                i = bp_bwd[t, j]
                 acc_trans[_block(index, t + 1, L) + j * L + i] += w
                 suf[(t + 1 - s) * L + i] += w
             else:

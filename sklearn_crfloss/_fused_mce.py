@@ -33,7 +33,8 @@ import weakref
 import numpy as np
 
 from ._forward_backward import accumulator_blocks
-from ._simd import max_incorrect_from_tables, max_marginals_batch, segment_margins_batch
+from ._simd import (max_incorrect_from_tables, max_marginals_batch, segment_margins_batch,
+                    span_gradients_batch)
 from .inference import MaxMarginalsResult, PositionTransitions, _Chain, _transition_table
 
 #: The max-marginal tables of the last evaluation on a unary array, kept while
@@ -46,7 +47,7 @@ __all__ = ["label_margins", "path_gradient", "stack_segments"]
 
 
 class _Spans:
-    """Segments of one reference labelling, evaluated by ``segment_margins_batch``.
+    """Segments of one reference labelling, evaluated by ``segment_margins_batch`` (mode 3).
 
     Parameters
     ----------
@@ -67,7 +68,8 @@ class _Spans:
         ``-inf`` where not computed or where every labelling carries them).
     """
 
-    def __init__(self, chain, mm, ref, segments, need_other):
+    def __init__(self, chain, mm, ref, segments, need_other, off=(None, None)):
+        # off: max_marginals_batch's best max-marginals off ref, if known
         c = chain
         seq, begin, stop = segments
         self.chain, self.mm, self.ref = c, mm, ref
@@ -78,53 +80,73 @@ class _Spans:
         self.need_other = np.ascontiguousarray(need_other, dtype=np.uint8)
         self.nodes = np.empty((max(1, self.n), 2), dtype=np.intp)  # competitors' (t, j)
         self.carry, self.other = np.empty(self.n), np.empty(self.n)
-        self._run(3, np.zeros(self.n), np.zeros(self.n), None, None)
-
-    def _run(self, mode, coef, coef_other, d_unary, acc):
-        c, mm = self.chain, self.mm
         L = c.n_labels
         table, index = _transition_table(c.transition)
-        max_length = int(np.diff(c.offsets).max()) if c.n_seq else 0
-        if acc is None:
-            d_unary = np.empty((0, L))
-            acc = (np.zeros((1, 1)), np.zeros((1, 2 * L)))
+        zeros = np.zeros(self.n)
         segment_margins_batch(
             c.unary, table, index, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets,
-            self.ref, self.seg_offsets, self.begin, self.stop, self.carry, self.other,
-            np.ascontiguousarray(coef, dtype=np.float64),
-            np.ascontiguousarray(coef_other, dtype=np.float64), mode, self.need_other,
-            self.nodes, d_unary, acc[0], acc[1], np.empty((1, 1)),
-            np.empty((1, 1), dtype=np.int32), np.empty((1, 1), dtype=np.intp),
-            np.empty((c.n_threads, max(1, 2 * max_length * L)) if mode == 2 else (1, 1)),
-            c.n_threads)
+            self.ref, self.seg_offsets, self.begin, self.stop, self.carry, self.other, zeros,
+            zeros, 3, self.need_other, self.nodes, np.empty((0, L)), np.zeros((1, 1)),
+            np.zeros((1, 2 * L)), np.empty((1, 1)), np.empty((1, 1), dtype=np.int32),
+            np.empty((1, 1), dtype=np.intp), np.empty((1, 1)), c.n_threads, *off)
 
     def add_gradient(self, coef, coef_other, d_unary, acc):
         """Add the counts of the best paths: ``coef`` carrying, ``-coef_other`` the others."""
-        self._run(2, coef, coef_other, d_unary, acc)
+        add_span_gradients([self], [coef], [coef_other], d_unary, acc)
 
 
-def _max_marginals(c):
+def add_span_gradients(spans, coef, coef_other, d_unary, acc):
+    """Add the gradients of several :class:`_Spans` on one chain in one kernel pass.
+
+    ``coef`` and ``coef_other``: one array per set of spans; adds ``coef``
+    times the counts of each segment's best carrying path minus
+    ``coef_other`` times those of its best competitor into ``d_unary`` and
+    the kernels' accumulators ``acc`` (see :func:`path_gradient`).
+    """
+    c, mm = spans[0].chain, spans[0].mm
+    L = c.n_labels
+    _, index = _transition_table(c.transition)
+    max_length = int(np.diff(c.offsets).max()) if c.n_seq else 0
+    base = np.cumsum([0] + [sp.n for sp in spans[:-1]])
+    span_gradients_batch(
+        mm.bp_fwd, mm.bp_bwd, index, c.offsets,
+        np.stack([np.ascontiguousarray(sp.ref, dtype=np.intp) for sp in spans]),
+        np.stack([sp.seg_offsets + b for sp, b in zip(spans, base)]),
+        np.concatenate([sp.begin for sp in spans]), np.concatenate([sp.stop for sp in spans]),
+        np.ascontiguousarray(np.concatenate(coef), dtype=np.float64),
+        np.ascontiguousarray(np.concatenate(coef_other), dtype=np.float64),
+        np.concatenate([sp.nodes[:sp.n] for sp in spans] + [np.zeros((1, 2), dtype=np.intp)]),
+        d_unary, acc[0], acc[1], np.empty((c.n_threads, max(1, 2 * max_length * L))),
+        c.n_threads)
+
+
+def _max_marginals(c, ref=None):
     """The max-marginal tables of the checked chain ``c``, in the kept arrays.
 
-    As :func:`~sklearn_crfloss.inference.max_marginals` without the backward
-    pointers (``bp_bwd`` is a placeholder). One training objective evaluates
+    As :func:`~sklearn_crfloss.inference.max_marginals`. One training objective evaluates
     on its unary buffer from one thread at a time; two threads evaluating on
     the same unary array at once would share these tables.
+
+    Returns ``(mm, (off_best, off_arg))``: with ``ref`` (n_tokens,) labels,
+    each token's best max-marginal off ``ref``'s label and that label
+    (``max_marginals_batch``'s, for ``max_incorrect_from_tables`` and mode 3
+    of ``segment_margins_batch`` on ``ref``), else ``(None, None)``.
     """
     key = id(c.unary)
-    owner, mm = _TABLES.get(key, (None, None))
+    owner, mm, off = _TABLES.get(key, (None, None, None))
     if owner is None or owner() is not c.unary or mm.alpha.shape != c.unary.shape:
-        # no backward pointers: the kernels recompute the few they follow
         mm = MaxMarginalsResult(c.rows(), c.rows(), c.rows(dtype=np.int32),
-                                np.zeros((1, c.n_labels), dtype=np.int32))
+                                c.rows(dtype=np.int32))
+        off = (np.empty(c.n_tokens), np.empty(c.n_tokens, dtype=np.intp))
         if owner is None:
             weakref.finalize(c.unary, _TABLES.pop, key, None)
-        _TABLES[key] = (weakref.ref(c.unary), mm)
+        _TABLES[key] = (weakref.ref(c.unary), mm, off)
     table, index = _transition_table(c.transition)
+    with_ref = {} if ref is None else {"ref": ref, "off_best": off[0], "off_arg": off[1]}
     max_marginals_batch(c.unary, table, np.ascontiguousarray(table.transpose(0, 2, 1)), index,
                         c.start, c.end, c.offsets, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd,
-                        c.n_threads, False)
-    return mm
+                        c.n_threads, **with_ref)
+    return mm, (off if ref is not None else (None, None))
 
 
 def path_gradient(c, add):
@@ -189,12 +211,11 @@ def label_margins(loss, unary, transition, start, end, y, offsets, gold, n_threa
     """
     c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     y = c.labels(y, "y")
-    mm = _max_marginals(c)
+    mm, off = _max_marginals(c, y)  # off: each token's best max-marginal off y's label
     wrong_path = np.empty(c.n_tokens, dtype=np.intp)
-    table, index = _transition_table(c.transition)
-    max_incorrect_from_tables(c.unary, table, index, mm.alpha, mm.beta, mm.bp_fwd, c.offsets,
-                              y, loss.false_positives != "viterbi", wrong_path,
-                              np.zeros(c.n_seq), c.n_threads)
+    max_incorrect_from_tables(mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets, y,
+                              loss.false_positives != "viterbi", wrong_path, np.zeros(c.n_seq),
+                              c.n_threads, *off)
     gseq, gbeg, gend, gkey, _ = gold
     wseq, wbeg, wend, wkey, _ = loss._segments(wrong_path, c.offsets)
     if gkey.shape[0] and np.all(gkey[1:] > gkey[:-1]):  # sorted (the decoder's order)
@@ -209,7 +230,7 @@ def label_margins(loss, unary, transition, start, end, y, offsets, gold, n_threa
     ref_segs, order = stack_segments((gseq, gbeg, gend),
                                       fp_segs if gold_competitor else None)
     perm = np.argsort(order, kind="stable")  # sorted position -> stacked position
-    on_gold = _Spans(c, mm, y, ref_segs, perm < n_gold)
+    on_gold = _Spans(c, mm, y, ref_segs, perm < n_gold, off)
     on_wrong = _Spans(c, mm, wrong_path, fp_segs, np.full(n_fp, not gold_competitor))
     c_y, o_y = on_gold.carry[order], on_gold.other[order]
     m_g = c_y[:n_gold] - o_y[:n_gold]
@@ -219,12 +240,12 @@ def label_margins(loss, unary, transition, start, end, y, offsets, gold, n_threa
         def add(d_unary, acc):
             if gold_competitor:
                 # d(s') = g(s') - g(gold labels on the span): the carrying paths only.
-                on_gold.add_gradient(np.concatenate([coef_g, -coef_f])[perm],
-                                     np.concatenate([coef_g, np.zeros(n_fp)])[perm], d_unary,
-                                     acc)
+                gold_coef = (np.concatenate([coef_g, -coef_f])[perm],
+                             np.concatenate([coef_g, np.zeros(n_fp)])[perm])
             else:
-                on_gold.add_gradient(coef_g, coef_g, d_unary, acc)
-            on_wrong.add_gradient(coef_f, coef_f, d_unary, acc)
+                gold_coef = (coef_g, coef_g)
+            add_span_gradients([on_gold, on_wrong], [gold_coef[0], coef_f],
+                               [gold_coef[1], coef_f], d_unary, acc)
 
         return path_gradient(c, add)
 

@@ -20,7 +20,7 @@ __all__ = ["KERNEL_BUILD", "chunk_queries_batch", "cll_features_batch", "forward
            "max_incorrect_from_tables",
            "max_marginals_batch", "n_best_batch", "pair_gradient", "pair_potentials",
            "position_cll_features_batch", "position_forward_backward_batch",
-           "segment_margins_batch", "viterbi_batch"]
+           "segment_margins_batch", "span_gradients_batch", "viterbi_batch"]
 
 #: The kernel modules that have vector builds.
 MODULES = ("_potentials", "_forward_backward", "_fused_losses", "_marginal_vjp", "_viterbi",
@@ -79,6 +79,7 @@ n_best_batch = _modules["_viterbi"].n_best_batch
 max_incorrect_batch = _modules["_viterbi"].max_incorrect_batch
 max_marginals_batch = _modules["_max_marginals"].max_marginals_batch
 segment_margins_batch = _modules["_max_marginals"].segment_margins_batch
+span_gradients_batch = _modules["_max_marginals"].span_gradients_batch
 max_incorrect_from_tables = _modules["_max_marginals"].max_incorrect_from_tables
 chunk_queries_batch = _modules["_chunk_queries"].chunk_queries_batch
 position_forward_backward_batch = _modules["_positions"].position_forward_backward_batch

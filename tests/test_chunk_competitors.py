@@ -107,6 +107,32 @@ def test_reencoding_the_gold_chunks_is_not_the_maximum_incorrect_output():
     assert_allclose(U3[np.arange(3), wrong3].sum(), scores[other].max())
 
 
+def test_reencodings_of_several_lengths_are_replaced_in_one_batch():
+    # Three sequences of lengths 1, 3 and 2 (and an empty one) whose best
+    # label sequence only re-encodes the gold chunks: each gets the best
+    # sequence with other chunks, by enumeration, although they are
+    # searched together (padded to the longest).
+    golds = [["I-PER"], ["I-PER", "I-PER", "O"], [], ["O", "I-LOC"]]
+    bests = [["B-PER"], ["B-PER", "I-PER", "O"], [], ["O", "B-LOC"]]
+    L = len(CLASSES)
+    parts = [_favouring(_codes([b]), L, seed=k) for k, b in enumerate(bests)]
+    U = np.concatenate([p[0] for p in parts])
+    off = np.concatenate([[0], np.cumsum([len(g) for g in golds])]).astype(np.intp)
+    gold = _codes(golds)
+    wrong = ChunkEvents(CLASSES, "conlleval").max_incorrect(U, np.zeros((L, L)), np.zeros(L),
+                                                            np.zeros(L), off, gold)
+    for k in range(len(golds)):
+        a, b = off[k], off[k + 1]
+        if a == b:
+            continue
+        grid = np.array(np.meshgrid(*[np.arange(L)] * (b - a), indexing="ij")).reshape(b - a, -1).T
+        other = np.array([get_segments(list(CLASSES[g])) != get_segments(golds[k])
+                          for g in grid])
+        scores = U[np.arange(a, b), grid].sum(axis=1)
+        assert get_segments(list(CLASSES[wrong[a:b]])) != get_segments(golds[k])
+        assert_allclose(U[np.arange(a, b), wrong[a:b]].sum(), scores[other].max())
+
+
 @pytest.mark.parametrize("false_positives", ["gold", "max_incorrect"])
 def test_competitor_differing_only_in_encoding_is_not_an_error(false_positives):
     # The model outputs the gold chunks in another encoding with a wide

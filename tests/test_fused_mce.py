@@ -7,6 +7,7 @@ max-product kernels of the MCE family take position-dependent transitions
 (observation-dependent label bigrams), checked against enumeration.
 """
 
+import itertools
 import warnings
 
 import numpy as np
@@ -82,6 +83,21 @@ def test_fast_path_equals_the_general_code(seed, positions, false_positives):
     for g, h in zip(got[1:], want[1:]):
         assert g.shape == h.shape
         assert_allclose(g, h, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("positions", [False, True])
+@pytest.mark.parametrize("segment_match", ["labels", "chunks"])
+def test_two_threads_give_the_one_thread_value_and_gradient(positions, segment_match):
+    # 400 sequences: many blocks of 8 for each thread (the tables, the
+    # span passes and their gradient accumulators run over sequences).
+    lengths = np.random.default_rng(7).integers(0, 30, size=400)
+    U, T, s, e, y, off = _problem(7, lengths=lengths, positions=positions)
+    loss = SegmentFScoreMCE(segment_match=segment_match).set_classes(CLASSES)
+    one = loss.value_and_grad(U, T, s, e, y, off, n_threads=1)
+    two = loss.value_and_grad(U, T, s, e, y, off, n_threads=2)
+    assert_allclose(two[0], one[0], rtol=1e-12)
+    for g, h in zip(two[1:], one[1:]):
+        assert_allclose(g, h, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -235,12 +251,12 @@ def test_table_kernels_of_the_fast_path_match_enumeration(seed, positions):
 
     U, T, s, e, y, off = _problem(seed, n_labels=3, lengths=(1, 4, 5, 3), positions=positions)
     c = _Chain.checked(U, T, s, e, off, 1, positions=True)
-    mm = _max_marginals(c)
+    mm, best_off_y = _max_marginals(c, y)  # and each token's best max-marginal off y
     table, index = _transition_table(c.transition)
-    for exclude in (True, False):
+    for exclude, kept in itertools.product((True, False), ((None, None), best_off_y)):
         path, score = np.empty(U.shape[0], dtype=np.intp), np.zeros(off.shape[0] - 1)
-        max_incorrect_from_tables(c.unary, table, index, mm.alpha, mm.beta, mm.bp_fwd, c.offsets,
-                                  y, exclude, path, score, 1)
+        max_incorrect_from_tables(mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets, y, exclude,
+                                  path, score, 1, *kept)
         for k in range(off.shape[0] - 1):
             a, b = off[k], off[k + 1]
             paths, scores = _enumerate(U[a:b], _matrices(T, off, k), s, e)
@@ -251,7 +267,10 @@ def test_table_kernels_of_the_fast_path_match_enumeration(seed, positions):
     # segment values read off the tables, and the gradient through the kept nodes
     segs = (np.array([0, 1, 1, 2, 3]), np.array([0, 0, 2, 1, 0]), np.array([1, 2, 4, 5, 3]))
     need = np.array([True, True, False, True, True])
-    spans = _Spans(c, mm, y, segs, need)
+    spans = _Spans(c, mm, y, segs, need, best_off_y)
+    scanned = _Spans(c, mm, y, segs, need)  # the same, scanning the tables
+    assert_array_equal(spans.other, scanned.other)
+    assert_array_equal(spans.nodes, scanned.nodes)
     for m, (k, a, b) in enumerate(zip(*segs)):
         o = off[k]
         paths, scores = _enumerate(U[o:off[k + 1]], _matrices(T, off, k), s, e)
@@ -267,7 +286,7 @@ def test_table_kernels_of_the_fast_path_match_enumeration(seed, positions):
     def f(U, table, s, e):
         c2 = _Chain.checked(U, T._replace(table=table) if positions else table[0], s, e, off, 1,
                             positions=True)
-        sp = _Spans(c2, _max_marginals(c2), y, segs, need)
+        sp = _Spans(c2, _max_marginals(c2)[0], y, segs, need)
         return float(coef @ sp.carry - coef_other @ np.where(np.isfinite(sp.other), sp.other, 0))
 
     _check_one_sided(f, (U, table.copy(), s, e),

@@ -129,11 +129,10 @@ class ChunkEvents:
         """
         c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
         y = c.labels(y, "y")
-        mm = _tables(c) if mm is None else mm
+        mm, off = _tables(c, y) if mm is None else (mm, (None, None))
         path = np.empty(c.n_tokens, dtype=np.intp)
-        table, index = _transition_table(c.transition)
-        max_incorrect_from_tables(c.unary, table, index, mm.alpha, mm.beta, mm.bp_fwd, c.offsets,
-                                  y, exclude, path, np.zeros(c.n_seq), c.n_threads)
+        max_incorrect_from_tables(mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets, y, exclude,
+                                  path, np.zeros(c.n_seq), c.n_threads, *off)
         if exclude:
             self.differ_in_chunks(c, path, y, gold_events)
         return path
@@ -149,22 +148,29 @@ class ChunkEvents:
         gold_code = (self.token_events(y, offsets) if gold_events is None else gold_events)[0]
         lengths = np.diff(offsets)
         differs = np.bincount(np.repeat(np.arange(lengths.shape[0]), lengths),
-                              self.token_events(path, offsets)[0] != gold_code,
+                              self.code[self._prev(path, offsets), path] != gold_code,
                               minlength=lengths.shape[0])
         redo = np.flatnonzero((lengths > 0) & ~(differs > 0))
-        for length in np.unique(lengths[redo]):
-            seqs = redo[lengths[redo] == length]
-            rows = offsets[seqs][:, None] + np.arange(length)[None, :]
-            path[rows] = self._chunk_excluding(c.unary, c.transition, c.start, c.end, rows,
-                                               gold_code[rows], y[rows])
+        if redo.shape[0]:  # all of them at once, padded with their last token
+            lens = lengths[redo]
+            steps = np.arange(int(lens.max()))[None, :]
+            rows = offsets[redo][:, None] + np.minimum(steps, lens[:, None] - 1)
+            out = self._chunk_excluding(c.unary, c.transition, c.start, c.end, rows,
+                                        gold_code[rows], y[rows], lens)
+            inside = steps < lens[:, None]
+            path[rows[inside]] = out[inside]
 
-    def _chunk_excluding(self, unary, transition, start, end, rows, gold_code, y):
-        """Viterbi over (label, deviated) on sequences of one length; rows (m, T)."""
+    def _chunk_excluding(self, unary, transition, start, end, rows, gold_code, y, lengths):
+        """Viterbi over (label, deviated) on sequences ``rows`` (m, T) of ``lengths`` (m,).
+
+        Positions past a sequence's length (padding) are computed and ignored.
+        """
         m, length = rows.shape
         L = self.n_labels
         score = start[None, :] + unary[rows[:, 0]]
         eq = self.code[L][None, :] == gold_code[:, :1]
         ok, dev = np.where(eq, score, _NEG), np.where(eq, _NEG, score)
+        final = np.where((lengths == 1)[:, None], dev + end[None, :], _NEG)
         bps = []
         codes = self.code[:L]
         for t in range(1, length):
@@ -180,7 +186,8 @@ class ChunkEvents:
             ok = np.take_along_axis(ok_in, bp_ok[:, None, :], 1)[:, 0] + u
             dev = np.take_along_axis(both, bp_dev[:, None, :], 1)[:, 0] + u
             bps.append((bp_ok, bp_dev))
-        final = dev + end[None, :]
+            last = lengths == t + 1
+            final[last] = dev[last] + end[None, :]
         lab = final.argmax(axis=1)
         out = np.empty((m, length), dtype=np.intp)
         out[:, -1] = lab
@@ -189,9 +196,9 @@ class ChunkEvents:
         for t in range(length - 1, 0, -1):
             bp_ok, bp_dev = bps[t - 1]
             b = bp_dev[r, lab]
-            nxt = np.where(in_dev, b % L, bp_ok[r, lab])
-            in_dev = in_dev & (b < L)
-            lab = nxt
+            inside = t < lengths  # else lab stays the sequence's last label
+            lab, in_dev = (np.where(inside, np.where(in_dev, b % L, bp_ok[r, lab]), lab),
+                           np.where(inside, in_dev & (b < L), in_dev))
             out[:, t - 1] = lab
         none = ~np.isfinite(final.max(axis=1))
         out[none] = y[none]
@@ -252,15 +259,20 @@ class _Part:
         self.how = np.empty((self.n, 8), dtype=np.intp)
         self.paths = np.empty((2, self.q_tokens[-1]), dtype=np.intp)
 
-    _FIELDS = ("begin", "stop", "tok_type", "inner", "first", "exit", "need", "with_", "without",
-               "how")
-
     @classmethod
-    def stacked(cls, parts, n_seq):
-        """All the parts as one: the arrays end to end, ``q_offsets`` one row per part."""
+    def stacked(cls, parts):
+        """What the gradient pass reads of all the parts, as one.
+
+        Their spans, ``how`` and paths end to end, ``q_offsets`` one row per
+        part; the constraints and values (read by the values pass only) are
+        empty.
+        """
         out = cls.__new__(cls)
-        for name in cls._FIELDS:
+        for name in ("begin", "stop", "how"):
             setattr(out, name, np.concatenate([getattr(p, name) for p in parts]))
+        out.tok_type = out.inner = out.first = out.exit = np.zeros(0, dtype=np.intp)
+        out.need = np.zeros(0, dtype=np.uint8)
+        out.with_ = out.without = np.zeros(0)
         base = np.cumsum([0] + [p.n for p in parts[:-1]])
         tok_base = np.cumsum([0] + [p.q_tokens[-1] for p in parts[:-1]])
         out.q_offsets = np.stack([p.q_offsets + b for p, b in zip(parts, base)])
@@ -284,7 +296,7 @@ class SpanQueries:
     chain : _Chain
         The checked potentials (:class:`~sklearn_crfloss.inference._Chain`).
     mm : MaxMarginalsResult
-        The max-marginal tables of the potentials (``bp_bwd`` is not read).
+        The max-marginal tables of the potentials.
     """
 
     def __init__(self, ev, chain, mm):
@@ -306,8 +318,10 @@ class SpanQueries:
         """Evaluate a bound set of queries; returns the best scores ``(with_, without)``.
 
         Views of ``part``'s buffers, written again by the next run. With
-        ``max_incorrect = (ref, exclude, path)`` the same pass writes the
-        path of ``_max_marginals.max_incorrect_from_tables`` into ``path``.
+        ``max_incorrect = (ref, exclude, path, (off_best, off_arg))`` the
+        same pass writes the path of
+        ``_max_marginals.max_incorrect_from_tables`` into ``path`` (``off_*``:
+        the tables' best max-marginals off ``ref``, or None).
         """
         part.q_offsets = part.q_offsets[None]
         try:
@@ -328,16 +342,17 @@ class SpanQueries:
         if not grad:
             d_unary = np.empty((0, L))
             acc = (np.zeros((1, 1)), np.zeros((1, 2 * L)))
-        ref, exclude, path = mi or (np.zeros(0, dtype=np.intp), False, np.zeros(0, dtype=np.intp))
+        ref, exclude, path, off = mi or (np.zeros(0, dtype=np.intp), False,
+                                         np.zeros(0, dtype=np.intp), (None, None))
         chunk_queries_batch(
-            c.unary, table, index, c.start, mm.alpha, mm.beta, mm.bp_fwd, c.offsets, ev.masks,
-            ev.columns, ev.label_type, ev.off_type, ev.type_offsets, ev.type_labels,
+            c.unary, table, index, c.start, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets,
+            ev.masks, ev.columns, ev.label_type, ev.off_type, ev.type_offsets, ev.type_labels,
             part.q_offsets, part.begin, part.stop, part.q_tokens, part.tok_type, part.inner,
             part.first, part.exit, part.need, part.with_, part.without, part.how, part.paths[0],
             part.paths[1], coef_with, coef_without, grad, d_unary, acc[0], acc[1],
             np.empty((c.n_threads, 5 * L + (2 * max_length * L if grad else 0))),
             np.empty((c.n_threads, (span + 2) * L), dtype=np.int32), ref, exclude, path,
-            np.empty(c.n_seq if path.shape[0] else 0), c.n_threads)
+            np.empty(c.n_seq if path.shape[0] else 0), c.n_threads, *off)
 
     def add_gradient(self, d_unary, acc, coef_with, coef_without):
         """Add the gradient of ``sum coef_with with_ - coef_without without``.
@@ -347,10 +362,12 @@ class SpanQueries:
         ``d_unary`` (n_tokens, n_labels) and the accumulators ``acc =
         (transitions, start and end)`` of the max-product kernels.
         """
-        part = _Part.stacked(self.parts, self.chain.n_seq)
-        cw, cwo = np.concatenate(coef_with), np.concatenate(coef_without)
-        self._run(part, np.where(np.isfinite(part.with_), cw, 0.0),
-                  np.where(np.isfinite(part.without), cwo, 0.0), d_unary, acc)
+        # zero coefficients where the score is -inf (no such path)
+        cw = [np.where(np.isfinite(p.with_), c, 0.0) for p, c in zip(self.parts, coef_with)]
+        cwo = [np.where(np.isfinite(p.without), c, 0.0)
+               for p, c in zip(self.parts, coef_without)]
+        self._run(_Part.stacked(self.parts), np.concatenate(cw), np.concatenate(cwo), d_unary,
+                  acc)
 
 
 def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold, n_threads):
@@ -387,7 +404,7 @@ def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold,
     """
     c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     y = c.labels(y, "y")
-    mm = _tables(c)
+    mm, off = _tables(c, y)  # off: each token's best max-marginal off y's label
     gseq, gbeg, gend, gkey, gtype = gold
     q = SpanQueries(events, c, mm)
     cache = getattr(loss, "_chunk_structure", None)  # the gold queries and events, per gold set
@@ -397,7 +414,7 @@ def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold,
         loss._chunk_structure = cache
     exclude = loss.false_positives != "viterbi"
     wrong = np.empty(c.n_tokens, dtype=np.intp)
-    g_with, g_without = q.run(cache[1], (y, exclude, wrong))
+    g_with, g_without = q.run(cache[1], (y, exclude, wrong, off))
     if exclude:
         events.differ_in_chunks(c, wrong, y, cache[2])
     wseq, wbeg, wend, wkey, wtype = loss._segments(wrong, offsets)

@@ -663,9 +663,11 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
             l_f = (l_f - l0) / (1.0 - l0)
             dl_f = dl_f / (1.0 - l0)
         one_minus_l_g = expit(-(alpha * -m_g + beta))
-        tp = float(np.dot(wg, one_minus_l_g))
-        fn = float(np.dot(wg, l_g))
-        fp = float(np.dot(wf, l_f))
+        # Sums of products, not BLAS dots: a dot this long wakes BLAS threads,
+        # which then spin beside a one-thread evaluation.
+        tp = float(np.sum(wg * one_minus_l_g))
+        fn = float(np.sum(wg * l_g))
+        fp = float(np.sum(wf * l_f))
         scale = float(wg.sum())
         if scale > 0:
             z_n = g2 * fn + fp
