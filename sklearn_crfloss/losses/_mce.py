@@ -624,7 +624,9 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         Parameters
         ----------
         from_zero : bool
-            Whether training starts from zero parameters.
+            True if training starts from zero parameters (``init=None``,
+            no warm start), False if it starts from a CLL fit or continues
+            a previous fit.
 
         Returns
         -------
