@@ -9,7 +9,6 @@ Rows (``--rows``, any subset, in this order):
 * ``mcef_sig`` -- loss=SegmentFScoreMCE(false_positives='max_incorrect') (a variant; sigmoid), prior='l2'
 * ``mcef_sig_g`` -- SegmentFScoreMCE(false_positives='gold') (the paper's
   false positives; ``beta='auto'``: -1 from zero, 0 from MAP)
-* ``mcef_sig_g0`` -- the same with the paper's ``beta=0`` from any start
 * ``mcef_sig_v`` -- SegmentFScoreMCE(false_positives='viterbi'), the
   continuous variant (not in the paper), prior='l2'
 
@@ -95,9 +94,6 @@ ROWS = {
     "mcef_sig_g": ("MCE-F(sig,gold)",
                    lambda: SegmentFScoreMCE(false_positives="gold",
                                             segment_match=SEGMENT_MATCH[0]), "l2"),
-    "mcef_sig_g0": ("MCE-F(sig,gold,beta=0)",
-                    lambda: SegmentFScoreMCE(false_positives="gold", beta=0.0,
-                                             segment_match=SEGMENT_MATCH[0]), "l2"),
     "mcef_sig_v": ("MCE-F(sig,vit)",
                    lambda: SegmentFScoreMCE(false_positives="viterbi",
                                             segment_match=SEGMENT_MATCH[0]), "l2"),
