@@ -7,6 +7,8 @@ Rows (``--rows``, any subset, in this order):
 * ``mce_log``  -- loss=MinimumClassificationError(smoothing='logistic'), prior='l2'
 * ``mce_sig``  -- loss=MinimumClassificationError(smoothing='sigmoid'), prior='l2'
 * ``mcef_sig`` -- loss=SegmentFScoreMCE(false_positives='max_incorrect') (a variant; sigmoid), prior='l2'
+* ``mcef_sig_g`` -- SegmentFScoreMCE(false_positives='gold') (the paper's
+  false positives; ``beta='auto'``: -1 from zero, 0 from MAP)
 * ``mcef_sig_v`` -- SegmentFScoreMCE(false_positives='viterbi'), the
   continuous variant (not in the paper), prior='l2'
 

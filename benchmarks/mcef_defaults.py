@@ -19,11 +19,22 @@ Variants (``NAME`` or ``NAME:VALUE``)::
     solver:S         solver S ('rprop', 'quickprop', 'sgd', 'paper' =
                      [('sgd', 10), 'quickprop'])
     epochs:N         N SGD epochs, then QuickProp ([('sgd', N), 'quickprop'])
+    second:S         ten SGD epochs, then solver S ([('sgd', 10), S], e.g. 'lbfgs')
+    tol:T            the estimator's tol (the stopping test of every stage)
+    halvings:N       ten SGD epochs, then QuickProp halving a step that raises
+                     the objective N times (then 2 N times along the negative
+                     gradient) before it stops (the solver's default: 5)
     anneal:A         alpha=A first (the default solver), then the paper's
                      alpha=1 continued from that model (the default solver)
     chunks           segment_match='chunks'
+    fp:F             SegmentFScoreMCE(false_positives=F)
+    beta:B           SegmentFScoreMCE(beta=B), the sigmoid's offset (Eq. 8)
 
 Variants joined by ``+`` combine (``C:10+epochs:30``).
+
+With ``--curve`` every fit records the development F1 after each
+iteration (a three-argument callback; iteration numbers run on across the
+stages of a schedule) and prints the best one and where it was.
 
 Every fit is cached (``--cache``: the MAP start as a pickle, each variant's
 development F1 and predictions as JSON), so a run cut short resumes; with
@@ -54,6 +65,7 @@ from sklearn_crfloss.losses import SegmentFScoreMCE  # noqa: E402
 from sklearn_crfloss.metrics import (mcnemar_test, paired_bootstrap_test,  # noqa: E402
                                      segment_f1_score)
 from sklearn_crfloss.priors import GaussianPrior  # noqa: E402
+from sklearn_crfloss.solvers import QuickProp  # noqa: E402
 
 SOLVERS = {"paper": [("sgd", 10), "quickprop"]}
 
@@ -70,6 +82,12 @@ def _apply(variant, args, theta0, loss_kw, params):
     name, _, value = variant.partition(":")
     if name == "epochs":
         params["solver"] = [("sgd", int(value)), "quickprop"]
+    elif name == "second":
+        params["solver"] = [("sgd", 10), value]
+    elif name == "halvings":
+        params["solver"] = [("sgd", 10), _quickprop(int(value))]
+    elif name == "tol":
+        params["tol"] = float(value)
     elif name == "anneal":
         params["anneal"] = float(value)
     elif name == "alpha":
@@ -84,10 +102,19 @@ def _apply(variant, args, theta0, loss_kw, params):
             loss_kw["alpha"] = float(value)
     elif name == "solver":
         params["solver"] = SOLVERS.get(value, value)
+    elif name == "beta":
+        loss_kw["beta"] = float(value)
+    elif name == "fp":
+        loss_kw["false_positives"] = value
     elif name == "chunks":
         loss_kw["segment_match"] = "chunks"
     elif name != "default":
         raise ValueError(f"unknown variant {variant!r}")
+
+
+def _quickprop(halvings):
+    """A QuickProp that halves a rising step ``halvings`` times (its fall-back twice that)."""
+    return type(f"QuickProp{halvings}", (QuickProp,), {"max_halvings": halvings})()
 
 
 def run(F_tr, y_tr, F_ev, y_ev, args, tag):
@@ -114,7 +141,7 @@ def run(F_tr, y_tr, F_ev, y_ev, args, tag):
     out = {}
     for variant in args.variant:
         vkey = hashlib.md5(f"{key}-{variant}-{args.C:g}-{args.init}-{args.max_iter}"
-                           .encode()).hexdigest()[:10]
+                           f"{'-curve' if args.curve else ''}".encode()).hexdigest()[:10]
         path = os.path.join(args.cache, f"var-{vkey}.pkl")
 
         def fit_variant(variant=variant):
@@ -123,6 +150,10 @@ def run(F_tr, y_tr, F_ev, y_ev, args, tag):
             final_loss = loss
             if anneal is not None:  # the first stage at the small slope
                 loss = copy.deepcopy(loss).set_params(alpha=anneal)
+            curve = []
+            if args.curve:
+                params["callback"] = lambda k, value, model: curve.append(
+                    (k, float(value), 100 * segment_f1_score(y_ev, model.predict(F_ev))))
             t0 = time.perf_counter()
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -146,7 +177,7 @@ def run(F_tr, y_tr, F_ev, y_ev, args, tag):
             return dict(variant=variant, f1=100 * segment_f1_score(y_ev, pred), pred=pred,
                         n_iter=crf.n_iter_, stop=crf.stop_reason_, sec=sec,
                         saturation=sat, loss_curve=list(map(float, crf.loss_curve_)),
-                        first_curve=first if anneal is not None else None,
+                        first_curve=first if anneal is not None else None, dev_curve=curve,
                         warnings=sorted({str(w.message)[:90] for w in caught}))
 
         r = cached(path, fit_variant)
@@ -157,7 +188,17 @@ def run(F_tr, y_tr, F_ev, y_ev, args, tag):
               f"({r['f1'] - 100 * segment_f1_score(y_ev, map_pred):+.2f}) "
               f"iters {r['n_iter']} ({r['stop']}) objective -{fall:.1f}% "
               f"{r['sec']:.0f} s  load {os.getloadavg()[0]:.1f}  {r['warnings']}", flush=True)
+        if r.get("dev_curve"):
+            _print_curve(tag, r["dev_curve"])
     return map_pred, out
+
+
+def _print_curve(tag, curve):
+    """The best development F1 of a ``--curve`` fit and the F1 every tenth iteration."""
+    k, _, f1 = max(curve, key=lambda r: r[2])
+    print(f"[{tag}]   best F1 {f1:.2f} at iteration {k}; per iteration (k: objective, F1): "
+          + ", ".join(f"{k}: {v:.1f}, {f:.2f}" for k, v, f in curve
+                      if k % 10 == 0 or k == curve[-1][0]), flush=True)
 
 
 def main(argv=None):
@@ -178,6 +219,8 @@ def main(argv=None):
                    help="print the start's saturation_ at these alpha")
     p.add_argument("--against-C", type=float, nargs="*", default=[],
                    help="with --test: also test against MAP of these C")
+    p.add_argument("--curve", action="store_true",
+                   help="record the evaluation split's F1 after every iteration")
     p.add_argument("--n-resamples", type=int, default=2000)
     p.add_argument("--cache", default="benchmarks/results/mcef_defaults")
     args = p.parse_args(argv)

@@ -43,9 +43,12 @@ def resolve_components(est):
     spec = default_solver(loss, prior) if est.solver is None else est.solver
     solver = make_solver(spec, average=est.average, eta0=est.eta0,
                          random_state=est.random_state)
+    warm = est.warm_start and hasattr(est, "coef_")
+    from_zero = not (warm or starts_from_cll(est, tags, warm))
     if hasattr(solver, "for_start"):  # a schedule's warm-up runs from zero only
-        warm = est.warm_start and hasattr(est, "coef_")
-        solver = solver.for_start(from_zero=not (warm or starts_from_cll(est, tags, warm)))
+        solver = solver.for_start(from_zero=from_zero)
+    if hasattr(loss, "for_start"):  # MCE-F's beta='auto'
+        loss = loss.for_start(from_zero=from_zero)
     solver.check(loss, prior)
     return loss, prior, solver
 

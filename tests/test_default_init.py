@@ -2,6 +2,7 @@
 
 import warnings
 
+import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 from sklearn.exceptions import ConvergenceWarning
@@ -62,3 +63,41 @@ def test_mce_f_default_solver_runs_the_sgd_epochs_from_a_fit_too():
         warnings.simplefilter("ignore", ConvergenceWarning)
         warm.fit(X, y)
     assert_array_equal(auto.coef_, warm.coef_)
+
+
+def test_mce_f_beta_auto_is_minus_one_from_zero_and_zero_from_a_fit():
+    from sklearn_crfloss.losses import SegmentFScoreMCE
+
+    X, y = make_toy_chunks(30, seed=2)
+    assert SegmentFScoreMCE().beta == "auto"
+    zero = _fit(X, y, loss="mce_f", init=None)
+    assert_array_equal(zero.coef_, _fit(X, y, loss=SegmentFScoreMCE(beta=-1.0), init=None).coef_)
+    assert not np.array_equal(
+        zero.coef_, _fit(X, y, loss=SegmentFScoreMCE(beta=0.0), init=None).coef_)
+    auto = _fit(X, y, loss="mce_f")  # from a CLL fit: the paper's beta = 0
+    assert_array_equal(auto.coef_, _fit(X, y, loss=SegmentFScoreMCE(beta=0.0)).coef_)
+    assert not np.array_equal(auto.coef_, _fit(X, y, loss=SegmentFScoreMCE(beta=-1.0)).coef_)
+    crf = _fit(X, y, loss="cll")  # continued with warm_start=True: from a fit too
+    crf.set_params(loss="mce_f", warm_start=True)
+    ref = _fit(X, y, loss="cll").set_params(loss=SegmentFScoreMCE(beta=0.0), warm_start=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        assert_array_equal(crf.fit(X, y).coef_, ref.fit(X, y).coef_)
+    loss = SegmentFScoreMCE()
+    CRFTagger(loss=loss, init=None, max_iter=2, random_state=0).fit(X, y)
+    assert loss.beta == "auto"  # the user's object is not changed
+
+
+def test_mce_f_beta_auto_outside_a_fit_is_the_papers_zero():
+    from sklearn_crfloss.losses import SegmentFScoreMCE
+
+    from _oracle import random_problem
+
+    U, T, s, e, y, off = random_problem(np.random.default_rng(0), 3, lengths=(2, 5, 4), scale=1.5)
+    classes = np.array(["B-NP", "I-NP", "O"])
+    auto = SegmentFScoreMCE().set_classes(classes).value_and_grad(U, T, s, e, y, off)
+    zero = SegmentFScoreMCE(beta=0.0).set_classes(classes).value_and_grad(U, T, s, e, y, off)
+    minus = SegmentFScoreMCE(beta=-1.0).set_classes(classes).value_and_grad(U, T, s, e, y, off)
+    for a, b in zip(auto, zero):
+        assert_array_equal(a, b)
+    assert auto[0] != minus[0]
