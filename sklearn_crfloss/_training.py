@@ -26,6 +26,9 @@ __all__ = ["early_stopping_scoring", "run_stage", "train_stages", "warn_if_iob1_
 #: Solvers that follow their own update rule rather than minimise the objective.
 _OWN_RULE = ("perceptron", "mira")
 
+#: Relative fall of the objective below which a stage from zero made no progress.
+_NO_PROGRESS = 1e-6
+
 #: Share of saturated terms at a nonconvex loss's start above which fit warns.
 SATURATED_START = 0.95
 
@@ -214,8 +217,9 @@ def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
         If the stage ended above its starting objective (the start is kept,
         ``stop_reason`` 'stalled').
     UserWarning
-        If training of a loss other than CLL started and ended at zero
-        parameters (``init='cll'`` is the remedy).
+        If training of a loss other than CLL started at zero parameters and
+        lowered the objective by less than 1e-6 (relative): ``stop_reason``
+        'stalled', ``init='cll'`` is the remedy.
     """
     start_value = float(objective.value_and_grad(x0, loss, prior, C)[0])
     tags = get_loss_tags(loss)
@@ -233,12 +237,20 @@ def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
                       "scale of numeric features.", ConvergenceWarning, stacklevel=4)
         theta, value = np.array(x0, dtype=np.float64), start_value
     name = tags.name or type(loss).__name__
-    if not np.any(x0) and not np.any(theta) and name != "cll":
+    if (not np.any(x0) and name != "cll" and solver.name not in _OWN_RULE
+            and not monitor.early_stopped
+            and start_value - value <= _NO_PROGRESS * max(abs(start_value), 1.0)):
+        # From zero every label sequence has the same score: a loss with a
+        # maximum over the outputs is not differentiable there and its
+        # (sub)gradient may give no descent, so steps stay (almost) at zero.
+        message = (f"the objective fell only from {start_value:.10g} to {value:.10g} from "
+                   "zero parameters, where every label sequence has the same score")
+        monitor.converged, monitor.stop_reason, monitor.message = False, "stalled", message
         warnings.warn(
-            f"{stage}: training of loss={name!r} did not move from zero parameters, where "
-            "every label sequence has the same score (its gradient there is zero or gives "
-            "no descent). Start from a CLL fit: init='cll' (or warm_start=True after a CLL "
-            "fit).", UserWarning, stacklevel=4)
+            f"{stage}: training of loss={name!r} made no progress: {message} (its gradient "
+            "there is zero or gives no descent). Start from a CLL fit: init='cll' (or "
+            "warm_start=True after a CLL fit); with SGD epochs, a step size of your own "
+            "(eta0) may also help.", UserWarning, stacklevel=4)
     return theta, value
 
 

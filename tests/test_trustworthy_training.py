@@ -146,6 +146,17 @@ def test_labelwise_from_zero_names_init_cll(toy):
     assert fixed.score(X, y) > crf.score(X, y) + 0.3
 
 
+def test_mce_from_zero_that_makes_no_progress_is_not_converged(toy):
+    # From zero every output ties: the calibrated SGD step can find no
+    # descent and keep the parameters near zero, and QuickProp then finds no
+    # descent step either; the fit must say so, not report convergence.
+    X, y = toy
+    crf, caught = _fit(CRFTagger(loss="mce", init=None, random_state=0), X, y)
+    assert crf.loss_curve_[0] - crf.objective_ <= 1e-6 * crf.loss_curve_[0]
+    assert not crf.converged_ and crf.stop_reason_ == "stalled"
+    assert any("made no progress" in m and "init='cll'" in m for _, m in caught)
+
+
 def test_sgd_with_a_huge_step_raises_and_leaves_the_estimator_unfitted(toy):
     X, y = toy
     crf = CRFTagger(solver="sgd", eta0=1e100)
