@@ -9,6 +9,9 @@ each worker (inside the call), the round trips of calls to an actor on
 every worker (empty, with the parameters out, with the parameters out and
 the replies back), and the client's reduction of the replies.
 ``--evaluations`` repeats each, interleaved; median and minimum reported.
+Also, on each worker, the CPU time and the minor page faults of one
+evaluation there (``getrusage``: less disturbed by the machine's load than
+wall times).
 
 Usage::
 
@@ -17,6 +20,7 @@ Usage::
 
 import argparse
 import os
+import resource
 import sys
 import time
 
@@ -47,6 +51,16 @@ class Probe:
         t0 = time.perf_counter()
         self.data.evaluate(values, loss, exact)
         return time.perf_counter() - t0
+
+    def usage(self, values, loss, exact, n):
+        """Per evaluation: thread CPU ms, system CPU ms, minor page faults."""
+        self.data.evaluate(values, loss, exact)
+        r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.thread_time()
+        for _ in range(n):
+            self.data.evaluate(values, loss, exact)
+        r1, t1 = resource.getrusage(resource.RUSAGE_SELF), time.thread_time()
+        return (1000 * (t1 - t0) / n, 1000 * (r1.ru_stime - r0.ru_stime) / n,
+                (r1.ru_minflt - r0.ru_minflt) / n)
 
 
 def _nbytes(reply):
@@ -125,6 +139,10 @@ def main(argv=None):
             timed("... the parameters out, the replies back",
                   lambda: on_all("replies_back", values, n, e))
             timed("the client's reduction of the replies", lambda: remote._cll(theta, replies))
+        usage = on_all("usage", values, n, e, [args.evaluations] * len(probes))
+    for i, (cpu, system, faults) in enumerate(usage):
+        print(f"worker {i}, one evaluation there: {cpu:.1f} ms thread CPU, {system:.1f} ms "
+              f"system CPU (process), {faults:.0f} minor page faults")
     print(_common.format_table(["what", "median ms", "min ms"],
                                [[k, f"{1000 * np.median(v):.1f}", f"{1000 * min(v):.1f}"]
                                 for k, v in times.items()]))

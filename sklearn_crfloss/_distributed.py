@@ -132,6 +132,10 @@ class WorkerData:
                               if weighted else None)
         n_real = lengths.shape[0]
         self.theta = None  # the parameters of the last evaluation (those it reads)
+        # The exact evaluations' block sums and replies, kept: new ones would
+        # cost their pages at every evaluation (dask's workers give freed
+        # memory back to the system at once: MALLOC_TRIM_THRESHOLD_).
+        self._blocks = self._replies = None
         if n_real == 0:
             self.objective, self.real = None, np.zeros(0, np.intp)
             self.touched = [np.zeros(0, np.intp)] * (1 + self.groups.shape[0])
@@ -170,6 +174,9 @@ class WorkerData:
         self.objective = CRFObjective(X, y, offsets, layout, sample_weight=weights,
                                       n_threads=effective_n_jobs(n_jobs))
 
+    def __getstate__(self):  # a copy starts without the kept buffers
+        return {**self.__dict__, "_blocks": None, "_replies": None}
+
     def describe(self):
         """What the client needs to send and to add this worker's evaluations.
 
@@ -184,12 +191,16 @@ class WorkerData:
             are None if the worker holds no sequence, the observed counts
             also with label bigrams (the exact sums are not made then).
         """
-        state_index = self.touched[:1] if self.first else self.touched[1:]
+        state_index = self._state_index()
         if self.objective is None:
             return (self.global_index, self.sample_weight, None, None, self.take, state_index)
         observed = None if self.layout.n_bigram else self.objective.observed_counts()
         return (self.global_index, self.sample_weight, observed, self.objective.n_blocks,
                 self.take, state_index)
+
+    def _state_index(self):
+        """The state parameters of each of the exact reply's ``state`` vectors."""
+        return self.touched[:1] if self.first else self.touched[1:]
 
     def evaluate(self, values, loss, exact):
         """This worker's part of the loss and gradient.
@@ -214,8 +225,9 @@ class WorkerData:
             each block), each restricted to the state parameters the blocks
             touch (``describe``'s ``state_index``: the others are exact
             zeros), ``pair``, ``direct``, ``boundary`` of its blocks and
-            ``n_fallback``. Otherwise ``value`` and ``grad``, the gradient
-            restricted to ``take``.
+            ``n_fallback``; the ``state`` vectors are this worker's own,
+            overwritten by its next evaluation. Otherwise ``value`` and
+            ``grad``, the gradient restricted to ``take``.
         """
         layout = self.layout
         if self.theta is None:
@@ -230,16 +242,22 @@ class WorkerData:
                         "state": [np.zeros(0)] * (1 if self.first else nb),
                         "pair": np.zeros((nb, L, Lp)), "direct": np.zeros((nb, L, L)),
                         "boundary": np.zeros((nb, 2, Lp)), "n_fallback": 0}
-            log_z, state, pair, direct, boundary, n_fallback = self.objective.cll_blocks(theta)
             held = slice(self.groups[0], self.groups[-1] + 1)  # consecutive blocks: views
+            if self._blocks is None:
+                self._blocks = np.zeros((self.objective.n_blocks, layout.n_state))
+                self._replies = [np.empty(index.shape[0]) for index in self._state_index()]
+            else:
+                self._blocks[held] = 0.0
+            log_z, state, pair, direct, boundary, n_fallback = self.objective.cll_blocks(
+                theta, self._blocks, held)
             mine = state[held]
             if self.first:  # blocks 0, 1, ...: their sum in block order, in place
                 for block in mine[1:]:
                     mine[0] += block
-                mine = [mine[0][self.touched[0]]]
-            else:
-                mine = [block[index] for block, index in zip(mine, self.touched[1:])]
-            return {"blocks": self.groups, "log_z": log_z[self.real], "state": mine,
+                mine = mine[:1]
+            for block, index, out in zip(mine, self._state_index(), self._replies):
+                np.take(block, index, out=out, mode="clip")  # "raise" would copy
+            return {"blocks": self.groups, "log_z": log_z[self.real], "state": self._replies,
                     "pair": pair[held], "direct": direct[held], "boundary": boundary[held],
                     "n_fallback": n_fallback}
         if self.objective is None:
@@ -482,8 +500,8 @@ class DistributedObjective:
                 if first:  # onto zeros
                     state[touched] = block
                     first = False
-                else:
-                    state[touched] += block
+                else:  # each index once: as ``state[touched] += block``, faster
+                    np.add.at(state, touched, block)
             blocks = reply["blocks"]
             acc.pair[blocks], acc.direct[blocks] = reply["pair"], reply["direct"]
             acc.boundary[blocks] = reply["boundary"]

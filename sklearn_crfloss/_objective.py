@@ -131,7 +131,7 @@ class _StateWeights:
         self.W_hot.ravel()[self.hot_position] = state[self.hot_index]
         return self.code, state, self.W_hot
 
-    def accumulators(self, n_threads, out, hot_acc=None):
+    def accumulators(self, n_threads, out, hot_acc=None, blocks=None):
         """Zeroed gradient accumulators: compact (n_acc, n_state), dense rows (n_acc, ...).
 
         ``n_acc``: ``accumulator_blocks(n_threads, ...)``, blocks of
@@ -139,14 +139,15 @@ class _StateWeights:
         depend on ``n_threads``; with a single accumulator it is ``out``
         itself (the state block of the gradient, of shape (n_state,)).
         ``hot_acc``: zeroed dense-row accumulators to use (of shape
-        (n_acc, ...)) instead of new ones.
+        (n_acc, ...)) instead of new ones; ``blocks``: compact ones (the
+        caller zeroes those it reads).
         """
         n_acc = self.n_blocks(n_threads)
         if n_acc == 1:
             out[:] = 0.0
             acc = out[np.newaxis]
         else:
-            acc = np.zeros((n_acc, self.n_state))
+            acc = np.zeros((n_acc, self.n_state)) if blocks is None else blocks
         if hot_acc is None:
             hot_acc = np.zeros((n_acc,) + self.W_hot.shape)
         return acc, hot_acc
@@ -402,7 +403,7 @@ class CRFObjective:
             self._observed = observed
         return self._observed
 
-    def _cll_kernel(self, theta, state_out, extra_columns=None, kept_sums=False):
+    def _cll_kernel(self, theta, state_out, extra_columns=None, kept_sums=False, blocks=None):
         """Run the fused CLL kernel at ``theta``: log Z and the per-block sums, unreduced.
 
         ``state_out`` (the state block of a gradient) is the accumulator
@@ -429,7 +430,7 @@ class CRFObjective:
         log_z = np.empty(weights.shape[0])
         kept = (None if extra_columns is not None
                 else self._hot_acc.take(self._weights.n_blocks(self.n_threads)))
-        grad_acc, hot_acc = self._weights.accumulators(self.n_threads, state_out, kept)
+        grad_acc, hot_acc = self._weights.accumulators(self.n_threads, state_out, kept, blocks)
         acc = Accumulators(self.n_threads, L)
         max_length = int(np.diff(self.offsets).max())
         scratch = np.empty((self.n_threads, scratch_width(L, max_length)))
@@ -502,7 +503,7 @@ class CRFObjective:
         grad -= observed
         return value, grad
 
-    def cll_blocks(self, theta):
+    def cll_blocks(self, theta, blocks=None, held=slice(None)):
         """The fused CLL kernel's sums at ``theta`` per block of sequences, unreduced.
 
         The kernel adds sequence ``k`` into block ``(k // 8) % n_blocks``
@@ -517,6 +518,11 @@ class CRFObjective:
         Parameters
         ----------
         theta : ndarray of float64 of shape (n_params,)
+        blocks : ndarray of float64 of shape (n_blocks, layout.n_state) or None
+            Accumulators to add ``state`` into, zeroed by the caller (those
+            blocks it reads), e.g. kept between evaluations; None: new ones.
+        held : slice, default=slice(None)
+            The blocks returned complete (the others lack their dense rows).
 
         Returns
         -------
@@ -533,10 +539,11 @@ class CRFObjective:
             Sequences computed in log space.
         """
         state = np.empty(self.layout.n_state)
-        _, log_z, blocks, hot_acc, acc, _, n_fallback = self._cll_kernel(theta, state)
+        _, log_z, blocks, hot_acc, acc, _, n_fallback = self._cll_kernel(theta, state,
+                                                                          blocks=blocks)
         w = self._weights  # the blocks are this evaluation's own: completed in place
         try:
-            for block, hot in zip(blocks, hot_acc):
+            for block, hot in zip(blocks[held], hot_acc[held]):
                 block[w.hot_index] = hot.reshape(-1)[w.hot_position]
         finally:
             self._hot_acc.release(hot_acc)

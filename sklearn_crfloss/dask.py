@@ -29,6 +29,7 @@ as it was (unfitted if it was).
 """
 
 import inspect
+import operator
 import time
 
 import numpy as np
@@ -49,13 +50,15 @@ from .losses._base import get_loss_tags
 
 __all__ = ["DaskCRFTagger", "DistributedObjective"]
 
-def _local(X, y, sample_weight, start, own_vocabulary):
+def _local(X, y, sample_weight, start, own_vocabulary, count_hashed, pairs):
     """Check one partition; vectorise feature dicts on the partition's own vocabulary.
 
     Returns a dict: ``kind``, ``offsets``, ``y`` (the label sequences),
-    ``classes`` (its labels), ``weights``, and either ``rows`` and ``names``
+    ``classes`` (its labels), ``weights``, either ``rows`` and ``names``
     (the partition's CSR matrix and column names: the feature dicts are
-    dropped) or ``tokens`` (arrays, or dicts to hash).
+    dropped) or ``tokens`` (arrays, or dicts to hash), and ``summary``
+    (:func:`_summary`: made here, so that no task has to move the partition
+    to read it).
     """
     try:
         kind, tokens, offsets = check_sequences(list(X))
@@ -73,6 +76,7 @@ def _local(X, y, sample_weight, start, own_vocabulary):
             part["tokens"] = tokens
     except (TypeError, ValueError) as exc:
         raise renumber_sequences(exc, start) from exc
+    part["summary"] = _summary(part, count_hashed, pairs)
     return part
 
 
@@ -327,11 +331,15 @@ class DaskCRFTagger(CRFTagger):
                              f"'owlqn') or 'sgd', not {getattr(solver, 'name', solver)!r}.")
         client = self._client()
         X_parts, y_parts, w_parts = self._bags(client, X, y, sample_weight)
+        from distributed import wait
 
         def submit(fn, *args, where=None):
-            # ``where``: a future whose holder should run the task (no transfer of it).
+            # ``where``: a future whose holder should run the task (no transfer of
+            # it: the scheduler underrates the size of object arrays); awaited
+            # first, for its holder to be known.
             workers = None
             if where is not None:
+                wait([where])
                 holders = client.who_has([where]).get(where.key)
                 workers = list(holders) if holders else None
             return client.submit(fn, *args, pure=False, retries=RETRIES, workers=workers,
@@ -351,10 +359,10 @@ class DaskCRFTagger(CRFTagger):
         own_vocabulary = self.feature_hashing is None
         dense = self.all_possible_states or solver.dense_states
         parts = [submit(_local, xp, yp, None if w_f is None else w_f[i], starts[i],
-                        own_vocabulary, where=xp)
+                        own_vocabulary, self.min_freq > 1, not dense, where=xp)
                  for i, (xp, yp) in enumerate(zip(X_f, y_f))]
         del X_f, y_f, w_f  # the partitions live on in the parts (and their graph)
-        summaries = client.gather([submit(_summary, part, self.min_freq > 1, not dense)
+        summaries = client.gather([submit(operator.itemgetter("summary"), part, where=part)
                                    for part in parts])
         kinds = {s[0] for s, n in zip(summaries, sizes) if n}
         if not kinds:
@@ -400,7 +408,7 @@ class DaskCRFTagger(CRFTagger):
         state_index = None
         if not dense:
             pairs = ([_fitted_pairs(s[5], c[0], s[1], classes) for s, c in zip(summaries, columns)]
-                     if mapped else client.gather([submit(_pairs, s, L) for s in shards]))
+                     if mapped else client.gather([submit(_pairs, s, L, where=s) for s in shards]))
             seen = np.zeros(features.n_features * L, dtype=bool)
             for p in pairs:
                 seen[p] = True
