@@ -14,6 +14,9 @@ Loads CoNLL-2000, builds the CRF++ template features
 - prints the median CPU seconds per epoch, its ratio to the median CLL
   iteration, and a digest of each fit's ``loss_curve_`` and ``coef_``
   (the same digest before and after a change that must not change results);
+- with ``--cll-sgd``: the same for ``loss='cll'`` with ``SGD(eta0=--eta0,
+  random_state=0)``, whose epoch is the compiled per-sequence loop (what a
+  compiled minibatch path costs at most: one kernel call per sequence);
 - with ``--default-fit``: the whole default fit ``CRFTagger(loss='mce_f',
   init=None, n_jobs=1, random_state=0)``, its CPU seconds, its digest and
   its test F1.
@@ -39,6 +42,7 @@ from sklearn.exceptions import ConvergenceWarning
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import command_line, machine_info  # noqa: E402
+import sklearn_crfloss  # noqa: E402
 from sklearn_crfloss import CRFTagger  # noqa: E402
 from sklearn_crfloss.datasets import load_conll2000  # noqa: E402
 from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures  # noqa: E402
@@ -77,12 +81,15 @@ def main(argv=None):
     p.add_argument("--epochs", type=int, default=4, help="SGD epochs per fit (the first untimed)")
     p.add_argument("--cll-iter", type=int, default=12, help="CLL L-BFGS iterations")
     p.add_argument("--eta0", type=float, default=0.1)
+    p.add_argument("--cll-sgd", action="store_true",
+                   help="also time an SGD epoch of CLL (the compiled per-sequence loop)")
     p.add_argument("--default-fit", action="store_true",
                    help="also time the default fit of loss='mce_f' from zero")
     p.add_argument("--train-sentences", type=int, default=None)
     args = p.parse_args(argv)
     print(command_line(["SKLEARN_CRFLOSS_DATA"]))
     print(machine_info())
+    print("sklearn_crfloss imported from", os.path.dirname(sklearn_crfloss.__file__))
     print("load average at start:", load())
     warnings.simplefilter("ignore", ConvergenceWarning)
     X, y = load_conll2000("train", download_if_missing=False)
@@ -105,6 +112,13 @@ def main(argv=None):
         steps, _ = timed_fit(crf, F, y)
         sec = float(np.median(steps))
         print(f"| {batch} | {-(-len(F) // batch)} | {sec:.3f} | {sec / cll:.1f} "
+              f"| {steps.shape[0]} | {digest(crf)} |", flush=True)
+    if args.cll_sgd:
+        crf = CRFTagger(loss="cll", max_iter=args.epochs, n_jobs=1,
+                        solver=SGD(eta0=args.eta0, random_state=0))
+        steps, _ = timed_fit(crf, F, y)
+        sec = float(np.median(steps))
+        print(f"| CLL, compiled loop | {len(F)} | {sec:.3f} | {sec / cll:.1f} "
               f"| {steps.shape[0]} | {digest(crf)} |", flush=True)
     print("\nload average after the epochs:", load())
     if args.default_fit:

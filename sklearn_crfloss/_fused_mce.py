@@ -128,7 +128,8 @@ def add_span_gradients(spans, coef, coef_other, d_unary, acc):
 
 
 def _max_marginals(c, ref=None):
-    """The max-marginal tables of the checked chain ``c``, in the kept arrays.
+    """The max-marginal tables of the checked chain ``c``, in the kept arrays
+    (fresh ones for a unary array of fewer than ``_KEEP_TABLES_FROM`` entries).
 
     As :func:`~sklearn_crfloss.inference.max_marginals`. One training objective evaluates
     on its unary buffer from one thread at a time; two threads evaluating on
