@@ -17,6 +17,11 @@ Loads CoNLL-2000, builds the CRF++ template features
 - with ``--cll-sgd``: the same for ``loss='cll'`` with ``SGD(eta0=--eta0,
   random_state=0)``, whose epoch is the compiled per-sequence loop (what a
   compiled minibatch path costs at most: one kernel call per sequence);
+- with ``--kernels``: the CPU seconds per epoch spent in the compiled
+  kernels of the minibatch path (potentials, sparse step, max-marginal
+  tables, maximum incorrect output, span margins and gradients), each call
+  timed by a wrapper (which adds about 1 us a call); the rest of the epoch
+  is Python and numpy work between them;
 - with ``--default-fit``: the whole default fit ``CRFTagger(loss='mce_f',
   init=None, n_jobs=1, random_state=0)``, its CPU seconds, its digest and
   its test F1.
@@ -65,14 +70,42 @@ def digest(crf):
     return h.hexdigest()[:16]
 
 
+#: CPU seconds spent in the wrapped kernels so far (``--kernels``).
+_KERNEL_SECONDS = [0.0]
+
+
+def time_kernels():
+    """Wrap the compiled calls of SGD's minibatch path and of MCE-F's label margins."""
+    import sklearn_crfloss._fused_mce as fused_mce
+    import sklearn_crfloss.solvers._sgd as sgd
+
+    def timed(f):
+        def call(*args, **kwargs):
+            t0 = time.process_time()
+            try:
+                return f(*args, **kwargs)
+            finally:
+                _KERNEL_SECONDS[0] += time.process_time() - t0
+        return call
+
+    for module, names in ((sgd, ("batch_potentials", "sgd_step")),
+                          (fused_mce, ("max_marginals_batch", "max_incorrect_from_tables",
+                                       "segment_margins_batch", "span_gradients_batch"))):
+        for name in names:
+            setattr(module, name, timed(getattr(module, name)))
+
+
 def timed_fit(crf, F, y):
-    """Fit ``crf``; return the CPU seconds between consecutive callbacks and in all."""
+    """Fit ``crf``; return the CPU seconds between consecutive callbacks (and
+    those in the wrapped kernels) and in all."""
     stamps = []
-    crf.set_params(callback=lambda k, value: stamps.append(time.process_time()))
+    crf.set_params(callback=lambda k, value: stamps.append(
+        (time.process_time(), _KERNEL_SECONDS[0])))
     t0 = time.process_time()
     crf.fit(F, y)
     total = time.process_time() - t0
-    return np.diff(stamps), total
+    steps = np.diff(np.array(stamps).reshape(-1, 2), axis=0)
+    return steps[:, 0], total, steps[:, 1]
 
 
 def main(argv=None):
@@ -83,6 +116,8 @@ def main(argv=None):
     p.add_argument("--eta0", type=float, default=0.1)
     p.add_argument("--cll-sgd", action="store_true",
                    help="also time an SGD epoch of CLL (the compiled per-sequence loop)")
+    p.add_argument("--kernels", action="store_true",
+                   help="also time the compiled kernels of the minibatch path")
     p.add_argument("--default-fit", action="store_true",
                    help="also time the default fit of loss='mce_f' from zero")
     p.add_argument("--train-sentences", type=int, default=None)
@@ -98,32 +133,32 @@ def main(argv=None):
     template = TemplateFeatures(CONLL2000_TEMPLATE).fit(X)
     F = template.transform(X)
 
-    cll_steps, _ = timed_fit(CRFTagger(loss="cll", solver="lbfgs", max_iter=args.cll_iter,
+    if args.kernels:
+        time_kernels()
+    cll_steps, _, _ = timed_fit(CRFTagger(loss="cll", solver="lbfgs", max_iter=args.cll_iter,
                                        n_jobs=1), F, y)
     cll = float(np.median(cll_steps))
     print(f"\nCLL L-BFGS: median {cll:.3f} CPU s per iteration over {cll_steps.shape[0]} "
           f"iterations (load {load()})\n")
     print("| batch size | steps per epoch | CPU s per epoch (median) | x CLL iteration "
-          "| epochs timed | digest |")
-    print("|---|---|---|---|---|---|")
-    for batch in (int(b) for b in args.batch_sizes.split(",")):
-        crf = CRFTagger(loss="mce_f", init=None, max_iter=args.epochs, n_jobs=1,
-                        solver=SGD(eta0=args.eta0, random_state=0, batch_size=batch))
-        steps, _ = timed_fit(crf, F, y)
-        sec = float(np.median(steps))
-        print(f"| {batch} | {-(-len(F) // batch)} | {sec:.3f} | {sec / cll:.1f} "
-              f"| {steps.shape[0]} | {digest(crf)} |", flush=True)
+          "| in kernels | epochs timed | digest |")
+    print("|---|---|---|---|---|---|---|")
+    runs = [(str(b), int(b), "mce_f") for b in args.batch_sizes.split(",")]
     if args.cll_sgd:
-        crf = CRFTagger(loss="cll", max_iter=args.epochs, n_jobs=1,
-                        solver=SGD(eta0=args.eta0, random_state=0))
-        steps, _ = timed_fit(crf, F, y)
+        runs.append(("CLL, compiled loop", 1, "cll"))
+    for name, batch, loss in runs:
+        crf = CRFTagger(loss=loss, init=None, max_iter=args.epochs, n_jobs=1,
+                        solver=SGD(eta0=args.eta0, random_state=0,
+                                   batch_size=batch if loss == "mce_f" else "auto"))
+        steps, _, kernels = timed_fit(crf, F, y)
         sec = float(np.median(steps))
-        print(f"| CLL, compiled loop | {len(F)} | {sec:.3f} | {sec / cll:.1f} "
+        in_kernels = f"{float(np.median(kernels)):.3f}" if args.kernels and loss == "mce_f" else ""
+        print(f"| {name} | {-(-len(F) // batch)} | {sec:.3f} | {sec / cll:.1f} | {in_kernels} "
               f"| {steps.shape[0]} | {digest(crf)} |", flush=True)
     print("\nload average after the epochs:", load())
     if args.default_fit:
         crf = CRFTagger(loss="mce_f", init=None, n_jobs=1, random_state=0)
-        _, total = timed_fit(crf, F, y)
+        _, total, _ = timed_fit(crf, F, y)
         X_test, y_test = load_conll2000("test", download_if_missing=False)
         f1 = segment_f1_score(y_test, crf.predict(template.transform(X_test)))
         print(f"\ndefault fit CRFTagger(loss='mce_f', init=None, n_jobs=1, random_state=0): "
