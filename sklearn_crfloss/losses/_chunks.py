@@ -20,7 +20,7 @@ import numpy as np
 
 from .._fused_mce import _max_marginals as _tables
 from .._fused_mce import path_gradient
-from .._simd import chunk_queries_batch, max_incorrect_from_tables
+from .._simd import chunk_queries_batch, chunk_segments, max_incorrect_from_tables
 from ..inference import PositionTransitions, _Chain, _transition_table
 from ..segments import _END, _EVENTS, _START, _label_table
 
@@ -34,8 +34,10 @@ class ChunkDecoder:
 
     The decoder of :func:`~sklearn_crfloss.segments.segments_from_codes`
     (``mode='lenient'``) for one label set, built once: the events of every
-    (previous, current) label pair are tabulated, and a sequence is decoded
-    without parameter validation (MCE-F decodes at every evaluation).
+    (previous, current) label pair are tabulated, and label sequences are
+    decoded in one compiled pass without parameter validation
+    (``_ext/_chunk_queries.pyx``, ``chunk_segments``; MCE-F decodes at
+    every evaluation).
 
     Parameters
     ----------
@@ -75,13 +77,8 @@ class ChunkDecoder:
         self.end = (events & _END) > 0
         self.start = (events & _START) > 0
         self.label_type = np.ascontiguousarray(cur_typ, dtype=np.intp)
-
-    def _prev(self, path, offsets):
-        prev = np.empty_like(path)
-        prev[1:] = path[:-1]
-        firsts = offsets[:-1][np.diff(offsets) > 0]
-        prev[firsts] = self.n_labels
-        return prev
+        self._start_events = self.start.view(np.uint8)
+        self._end_events = self.end.view(np.uint8)
 
     def segments(self, path, offsets):
         """The chunks of ``path``: ``segments_from_codes(path, offsets, classes, scheme=scheme)``.
@@ -100,18 +97,12 @@ class ChunkDecoder:
             them: sorted by sequence and start, positions inside the
             sequence, ``stop`` exclusive.
         """
-        prev = self._prev(path, offsets)
         # A chunk ends at the first end event after its start, at the latest
-        # where its sequence ends (conlleval's blank line): the first token of
-        # every sequence closes the chunks before it.
-        ends = self.end[prev, path]
-        ends[prev == self.n_labels] = True
-        starts = np.flatnonzero(self.start[prev, path])
-        end_events = np.append(np.flatnonzero(ends), path.shape[0])
-        stop = end_events[np.searchsorted(end_events, starts, side="right")]
-        seq = np.searchsorted(offsets, starts, side="right") - 1
-        base = offsets[seq]
-        return seq, starts - base, stop - base, self.label_type[path[starts]]
+        # where its sequence ends (conlleval's blank line after it).
+        out = np.empty((4, path.shape[0]), dtype=np.intp)
+        n = chunk_segments(self._start_events, self._end_events, self.label_type, path,
+                           offsets, out)
+        return out[0, :n], out[1, :n], out[2, :n], out[3, :n]
 
 
 class ChunkEvents(ChunkDecoder):
@@ -171,6 +162,13 @@ class ChunkEvents(ChunkDecoder):
         self._gin_id = 3 + 3 * self.n_types
 
     # -- events of label sequences ------------------------------------------
+
+    def _prev(self, path, offsets):
+        prev = np.empty_like(path)
+        prev[1:] = path[:-1]
+        firsts = offsets[:-1][np.diff(offsets) > 0]
+        prev[firsts] = self.n_labels
+        return prev
 
     def token_events(self, path, offsets):
         """``(code, start, end)`` of the boundary before every token of ``path``."""
