@@ -22,6 +22,9 @@
 # prange runs over sequences as in _max_marginals; the values pass can also
 # read a sequence's maximum incorrect output off the tables just before its
 # queries, while its rows of the tables are in the cache.
+# chunk_segments decodes the chunks of label sequences from the same event
+# tables (ChunkDecoder): MCE-F's gold segments and those of the maximum
+# incorrect output, at every evaluation (thousands of minibatches an SGD epoch).
 
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY

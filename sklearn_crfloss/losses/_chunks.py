@@ -110,10 +110,8 @@ class ChunkEvents(ChunkDecoder):
 
     Parameters
     ----------
-    classes : sequence of str of length n_labels
-        Label names.
-    scheme : str
-        Tagging scheme of :func:`sklearn_crfloss.segments.segments_from_codes`.
+    classes, scheme
+        As :class:`ChunkDecoder`.
 
     Attributes
     ----------
