@@ -19,7 +19,8 @@ Loads CoNLL-2000, builds the CRF++ template features
   compiled minibatch path costs at most: one kernel call per sequence);
 - with ``--kernels``: the CPU seconds per epoch spent in the compiled
   kernels of the minibatch path (potentials, sparse step, max-marginal
-  tables, maximum incorrect output, span margins and gradients), each call
+  tables, maximum incorrect output, segment decoder, span margins and
+  gradients), each call
   timed by a wrapper (which adds about 1 us a call); the rest of the epoch
   is Python and numpy work between them;
 - with ``--default-fit``: the whole default fit ``CRFTagger(loss='mce_f',
@@ -77,6 +78,7 @@ _KERNEL_SECONDS = [0.0]
 def time_kernels():
     """Wrap the compiled calls of SGD's minibatch path and of MCE-F's label margins."""
     import sklearn_crfloss._fused_mce as fused_mce
+    import sklearn_crfloss.losses._chunks as chunks
     import sklearn_crfloss.solvers._sgd as sgd
 
     def timed(f):
@@ -88,7 +90,8 @@ def time_kernels():
                 _KERNEL_SECONDS[0] += time.process_time() - t0
         return call
 
-    for module, names in ((sgd, ("batch_potentials", "sgd_step")),
+    decoder = ("chunk_segments",) if hasattr(chunks, "chunk_segments") else ()  # newer code
+    for module, names in ((sgd, ("batch_potentials", "sgd_step")), (chunks, decoder),
                           (fused_mce, ("max_marginals_batch", "max_incorrect_from_tables",
                                        "segment_margins_batch", "span_gradients_batch"))):
         for name in names:
