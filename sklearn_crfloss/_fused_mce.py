@@ -78,7 +78,8 @@ class _Spans:
         seq, begin, stop = segments
         self.chain, self.mm, self.ref = c, mm, ref
         self.n = seq.shape[0]
-        self.seg_offsets = np.searchsorted(seq, np.arange(c.n_seq + 1)).astype(np.intp)
+        seg_offsets = np.searchsorted(seq, np.arange(c.n_seq + 1))
+        self.seg_offsets = seg_offsets.astype(np.intp, copy=False)
         self.begin = np.ascontiguousarray(begin + c.offsets[seq], dtype=np.intp)
         self.stop = np.ascontiguousarray(stop + c.offsets[seq], dtype=np.intp)
         self.need_other = np.ascontiguousarray(need_other, dtype=np.uint8)
@@ -110,7 +111,7 @@ def add_span_gradients(spans, coef, coef_other, d_unary, acc):
     c, mm = spans[0].chain, spans[0].mm
     L = c.n_labels
     _, index = _transition_table(c.transition)
-    max_length = int(np.diff(c.offsets).max()) if c.n_seq else 0
+    max_length = int((c.offsets[1:] - c.offsets[:-1]).max()) if c.n_seq else 0
     base, refs, seg_offsets = 0, [], []
     for sp in spans:  # (lists, not np.stack: a minibatch step calls this thousands of times)
         refs.append(sp.ref)
