@@ -22,6 +22,9 @@
 # prange runs over sequences as in _max_marginals; the values pass can also
 # read a sequence's maximum incorrect output off the tables just before its
 # queries, while its rows of the tables are in the cache.
+# chunk_segments decodes the chunks of label sequences from the same event
+# tables (ChunkDecoder): MCE-F's gold segments and those of the maximum
+# incorrect output, at every evaluation (thousands of minibatches an SGD epoch).
 
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
@@ -385,3 +388,44 @@ def chunk_queries_batch(
                     suf[(a + j - s) * L + hw[3]] += w
             _sweep(s, e, idx, bp_fwd, bp_bwd, L, pre, suf, d_unary, &acc_trans[acc, 0],
                    &acc_boundary[acc, 0], &acc_boundary[acc, L])
+
+
+def chunk_segments(const unsigned char[:, ::1] start, const unsigned char[:, ::1] end,
+                   const Py_ssize_t[::1] label_type, const Py_ssize_t[::1] path,
+                   const Py_ssize_t[::1] offsets, Py_ssize_t[:, ::1] out):
+    """The chunks of label-index sequences from the chunk event tables (low level).
+
+    Use :meth:`sklearn_crfloss.losses._chunks.ChunkDecoder.segments`.
+    start, end (L + 1, L) uint8: a chunk starts (ends) between a token
+    labelled p (row L: the sequence start) and the next labelled c;
+    label_type (L,); path (n_tokens,) labels in [0, L) and offsets
+    (n_sequences + 1,), not checked. A chunk starts at a start event and
+    ends at the first end event after its start, at the latest where its
+    sequence ends (every chunk still open is closed there). Writes the
+    sequence, begin, stop (inside the sequence, exclusive) and type of the
+    chunks, in the order of their starts, into out[0], out[1], out[2],
+    out[3] (out of shape (4, n_tokens)); returns their number.
+    """
+    cdef Py_ssize_t L = start.shape[1], i, t, a, b, prev, lab, n = 0, first_open
+    with nogil:
+        for i in range(offsets.shape[0] - 1):
+            a = offsets[i]
+            b = offsets[i + 1]
+            prev = L
+            first_open = n
+            for t in range(a, b):
+                lab = path[t]
+                if end[prev, lab]:  # closes every chunk started before t
+                    while first_open < n:
+                        out[2, first_open] = t - a
+                        first_open += 1
+                if start[prev, lab]:
+                    out[0, n] = i
+                    out[1, n] = t - a
+                    out[3, n] = label_type[lab]
+                    n += 1
+                prev = lab
+            while first_open < n:
+                out[2, first_open] = b - a
+                first_open += 1
+    return n

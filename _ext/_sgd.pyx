@@ -50,6 +50,7 @@
 # * Serial by nature (each step reads the previous one's parameters).
 
 from libc.math cimport exp, log, pow, NAN, isfinite, isnan
+from libc.stdlib cimport free, malloc
 
 from _chain cimport (argmax_sum, backtrace, exp_row, finite_range, max_plus_step, row_too_wide,
                      scale_ok, scale_row, scaled_forward, tail_range, vec_mat)
@@ -460,26 +461,56 @@ cdef void _fold(Model* c, double* state) noexcept nogil:
     state[4] += 1.0
 
 
+cdef void _scatter_columns(Model* c, Py_ssize_t r, const double* du, double gain, double S,
+                           const Py_ssize_t* cols, Py_ssize_t nz) noexcept nogil:
+    """_scatter_rows' update of row r of X with the nonzero entries ``cols[:nz]`` of du."""
+    cdef Py_ssize_t L = c.L, p, q, j, k
+    cdef double g, h
+    for p in range(c.indptr[r], c.indptr[r + 1]):
+        g = gain if c.binary else gain * c.data[p]
+        h = S * g
+        k = c.indices[p] * L
+        if c.mask == NULL:
+            for q in range(nz):
+                j = cols[q]
+                c.W[k + j] += g * du[j]
+                if S != 0.0:
+                    c.BW[k + j] += h * du[j]
+        else:
+            for q in range(nz):
+                j = cols[q]
+                c.W[k + j] += g * du[j] * c.mask[k + j]
+                if S != 0.0:
+                    c.BW[k + j] += h * du[j] * c.mask[k + j]
+
+
 cdef void _scatter_rows(Model* c, Py_ssize_t s, Py_ssize_t n, const double* dU,
-                        double gain, double S, bint skip_zero_rows) noexcept nogil:
+                        double gain, double S, Py_ssize_t* cols) noexcept nogil:
     """V[k] += gain * v * dU[t] (and B[k] += S * that) for every entry (k, v)
     of rows s:s+n of X; masked entries stay unchanged. One loop per case,
-    so that each inner loop is branch-free."""
-    cdef Py_ssize_t L = c.L, t, p, j, k
+    so that each inner loop is branch-free. With ``cols`` (L entries of
+    scratch; NULL: every row dense) a row of dU that is zero is skipped and
+    one with at most L / 2 nonzero entries adds only those (a max-product
+    gradient, MCE-F's path counts): the same sums, fewer rows of V and B
+    written."""
+    cdef Py_ssize_t L = c.L, t, p, j, k, nz = L
     cdef double g, h
     cdef const double* du
     cdef double* wk
     cdef double* bk
     cdef const unsigned char* mk
-    cdef bint zero
     for t in range(n):
         du = &dU[t * L]
-        if skip_zero_rows:
-            zero = True
+        if cols != NULL:
+            nz = 0
             for j in range(L):
                 if du[j] != 0.0:
-                    zero = False
-            if zero:
+                    cols[nz] = j
+                    nz += 1
+            if nz == 0:
+                continue
+            if 2 * nz <= L:
+                _scatter_columns(c, s + t, du, gain, S, cols, nz)
                 continue
         for p in range(c.indptr[s + t], c.indptr[s + t + 1]):
             g = gain if c.binary else gain * c.data[p]
@@ -506,16 +537,18 @@ cdef void _scatter_rows(Model* c, Py_ssize_t s, Py_ssize_t n, const double* dU,
 
 cdef void _apply(Model* c, double* state, const Py_ssize_t* seqs, Py_ssize_t m,
                  const double* dU, const double* dtail, double eta, double lam,
-                 double weight, double avg_start, bint skip_zero_rows, int blocks_kind,
+                 double weight, double avg_start, bint sparse_rows, int blocks_kind,
                  const Py_ssize_t* bidx, Py_ssize_t m_b, const double* dB) noexcept nogil:
     """One step: shrink (and fold), the sparse step on the sequences' rows and
     the tail, the averaging sums, the step count. dU holds the rows of the m
     sequences seqs, in order. The bigram blocks: from E (blocks_kind >= 0, one
-    sequence, see _scatter_blocks), or dB (m_b blocks bidx, rows of L * L)."""
+    sequence, see _scatter_blocks), or dB (m_b blocks bidx, rows of L * L).
+    sparse_rows: dU's rows are mostly zero (see _scatter_rows)."""
     cdef Py_ssize_t k, q, s, n, row = 0, n_tail = c.L * c.L + 2 * c.L, LL = c.L * c.L
     cdef double factor = 1.0 - eta * lam * m
     cdef double gain, S, d
     cdef bint averaging = c.BW != NULL and state[1] >= avg_start
+    cdef Py_ssize_t* cols = NULL
     if factor < 0.0:
         factor = 0.0
     state[0] *= factor
@@ -523,11 +556,14 @@ cdef void _apply(Model* c, double* state, const Py_ssize_t* seqs, Py_ssize_t m,
         _fold(c, state)
     gain = -eta * weight / state[0]
     S = state[2]
+    if sparse_rows:
+        cols = <Py_ssize_t*>malloc(c.L * sizeof(Py_ssize_t))
     for k in range(m):
         s = c.offsets[seqs[k]]
         n = c.offsets[seqs[k] + 1] - s
-        _scatter_rows(c, s, n, &dU[row * c.L], gain, S, skip_zero_rows)
+        _scatter_rows(c, s, n, &dU[row * c.L], gain, S, cols)
         row += n
+    free(cols)
     for q in range(n_tail):
         d = gain * dtail[q] * c.tail_mask[q]
         c.tail[q] += d
@@ -703,7 +739,7 @@ def sgd_step(const Py_ssize_t[::1] indptr, const int[::1] indices, const double[
              double[::1] Btail, const double[:, ::1] d_unary, const double[::1] d_tail,
              double[::1] state, double eta, double lam, double avg_start,
              double[::1] B=None, double[::1] BB=None, const Py_ssize_t[::1] block_index=None,
-             const double[:, ::1] d_blocks=None):
+             const double[:, ::1] d_blocks=None, bint sparse_rows=True):
     """One step of the generic path with the gradient of a minibatch (low level).
 
     d_unary holds the rows of the sequences ``seqs`` in order (the loss's
@@ -712,6 +748,8 @@ def sgd_step(const Py_ssize_t[::1] indptr, const int[::1] indices, const double[
     update as :func:`sgd_pass` (shrinkage by ``1 - eta * lam * len(seqs)``).
     Bigram blocks (optional): B, BB as for :func:`sgd_pass`, d_blocks
     (len(block_index), L * L) the gradient of the blocks ``block_index``.
+    sparse_rows: add only the nonzero entries of the rows of d_unary that
+    have at most L / 2 of them (the same parameters; False: every entry).
     """
     cdef Model c = _model(indptr, indices, data, binary, y, offsets, W, mask, tail, tail_mask,
                           BW, Btail)
@@ -722,5 +760,5 @@ def sgd_step(const Py_ssize_t[::1] indptr, const int[::1] indices, const double[
         c.n_b = B.shape[0] // (c.L * c.L)
     with nogil:
         _apply(&c, &state[0], &seqs[0], seqs.shape[0], &d_unary[0, 0], &d_tail[0], eta, lam,
-               1.0, avg_start, False, -1, &block_index[0] if m_b else NULL, m_b,
+               1.0, avg_start, sparse_rows, -1, &block_index[0] if m_b else NULL, m_b,
                &d_blocks[0, 0] if m_b else NULL)

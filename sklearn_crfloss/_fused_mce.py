@@ -35,13 +35,17 @@ import numpy as np
 from ._forward_backward import accumulator_blocks
 from ._simd import (max_incorrect_from_tables, max_marginals_batch, segment_margins_batch,
                     span_gradients_batch)
-from .inference import MaxMarginalsResult, PositionTransitions, _Chain, _transition_table
+from .inference import MaxMarginalsResult, PositionTransitions, _transition_table
 
 #: The max-marginal tables of the last evaluation on a unary array, kept while
 #: the array lives: a training objective passes the same buffer at every
 #: evaluation, and four fresh (n_tokens, n_labels) arrays a call cost as much
 #: as the pass that fills them (page faults). Never returned to a caller.
 _TABLES = {}
+#: Unary arrays of fewer entries (an SGD minibatch, new every step) get fresh
+#: tables, not kept: small arrays come from the allocator's free lists, and
+#: registering a new array per call would cost more than its tables.
+_KEEP_TABLES_FROM = 1 << 14
 
 __all__ = ["label_margins", "path_gradient", "stack_segments"]
 
@@ -74,7 +78,8 @@ class _Spans:
         seq, begin, stop = segments
         self.chain, self.mm, self.ref = c, mm, ref
         self.n = seq.shape[0]
-        self.seg_offsets = np.searchsorted(seq, np.arange(c.n_seq + 1)).astype(np.intp)
+        seg_offsets = np.searchsorted(seq, np.arange(c.n_seq + 1))
+        self.seg_offsets = seg_offsets.astype(np.intp, copy=False)
         self.begin = np.ascontiguousarray(begin + c.offsets[seq], dtype=np.intp)
         self.stop = np.ascontiguousarray(stop + c.offsets[seq], dtype=np.intp)
         self.need_other = np.ascontiguousarray(need_other, dtype=np.uint8)
@@ -106,12 +111,15 @@ def add_span_gradients(spans, coef, coef_other, d_unary, acc):
     c, mm = spans[0].chain, spans[0].mm
     L = c.n_labels
     _, index = _transition_table(c.transition)
-    max_length = int(np.diff(c.offsets).max()) if c.n_seq else 0
-    base = np.cumsum([0] + [sp.n for sp in spans[:-1]])
+    max_length = int((c.offsets[1:] - c.offsets[:-1]).max()) if c.n_seq else 0
+    base, refs, seg_offsets = 0, [], []
+    for sp in spans:  # (lists, not np.stack: a minibatch step calls this thousands of times)
+        refs.append(sp.ref)
+        seg_offsets.append(sp.seg_offsets + base)
+        base += sp.n
     span_gradients_batch(
         mm.bp_fwd, mm.bp_bwd, index, c.offsets,
-        np.stack([np.ascontiguousarray(sp.ref, dtype=np.intp) for sp in spans]),
-        np.stack([sp.seg_offsets + b for sp, b in zip(spans, base)]),
+        np.ascontiguousarray(refs, dtype=np.intp), np.ascontiguousarray(seg_offsets),
         np.concatenate([sp.begin for sp in spans]), np.concatenate([sp.stop for sp in spans]),
         np.ascontiguousarray(np.concatenate(coef), dtype=np.float64),
         np.ascontiguousarray(np.concatenate(coef_other), dtype=np.float64),
@@ -121,7 +129,8 @@ def add_span_gradients(spans, coef, coef_other, d_unary, acc):
 
 
 def _max_marginals(c, ref=None):
-    """The max-marginal tables of the checked chain ``c``, in the kept arrays.
+    """The max-marginal tables of the checked chain ``c``, in the kept arrays
+    (fresh ones for a unary array of fewer than ``_KEEP_TABLES_FROM`` entries).
 
     As :func:`~sklearn_crfloss.inference.max_marginals`. One training objective evaluates
     on its unary buffer from one thread at a time; two threads evaluating on
@@ -133,14 +142,16 @@ def _max_marginals(c, ref=None):
     of ``segment_margins_batch`` on ``ref``), else ``(None, None)``.
     """
     key = id(c.unary)
-    owner, mm, off = _TABLES.get(key, (None, None, None))
+    keep = c.unary.size >= _KEEP_TABLES_FROM
+    owner, mm, off = _TABLES.get(key, (None, None, None)) if keep else (None, None, None)
     if owner is None or owner() is not c.unary or mm.alpha.shape != c.unary.shape:
         mm = MaxMarginalsResult(c.rows(), c.rows(), c.rows(dtype=np.int32),
                                 c.rows(dtype=np.int32))
         off = (np.empty(c.n_tokens), np.empty(c.n_tokens, dtype=np.intp))
-        if owner is None:
-            weakref.finalize(c.unary, _TABLES.pop, key, None)
-        _TABLES[key] = (weakref.ref(c.unary), mm, off)
+        if keep:
+            if owner is None:
+                weakref.finalize(c.unary, _TABLES.pop, key, None)
+            _TABLES[key] = (weakref.ref(c.unary), mm, off)
     table, index = _transition_table(c.transition)
     with_ref = {} if ref is None else {"ref": ref, "off_best": off[0], "off_arg": off[1]}
     max_marginals_batch(c.unary, table, np.ascontiguousarray(table.transpose(0, 2, 1)), index,
@@ -181,7 +192,7 @@ def path_gradient(c, add):
     return d_unary, d_trans, boundary[:L], boundary[L:]
 
 
-def label_margins(loss, unary, transition, start, end, y, offsets, gold, n_threads):
+def label_margins(loss, c, y, gold):
     """Margins of the gold and false positive segments, and their gradient.
 
     The fast path of ``SegmentFScoreMCE._label_margins`` (the segments
@@ -191,11 +202,12 @@ def label_margins(loss, unary, transition, start, end, y, offsets, gold, n_threa
     ----------
     loss : SegmentFScoreMCE
         Its ``false_positives`` and its segment decoder (``_segments``).
-    unary, transition, start, end, y, offsets
-        As :meth:`~sklearn_crfloss.losses.BaseLoss.value_and_grad` takes them.
+    c : _Chain
+        The checked potentials (``_Chain.checked``) and thread count.
+    y : ndarray of intp of shape (n_tokens,)
+        The gold labels, checked (``c.labels``).
     gold : tuple
-        ``loss._gold_segments(y, offsets)``.
-    n_threads : int
+        ``loss._gold_segments(y, c.offsets)``.
 
     Returns
     -------
@@ -209,8 +221,6 @@ def label_margins(loss, unary, transition, start, end, y, offsets, gold, n_threa
         ``gradient(coef_gold, coef_fp)``: ``(d_unary, d_transition, d_start,
         d_end)`` of ``sum coef_gold * m_gold + coef_fp * m_fp``.
     """
-    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
-    y = c.labels(y, "y")
     mm, off = _max_marginals(c, y)  # off: each token's best max-marginal off y's label
     wrong_path = np.empty(c.n_tokens, dtype=np.intp)
     max_incorrect_from_tables(mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets, y,

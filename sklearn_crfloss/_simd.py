@@ -15,7 +15,7 @@ to rounding (fused multiply-adds round once).
 
 import importlib
 
-__all__ = ["KERNEL_BUILD", "chunk_queries_batch", "cll_features_batch", "forward_backward_batch",
+__all__ = ["KERNEL_BUILD", "chunk_queries_batch", "chunk_segments", "cll_features_batch", "forward_backward_batch",
            "marginal_loss_features_batch", "marginals_vjp_batch", "max_incorrect_batch",
            "max_incorrect_from_tables",
            "max_marginals_batch", "n_best_batch", "pair_gradient", "pair_potentials",
@@ -82,5 +82,6 @@ segment_margins_batch = _modules["_max_marginals"].segment_margins_batch
 span_gradients_batch = _modules["_max_marginals"].span_gradients_batch
 max_incorrect_from_tables = _modules["_max_marginals"].max_incorrect_from_tables
 chunk_queries_batch = _modules["_chunk_queries"].chunk_queries_batch
+chunk_segments = _modules["_chunk_queries"].chunk_segments
 position_forward_backward_batch = _modules["_positions"].position_forward_backward_batch
 position_cll_features_batch = _modules["_positions"].position_cll_features_batch

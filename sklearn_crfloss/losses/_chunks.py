@@ -20,17 +20,24 @@ import numpy as np
 
 from .._fused_mce import _max_marginals as _tables
 from .._fused_mce import path_gradient
-from .._simd import chunk_queries_batch, max_incorrect_from_tables
+from .._simd import chunk_queries_batch, chunk_segments, max_incorrect_from_tables
 from ..inference import PositionTransitions, _Chain, _transition_table
 from ..segments import _END, _EVENTS, _START, _label_table
 
-__all__ = ["ChunkEvents", "Gradient", "SpanQueries"]
+__all__ = ["ChunkDecoder", "ChunkEvents", "Gradient", "SpanQueries"]
 
 _NEG = -np.inf
 
 
-class ChunkEvents:
-    """Chunk events of a label set and the span queries of MCE-F on them.
+class ChunkDecoder:
+    """The chunk events of a label set, and the chunks of label-index sequences.
+
+    The decoder of :func:`~sklearn_crfloss.segments.segments_from_codes`
+    (``mode='lenient'``) for one label set, built once: the events of every
+    (previous, current) label pair are tabulated, and label sequences are
+    decoded in one compiled pass without parameter validation
+    (``_ext/_chunk_queries.pyx``, ``chunk_segments``; MCE-F decodes at
+    every evaluation).
 
     Parameters
     ----------
@@ -39,18 +46,81 @@ class ChunkEvents:
     scheme : str
         Tagging scheme of :func:`sklearn_crfloss.segments.segments_from_codes`.
 
+    Raises
+    ------
+    ValueError
+        If a label of ``classes`` is invalid for ``scheme`` (the message
+        names the label).
+
     Attributes
     ----------
     end, start : ndarray of bool of shape (n_labels + 1, n_labels)
         ``end[p, c]`` (``start[p, c]``): a chunk ends (starts) between a
         token labelled ``p`` and the next labelled ``c``; row ``n_labels`` is
         the sequence start (conlleval's blank line).
+    label_type : ndarray of intp of shape (n_labels,)
+        Type code of every label (0: the empty type, e.g. ``O``).
+    n_types : int
+        Number of types, the empty one included (``len(type_names)`` of
+        ``segments_from_codes``).
+    """
+
+    def __init__(self, classes, scheme):
+        category, type_code, type_names = _label_table(list(classes), scheme)
+        rule = "iobes" if scheme in ("iobes", "bilou") else "conlleval"
+        prev_cat = np.concatenate([category[1:], category[:1]])
+        prev_typ = np.concatenate([type_code[1:], type_code[:1]])
+        cur_cat, cur_typ = category[1:], type_code[1:]
+        events = _EVENTS[rule][prev_cat[:, None], cur_cat[None, :],
+                               (prev_typ[:, None] != cur_typ[None, :]).view(np.uint8)]
+        self.n_labels, self.n_types = len(classes), len(type_names)
+        self.end = (events & _END) > 0
+        self.start = (events & _START) > 0
+        self.label_type = np.ascontiguousarray(cur_typ, dtype=np.intp)
+        self._start_events = self.start.view(np.uint8)
+        self._end_events = self.end.view(np.uint8)
+
+    def segments(self, path, offsets):
+        """The chunks of ``path``: ``segments_from_codes(path, offsets, classes, scheme=scheme)``.
+
+        Parameters
+        ----------
+        path : ndarray of intp of shape (n_tokens,)
+            Label indices, in ``[0, n_labels)`` (not checked).
+        offsets : ndarray of intp of shape (n_sequences + 1,)
+            Valid sequence boundaries (not checked).
+
+        Returns
+        -------
+        seq, begin, stop, type_code : ndarray of intp of shape (n_segments,)
+            As :func:`~sklearn_crfloss.segments.segments_from_codes` returns
+            them: sorted by sequence and start, positions inside the
+            sequence, ``stop`` exclusive.
+        """
+        # A chunk ends at the first end event after its start, at the latest
+        # where its sequence ends (conlleval's blank line after it).
+        out = np.empty((4, path.shape[0]), dtype=np.intp)
+        n = chunk_segments(self._start_events, self._end_events, self.label_type, path,
+                           offsets, out)
+        return out[0, :n], out[1, :n], out[2, :n], out[3, :n]
+
+
+class ChunkEvents(ChunkDecoder):
+    """Chunk events of a label set and the span queries of MCE-F on them.
+
+    Parameters
+    ----------
+    classes, scheme
+        As :class:`ChunkDecoder`.
+
+    Attributes
+    ----------
+    end, start, label_type, n_types
+        As :class:`ChunkDecoder`.
     code : ndarray of int64 of shape (n_labels + 1, n_labels)
         ``end + 2 start + 4 type(c) start``: two label sequences have the same
         chunks when their codes are equal at every token (for labels whose
         chunks are all marked by these events, e.g. B/I/E/S/O prefixes).
-    label_type : ndarray of intp of shape (n_labels,)
-        Type code of every label (0: the empty type, e.g. ``O``).
     type_offsets, type_labels : ndarray of intp
         The labels of type ``t``, increasing:
         ``type_labels[type_offsets[t]:type_offsets[t + 1]]``.
@@ -64,18 +134,8 @@ class ChunkEvents:
     """
 
     def __init__(self, classes, scheme):
-        category, type_code, type_names = _label_table(list(classes), scheme)
-        rule = "iobes" if scheme in ("iobes", "bilou") else "conlleval"
-        n = len(classes)
-        prev_cat = np.concatenate([category[1:], category[:1]])
-        prev_typ = np.concatenate([type_code[1:], type_code[:1]])
-        cur_cat, cur_typ = category[1:], type_code[1:]
-        events = _EVENTS[rule][prev_cat[:, None], cur_cat[None, :],
-                               (prev_typ[:, None] != cur_typ[None, :]).view(np.uint8)]
-        self.n_labels, self.n_types = n, len(type_names)
-        self.end = (events & _END) > 0
-        self.start = (events & _START) > 0
-        self.label_type = np.ascontiguousarray(cur_typ, dtype=np.intp)
+        super().__init__(classes, scheme)
+        n, cur_typ = self.n_labels, self.label_type
         self.code = (self.end.astype(np.int64) + 2 * self.start
                      + 4 * np.where(self.start, cur_typ[None, :], 0))
         n_codes = 4 * self.n_types

@@ -14,6 +14,7 @@ from .._compat import Interval, StrOptions
 from ..exceptions import UndefinedLossError
 from ..inference import (
     PositionTransitions,
+    _Chain,
     forward_backward,
     position_gold_counts,
     viterbi,
@@ -23,7 +24,7 @@ from ..inference import (
     viterbi_excluding,
 )
 from ._base import BaseLoss, enumerated_gold_score, gold_counts
-from ._chunks import ChunkEvents, chunk_margins
+from ._chunks import ChunkDecoder, ChunkEvents, chunk_margins
 from .._fused_mce import label_margins, stack_segments
 
 __all__ = ["MinimumClassificationError", "SegmentFScoreMCE"]
@@ -642,24 +643,28 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         # The per-fit caches of the gold segments and chunk masks are rebuilt
         # on demand; pickles and copies of a fitted estimator do not carry them.
         state = dict(super().__getstate__())
-        for key in ("_gold_cache", "_events_cache", "_chunk_structure"):
+        for key in ("_gold_cache", "_events_cache", "_decoder_cache", "_chunk_structure"):
             state.pop(key, None)
         return state
 
     def _segments(self, labels, offsets):
         """(seq, begin, stop, key, type) arrays of the segments of every sequence.
 
-        ``key`` identifies a segment (absolute position, length and type) so
-        that gold and predicted segments compare as integers; ``type`` is the
-        type code of :func:`~sklearn_crfloss.segments.segments_from_codes`.
+        ``labels`` and ``offsets``: checked intp arrays. ``key`` identifies a
+        segment (absolute position, length and type) so that gold and
+        predicted segments compare as integers; ``type`` is the type code of
+        :func:`~sklearn_crfloss.segments.segments_from_codes`, whose segments
+        these are (decoded by the cached :class:`ChunkDecoder`).
         """
-        from ..segments import segments_from_codes
-
-        seq, begin, stop, tcode, type_names = segments_from_codes(
-            labels, offsets, self.classes_, scheme=self.scheme)
+        cache = getattr(self, "_decoder_cache", None)
+        if cache is None or cache[0] is not self.classes_ or cache[1] != self.scheme:
+            cache = (self.classes_, self.scheme, ChunkDecoder(self.classes_, self.scheme))
+            self._decoder_cache = cache
+        decoder = cache[2]
+        seq, begin, stop, tcode = decoder.segments(labels, offsets)
         n_tokens = np.int64(labels.shape[0] + 1)
         key = ((begin + offsets[seq]).astype(np.int64) * n_tokens
-               + (stop - begin)) * max(len(type_names), 1) + tcode
+               + (stop - begin)) * max(decoder.n_types, 1) + tcode
         return seq, begin, stop, key, tcode
 
     def _gold_segments(self, y, offsets):
@@ -684,6 +689,10 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
             raise ValueError(
                 f"set_classes got {len(self.classes_)} names for {unary.shape[1]} labels"
             )
+        # Checked before the gold segments are decoded (the decoder does not check).
+        c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
+        unary, transition, start, end, offsets = c[:5]
+        y = c.labels(y, "y")
         n_seq = offsets.shape[0] - 1
         w = np.ones(n_seq) if sample_weight is None else np.asarray(sample_weight, float)
         alpha, beta, g2 = float(self.alpha), _beta(self), float(self.gamma) ** 2
@@ -694,8 +703,7 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
                 self, self._chunk_events(), unary, transition, start, end, y, offsets, gold,
                 n_threads)
         else:
-            m_g, fp_seq, m_f, gradient = self._label_margins(
-                unary, transition, start, end, y, offsets, gold, n_threads)
+            m_g, fp_seq, m_f, gradient = self._label_margins(c, y, gold)
         wg = w[gseq]
         wf = w[fp_seq]
         l_g, dl_g = _smooth(-m_g, alpha, beta, "sigmoid")
@@ -742,15 +750,17 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
             self._events_cache = cache
         return cache[2]
 
-    def _label_margins(self, unary, transition, start, end, y, offsets, gold, n_threads):
+    def _label_margins(self, c, y, gold):
         """Margins with segments compared as label strings (``segment_match='labels'``).
 
+        ``c``: the checked potentials (``_Chain``), ``y`` the checked labels.
         Returns ``(m_gold, fp_seq, m_fp, gradient)`` as
         :func:`~sklearn_crfloss.losses._chunks.chunk_margins` does.
         """
         if self._fast_path:  # the same margins, each kernel run once
-            return label_margins(self, unary, transition, start, end, y, offsets, gold,
-                                 n_threads)
+            return label_margins(self, c, y, gold)
+        unary, transition, start, end, offsets = c[:5]
+        n_threads = c.n_threads
         gseq, gbeg, gend, gkey, _ = gold
         if self.false_positives == "viterbi":
             wrong_path = viterbi(unary, transition, start, end, offsets, n_threads=n_threads)[0]
