@@ -32,6 +32,8 @@ Variants (``NAME`` or ``NAME:VALUE``)::
                      gradient) before it stops (the solver's default: 5)
     anneal:A         alpha=A first (the default solver), then the paper's
                      alpha=1 continued from that model (the default solver)
+    then:B           the variant's fit, then MCE-F with beta=B ('auto': 0 from
+                     a fit) continued from that model (the default solver)
     chunks           segment_match='chunks'
     fp:F             SegmentFScoreMCE(false_positives=F)
     beta:B           SegmentFScoreMCE(beta=B), the sigmoid's offset (Eq. 8)
@@ -124,6 +126,8 @@ def _apply(variant, args, theta0, loss_kw, params):
         params["tol"] = float(value)
     elif name == "anneal":
         params["anneal"] = float(value)
+    elif name == "then":
+        params["then_beta"] = value if value == "auto" else float(value)
     elif name == "alpha":
         loss_kw["alpha"] = float(value)
     elif name == "C":
@@ -180,11 +184,13 @@ def run(F_tr, y_tr, F_ev, y_ev, args, tag):
 
         def fit_variant(variant=variant):
             loss, params = make_stage(variant, args, theta0)
-            anneal = params.pop("anneal", None)
+            anneal, then = params.pop("anneal", None), params.pop("then_beta", None)
             seed = params.pop("random_state", 0)
-            final_loss = loss
+            final_loss, two = loss, anneal is not None or then is not None
             if anneal is not None:  # the first stage at the small slope
                 loss = copy.deepcopy(loss).set_params(alpha=anneal)
+            if then is not None:  # the second stage at another offset
+                final_loss = copy.deepcopy(loss).set_params(beta=then)
             curve = []
             if args.curve:
                 params["callback"] = lambda k, value, model: curve.append(
@@ -203,7 +209,7 @@ def run(F_tr, y_tr, F_ev, y_ev, args, tag):
                     crf = CRFTagger(loss=loss, max_iter=args.max_iter, random_state=seed,
                                     n_jobs=args.n_jobs, init=None, **params)
                 crf.fit(F_tr, y_tr)
-                if anneal is not None:
+                if two:
                     first = list(map(float, crf.loss_curve_))
                     crf.set_params(loss=final_loss, warm_start=True, init=None)
                     crf.fit(F_tr, y_tr)
@@ -213,7 +219,7 @@ def run(F_tr, y_tr, F_ev, y_ev, args, tag):
             return dict(variant=variant, f1=100 * segment_f1_score(y_ev, pred), pred=pred,
                         n_iter=crf.n_iter_, stop=crf.stop_reason_, sec=sec, eta0=list(ETA0),
                         saturation=sat, loss_curve=list(map(float, crf.loss_curve_)),
-                        first_curve=first if anneal is not None else None, dev_curve=curve,
+                        first_curve=first if two else None, dev_curve=curve,
                         warnings=sorted({str(w.message)[:90] for w in caught}))
 
         r = cached(path, fit_variant)
