@@ -19,6 +19,12 @@ Variants (``NAME`` or ``NAME:VALUE``)::
     solver:S         solver S ('rprop', 'quickprop', 'sgd', 'paper' =
                      [('sgd', 10), 'quickprop'])
     epochs:N         N SGD epochs, then QuickProp ([('sgd', N), 'quickprop'])
+    batch:N          the SGD epochs on minibatches of N sequences
+                     ([(SGD(batch_size=N), 10), 'quickprop'])
+    eta0:E           the SGD epochs' first step size (a float; 'auto' is the
+                     default, calibrated on minibatches of the same size)
+    average:A        the SGD epochs' averaging (0: none, K: after K
+                     sequences; the default starts after one epoch)
     second:S         ten SGD epochs, then solver S ([('sgd', 10), S], e.g. 'lbfgs')
     tol:T            the estimator's tol (the stopping test of every stage)
     halvings:N       ten SGD epochs, then QuickProp halving a step that raises
@@ -26,9 +32,13 @@ Variants (``NAME`` or ``NAME:VALUE``)::
                      gradient) before it stops (the solver's default: 5)
     anneal:A         alpha=A first (the default solver), then the paper's
                      alpha=1 continued from that model (the default solver)
+    then:B           the variant's fit, then MCE-F with beta=B ('auto': 0 from
+                     a fit) continued from that model (the default solver)
     chunks           segment_match='chunks'
     fp:F             SegmentFScoreMCE(false_positives=F)
     beta:B           SegmentFScoreMCE(beta=B), the sigmoid's offset (Eq. 8)
+    seed:S           the estimator's random_state (default 0): the SGD
+                     epochs' order and calibration sample
 
 Variants joined by ``+`` combine (``C:10+epochs:30``).
 
@@ -65,9 +75,21 @@ from sklearn_crfloss.losses import SegmentFScoreMCE  # noqa: E402
 from sklearn_crfloss.metrics import (mcnemar_test, paired_bootstrap_test,  # noqa: E402
                                      segment_f1_score)
 from sklearn_crfloss.priors import GaussianPrior  # noqa: E402
-from sklearn_crfloss.solvers import QuickProp  # noqa: E402
+from sklearn_crfloss.solvers import SGD, QuickProp  # noqa: E402
 
 SOLVERS = {"paper": [("sgd", 10), "quickprop"]}
+ETA0 = []  # the first step size of every SGD stage run (recorded with each fit)
+_sgd_solve = SGD.solve
+
+
+def _recording_solve(self, *args, **kwargs):
+    try:
+        return _sgd_solve(self, *args, **kwargs)
+    finally:
+        ETA0.append(getattr(self, "eta0_", None))
+
+
+SGD.solve = _recording_solve
 
 
 def make_stage(variant, args, theta0):
@@ -75,13 +97,27 @@ def make_stage(variant, args, theta0):
     loss_kw, params = {}, dict(C=args.C, solver=None, prior="l2")
     for part in variant.split("+"):
         _apply(part, args, theta0, loss_kw, params)
+    sgd_kw, epochs = params.pop("sgd", {}), params.pop("epochs", None)
+    if sgd_kw or epochs is not None:
+        if params["solver"] is not None:
+            raise ValueError(f"{variant!r}: SGD options and a solver variant do not combine")
+        params["solver"] = [(SGD(random_state=params.get("random_state", 0), **sgd_kw),
+                             epochs or 10), "quickprop"]
     return SegmentFScoreMCE(**loss_kw), params
 
 
 def _apply(variant, args, theta0, loss_kw, params):
     name, _, value = variant.partition(":")
     if name == "epochs":
-        params["solver"] = [("sgd", int(value)), "quickprop"]
+        params["epochs"] = int(value)
+    elif name == "seed":
+        params["random_state"] = int(value)
+    elif name == "batch":
+        params.setdefault("sgd", {})["batch_size"] = int(value)
+    elif name == "eta0":
+        params.setdefault("sgd", {})["eta0"] = float(value)
+    elif name == "average":
+        params.setdefault("sgd", {})["average"] = int(value) or False
     elif name == "second":
         params["solver"] = [("sgd", 10), value]
     elif name == "halvings":
@@ -90,6 +126,8 @@ def _apply(variant, args, theta0, loss_kw, params):
         params["tol"] = float(value)
     elif name == "anneal":
         params["anneal"] = float(value)
+    elif name == "then":
+        params["then_beta"] = value if value == "auto" else float(value)
     elif name == "alpha":
         loss_kw["alpha"] = float(value)
     elif name == "C":
@@ -146,28 +184,32 @@ def run(F_tr, y_tr, F_ev, y_ev, args, tag):
 
         def fit_variant(variant=variant):
             loss, params = make_stage(variant, args, theta0)
-            anneal = params.pop("anneal", None)
-            final_loss = loss
+            anneal, then = params.pop("anneal", None), params.pop("then_beta", None)
+            seed = params.pop("random_state", 0)
+            final_loss, two = loss, anneal is not None or then is not None
             if anneal is not None:  # the first stage at the small slope
                 loss = copy.deepcopy(loss).set_params(alpha=anneal)
+            if then is not None:  # the second stage at another offset
+                final_loss = copy.deepcopy(loss).set_params(beta=then)
             curve = []
             if args.curve:
                 params["callback"] = lambda k, value, model: curve.append(
                     (k, float(value), 100 * segment_f1_score(y_ev, model.predict(F_ev))))
             t0 = time.perf_counter()
+            del ETA0[:]
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 if args.init == "map":
                     crf = copy.deepcopy(start)
                     crf.set_params(loss=loss, warm_start=True, max_iter=args.max_iter,
-                                   random_state=0, **params)
+                                   random_state=seed, **params)
                 else:
                     if params["prior"] != "l2":
                         raise ValueError("the centred prior needs --init map")
-                    crf = CRFTagger(loss=loss, max_iter=args.max_iter, random_state=0,
+                    crf = CRFTagger(loss=loss, max_iter=args.max_iter, random_state=seed,
                                     n_jobs=args.n_jobs, init=None, **params)
                 crf.fit(F_tr, y_tr)
-                if anneal is not None:
+                if two:
                     first = list(map(float, crf.loss_curve_))
                     crf.set_params(loss=final_loss, warm_start=True, init=None)
                     crf.fit(F_tr, y_tr)
@@ -175,9 +217,9 @@ def run(F_tr, y_tr, F_ev, y_ev, args, tag):
             sat = getattr(crf.loss, "saturation_", float("nan"))
             pred = [list(p) for p in crf.predict(F_ev)]
             return dict(variant=variant, f1=100 * segment_f1_score(y_ev, pred), pred=pred,
-                        n_iter=crf.n_iter_, stop=crf.stop_reason_, sec=sec,
+                        n_iter=crf.n_iter_, stop=crf.stop_reason_, sec=sec, eta0=list(ETA0),
                         saturation=sat, loss_curve=list(map(float, crf.loss_curve_)),
-                        first_curve=first if anneal is not None else None, dev_curve=curve,
+                        first_curve=first if two else None, dev_curve=curve,
                         warnings=sorted({str(w.message)[:90] for w in caught}))
 
         r = cached(path, fit_variant)
@@ -187,7 +229,9 @@ def run(F_tr, y_tr, F_ev, y_ev, args, tag):
         print(f"[{tag}] {variant:<18} init={args.init} F1 {r['f1']:.2f} "
               f"({r['f1'] - 100 * segment_f1_score(y_ev, map_pred):+.2f}) "
               f"iters {r['n_iter']} ({r['stop']}) objective -{fall:.1f}% "
-              f"{r['sec']:.0f} s  load {os.getloadavg()[0]:.1f}  {r['warnings']}", flush=True)
+              f"{r['sec']:.0f} s  load {os.getloadavg()[0]:.1f}  {r['warnings']}"
+              + (f" eta0 {', '.join(f'{e:.3g}' for e in r['eta0'] if e)}" if r.get("eta0") else "")
+              + f"  final objective {curve[-1]:.1f}", flush=True)
         if r.get("dev_curve"):
             _print_curve(tag, r["dev_curve"])
     return map_pred, out

@@ -465,7 +465,11 @@ class SGD(BaseSolver):
         (``generic_batch_size``; measured on 2,000 CoNLL-2000 sentences: an
         epoch of minibatches of 1 costs twice the CPU time of minibatches of
         4, whose test F1 is the same for ``'risk'`` and ``'pointwise'``; 16
-        loses 1-6 points on ``'mce'``). An int > 1 sends every loss through
+        loses 1-6 points on ``'mce'``; for ``'mce_f'`` from zero, on 6,936
+        sentences scored on 2,000 held-out ones, minibatches of 2 to 128
+        scored alike at ``C = 1`` and 4 scored highest at ``C = 10``). The
+        calibrated ``eta0`` shrinks with the minibatch, about in inverse
+        proportion to its size. An int > 1 sends every loss through
         the generic path. A loss that is not a sum over sequences
         (``'mce_f'``) can be undefined on a small minibatch (an
         :class:`~sklearn_crfloss.exceptions.UndefinedLossError`: for MCE-F,
