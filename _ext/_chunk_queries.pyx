@@ -395,7 +395,7 @@ def chunk_segments(const unsigned char[:, ::1] start, const unsigned char[:, ::1
                    const Py_ssize_t[::1] offsets, Py_ssize_t[:, ::1] out):
     """The chunks of label-index sequences from the chunk event tables (low level).
 
-    Use :meth:`sklearn_crfloss.losses._chunks.ChunkDecoder.segments`.
+    Used by segments_from_codes and ChunkDecoder.segments (MCE-F).
     start, end (L + 1, L) uint8: a chunk starts (ends) between a token
     labelled p (row L: the sequence start) and the next labelled c;
     label_type (L,); path (n_tokens,) labels in [0, L) and offsets

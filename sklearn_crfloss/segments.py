@@ -312,45 +312,42 @@ def _label_table(classes, scheme):
             list(types))
 
 
-def _decode(stream, category, type_code, scheme, mode):
-    """Chunks of a coded token stream: ``(starts, ends, types)`` intp arrays.
+def _event_tables(classes, scheme):
+    """``(start, end, category, type_code, type_names)`` of the compiled decoder.
 
-    ``stream`` holds indices into ``category``/``type_code`` (see
-    :func:`_label_table`); the token before the first is a blank line. A
-    chunk is ``stream[start:end]``; ``types`` is the type code of its first
-    token. Chunks are sorted by start.
+    ``start[p, c]`` (``end``), bool (n_classes + 1, n_classes): a chunk starts (ends)
+    between labels ``p`` (row ``n_classes``: the sequence start) and ``c``.
     """
-    cur = category[stream]
-    typ = type_code[stream]
-    prev = np.concatenate(([_O], cur[:-1]))
-    prev_typ = np.concatenate(([0], typ[:-1]))
+    category, type_code, type_names = _label_table(list(classes), scheme)
     rule = "iobes" if scheme in ("iobes", "bilou") else "conlleval"
-    events = _EVENTS[rule][prev, cur, (prev_typ != typ).view(np.uint8)]
-    starts = np.flatnonzero(events & _START)
-    end_events = np.append(np.flatnonzero(events & _END), stream.shape[0])
-    ends = end_events[np.searchsorted(end_events, starts, side="right")]
-    if mode == "strict" and scheme != "raw":
-        keep = _well_formed(scheme, cur, typ, prev, prev_typ, starts, ends)
-        starts, ends = starts[keep], ends[keep]
-    return starts, ends, typ[starts]
+    prev_cat, prev_typ = np.roll(category, -1), np.roll(type_code, -1)
+    cur_cat, cur_typ = category[1:], type_code[1:]
+    events = _EVENTS[rule][prev_cat[:, None], cur_cat[None, :],
+                           (prev_typ[:, None] != cur_typ[None, :]).view(np.uint8)]
+    return ((events & _START) > 0, (events & _END) > 0, np.ascontiguousarray(cur_cat),
+            np.ascontiguousarray(cur_typ), type_names)
 
 
-def _well_formed(scheme, cur, typ, prev, prev_typ, starts, ends):
-    """Which lenient chunks ``stream[s:e]`` are well formed in ``scheme``."""
-    first, last = cur[starts], cur[ends - 1]
+def _well_formed(scheme, cur, typ, offsets, seq, begin, stop):
+    """Which lenient chunks are well formed (``cur``, ``typ``: of every token;
+    a blank line, ``O`` of the empty type, before and after every sequence)."""
+    first_at, last_at = offsets[seq] + begin, offsets[seq] + stop - 1
+    first, last = cur[first_at], cur[last_at]
     if scheme == "iob2":
         return first == _B
     if scheme == "ioe2":
         return last == _E
     if scheme in ("iobes", "bilou"):
-        return ((first == _S) & (ends - starts == 1)) | ((first == _B) & (last == _E))
-    same_type = typ[starts]
+        return ((first == _S) & (stop - begin == 1)) | ((first == _B) & (last == _E))
+    same_type = typ[first_at]
     if scheme == "iob1":  # B-X only right after a token of type X
-        return (first == _I) | ((prev[starts] != _O) & (prev_typ[starts] == same_type))
-    # ioe1: E-X only right before a token of type X (a blank line after the stream)
-    after = np.append(cur, _O)[ends]
-    after_typ = np.append(typ, 0)[ends]
-    return (last == _I) | ((after != _O) & (after_typ == same_type))
+        inside = begin > 0
+        prev, prev_typ = cur[first_at - inside], typ[first_at - inside]
+        return (first == _I) | (inside & (prev != _O) & (prev_typ == same_type))
+    # ioe1: E-X only right before a token of type X
+    inside = offsets[seq] + stop < offsets[seq + 1]
+    after, after_typ = cur[last_at + inside], typ[last_at + inside]
+    return (last == _I) | (inside & (after != _O) & (after_typ == same_type))
 
 
 def _check_scheme_mode(scheme, mode):
@@ -382,19 +379,23 @@ def _check_codes(codes, offsets, n_classes):
 
 
 def _segments_of_codes(codes, offsets, classes, scheme, mode):
-    """:func:`segments_from_codes` on checked arrays; raises :class:`_LabelError`."""
-    category, type_code, type_names = _label_table(classes, scheme)
-    n_seq = offsets.shape[0] - 1
-    lengths = np.diff(offsets)
-    # conlleval's file: a blank line (code 0) after every sequence
-    stream_offsets = offsets + np.arange(n_seq + 1, dtype=np.intp)
-    stream = np.zeros(codes.shape[0] + n_seq, dtype=np.intp)
-    stream[np.arange(codes.shape[0]) + np.repeat(np.arange(n_seq), lengths)] = codes + 1
-    starts, ends, types = _decode(stream, category, type_code, scheme, mode)
-    seq = np.searchsorted(stream_offsets, starts, side="right") - 1
-    base = stream_offsets[seq]
-    # a chunk still open at a sequence end (degenerate labels) is clipped there
-    return seq, starts - base, np.minimum(ends - base, lengths[seq]), types, type_names
+    """:func:`segments_from_codes` on checked arrays; raises :class:`_LabelError`.
+
+    One compiled pass (``chunk_segments``); a chunk still open where its
+    sequence ends (degenerate labels) is closed there.
+    """
+    from ._simd import chunk_segments
+
+    start, end, category, type_code, type_names = _event_tables(classes, scheme)
+    codes, offsets = np.ascontiguousarray(codes, np.intp), np.ascontiguousarray(offsets, np.intp)
+    out = np.empty((4, codes.shape[0]), dtype=np.intp)
+    n = chunk_segments(start.view(np.uint8), end.view(np.uint8), type_code, codes, offsets, out)
+    seq, begin, stop, types = out[:, :n]
+    if mode == "strict" and scheme != "raw":
+        keep = _well_formed(scheme, category[codes], type_code[codes], offsets, seq, begin,
+                            stop)
+        seq, begin, stop, types = seq[keep], begin[keep], stop[keep], types[keep]
+    return seq, begin, stop, types, type_names
 
 
 @validate_call(

@@ -22,7 +22,7 @@ from .._fused_mce import _max_marginals as _tables
 from .._fused_mce import path_gradient
 from .._simd import chunk_queries_batch, chunk_segments, max_incorrect_from_tables
 from ..inference import PositionTransitions, _Chain, _transition_table
-from ..segments import _END, _EVENTS, _START, _label_table
+from ..segments import _event_tables
 
 __all__ = ["ChunkDecoder", "ChunkEvents", "Gradient", "SpanQueries"]
 
@@ -66,17 +66,8 @@ class ChunkDecoder:
     """
 
     def __init__(self, classes, scheme):
-        category, type_code, type_names = _label_table(list(classes), scheme)
-        rule = "iobes" if scheme in ("iobes", "bilou") else "conlleval"
-        prev_cat = np.concatenate([category[1:], category[:1]])
-        prev_typ = np.concatenate([type_code[1:], type_code[:1]])
-        cur_cat, cur_typ = category[1:], type_code[1:]
-        events = _EVENTS[rule][prev_cat[:, None], cur_cat[None, :],
-                               (prev_typ[:, None] != cur_typ[None, :]).view(np.uint8)]
+        self.start, self.end, _, self.label_type, type_names = _event_tables(classes, scheme)
         self.n_labels, self.n_types = len(classes), len(type_names)
-        self.end = (events & _END) > 0
-        self.start = (events & _START) > 0
-        self.label_type = np.ascontiguousarray(cur_typ, dtype=np.intp)
         self._start_events = self.start.view(np.uint8)
         self._end_events = self.end.view(np.uint8)
 
