@@ -254,8 +254,10 @@ class _ScaledModel:
             transition, *bigram = self.blocks.transitions(self.tail, a, rows)
         if self.token_weight is not None:
             extra["token_weight"] = self.token_weight[rows]
+        # Built here from checked data: a loss may skip checking it again.
+        value_and_grad = getattr(self.loss, "_value_and_grad_trusted", self.loss.value_and_grad)
         try:
-            value, d_unary, d_T, d_start, d_end = self.loss.value_and_grad(
+            value, d_unary, d_T, d_start, d_end = value_and_grad(
                 unary, transition, tail[L * L:L * L + L], tail[L * L + L:],
                 self.y[rows], local,
                 sample_weight=None if self.sample_weight is None else self.weights[seqs],
