@@ -49,7 +49,8 @@ import numpy as np
 
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
-from libc.stdlib cimport calloc, free, malloc
+from libc.stdlib cimport free, malloc
+from libc.string cimport memset
 
 from _chain cimport (argmax_sum, backtrace, deviated_backtrace, deviated_viterbi_at,
                     padded_width)
@@ -724,24 +725,28 @@ def mce_f_labels_batch(
         raise ValueError("mce_f_labels_batch: weights or y of the wrong length")
     for k in range(n_seq):
         max_length = max(max_length, offsets[k + 1] - offsets[k])
-    if tables is None:
-        tables = (np.empty((n, L)), np.empty((n, L)), np.empty((n, L), dtype=np.int32),
-                  np.empty((n, L), dtype=np.int32), np.empty(n), np.empty(n, dtype=np.intp))
-    cdef double[:, ::1] alpha = tables[0]
-    cdef double[:, ::1] beta = tables[1]
-    cdef int[:, ::1] bp_fwd = tables[2]
-    cdef int[:, ::1] bp_bwd = tables[3]
-    cdef double[::1] off_best = tables[4]
-    cdef Py_ssize_t[::1] off_arg = tables[5]
-    cdef Py_ssize_t[::1] wrong = np.empty(n, dtype=np.intp)
+    cdef double[:, ::1] alpha, beta, scores
+    cdef int[:, ::1] bp_fwd, bp_bwd, pointers
+    cdef double[::1] off_best
+    cdef Py_ssize_t[::1] off_arg
+    cdef Py_ssize_t[:, ::1] paths = np.empty((2, n), dtype=np.intp)
+    cdef Py_ssize_t[::1] wrong = paths[0]
+    if tables is None:  # (few allocations: a minibatch step is short)
+        scores = np.empty((2 * n, L))
+        pointers = np.empty((2 * n, L), dtype=np.int32)
+        alpha, beta, bp_fwd, bp_bwd = scores[:n], scores[n:], pointers[:n], pointers[n:]
+        off_best = np.empty(n)
+        off_arg = paths[1]
+    else:
+        alpha, beta, bp_fwd, bp_bwd, off_best, off_arg = tables
     n_threads = max(n_threads, 1)
     n_acc = max(n_acc, 1)
     # doubles: padded tables, per-thread rows and weights, accumulators, the
     # segments' values and coefficients (2 n), the ratio's work (6 n)
     cdef Py_ssize_t per_thread = Lp + 2 * max_length * L
     cdef Py_ssize_t acc_size = L * L + 2 * L
-    cdef double* fbuf = <double*>calloc(2 * L * Lp + n_threads * per_thread + n_acc * acc_size
-                                        + 8 * n + 1, sizeof(double))
+    cdef double* fbuf = <double*>malloc((2 * L * Lp + n_threads * per_thread + n_acc * acc_size
+                                         + 8 * n + 1) * sizeof(double))
     # intp: the segment slots (9 n), counts (2 n_seq), per-thread decoder
     # output (3 max_length); int: per-thread backpointer rows
     cdef Py_ssize_t* ibuf = <Py_ssize_t*>malloc((9 * n + 2 * n_seq
@@ -766,10 +771,11 @@ def mce_f_labels_batch(
     cdef const double* trans = &transition[0, 0]
     try:
         with nogil:
-            for i in range(L):  # the rows padded with zeros (calloc), as _padded_rows
-                for j in range(L):
-                    padded[i * Lp + j] = trans[i * L + j]
-                    padded_t[i * Lp + j] = trans[j * L + i]
+            for i in range(L):  # the rows padded with zeros, as _padded_rows
+                for j in range(Lp):
+                    padded[i * Lp + j] = trans[i * L + j] if j < L else 0.0
+                    padded_t[i * Lp + j] = trans[j * L + i] if j < L else 0.0
+            memset(acc, 0, n_acc * acc_size * sizeof(double))
             for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
                 tid = threadid()
                 counts[2 * k] = 0

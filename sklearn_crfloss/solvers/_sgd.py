@@ -276,7 +276,7 @@ class _ScaledModel:
             blocks = {}
             if bigram is not None:
                 d_T, blocks = self.blocks.chain(d_T, *bigram)
-            d_tail = np.concatenate([np.ravel(d_T), np.ravel(d_start), np.ravel(d_end)])
+            d_tail = np.concatenate([d_T, d_start, d_end], axis=None)  # each raveled
             avg_start = np.inf if self.average_start is None else float(self.average_start)
             sgd_step(*self.csr, self.y, self.offsets, seqs, self.W, self.mask, self.tail,
                      self.tail_mask, self.BW, self.Btail,
