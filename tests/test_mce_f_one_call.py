@@ -8,7 +8,9 @@ multiply-add), so its value, gradient and ``saturation_`` are compared with
 that path (``_fused_path = False``, itself checked against enumeration in
 ``test_fused_mce.py`` and ``test_mce.py``) bitwise: on chunk labels of
 several types, all-``O`` sentences, single sentences, sample weights, tied
-potentials, several threads; and so are whole SGD fits and a default fit.
+potentials, several threads; and so is a default fit (SGD epochs, then
+QuickProp). Whole SGD fits at minibatches of 1 and 4 are compared with the
+Python path in ``test_minibatch_fast_paths.py``.
 """
 
 import numpy as np
@@ -19,7 +21,6 @@ import sklearn_crfloss._fused_mce as fused_mce
 from sklearn_crfloss import CRFTagger
 from sklearn_crfloss.exceptions import UndefinedLossError
 from sklearn_crfloss.losses import SegmentFScoreMCE, check_loss
-from sklearn_crfloss.solvers import SGD
 
 from conftest import make_toy_chunks
 
@@ -188,19 +189,6 @@ def test_one_call_is_the_default_and_passes_check_loss(monkeypatch):
     SegmentFScoreMCE(segment_match="chunks").set_classes(CLASSES).value_and_grad(
         *_problem(1, (4, 5)))
     assert not calls  # chunks: the Python path
-
-
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@pytest.mark.parametrize("batch_size", [1, 4])
-def test_sgd_fits_give_the_bits_of_the_python_path(batch_size):
-    X, y = make_toy_chunks(n_sequences=40, seed=3)
-    fits = [CRFTagger(loss=loss, init=None, max_iter=3, n_jobs=1,
-                      solver=SGD(eta0=0.1, random_state=0, batch_size=batch_size)).fit(X, y)
-            for loss in (_ReferenceMCEF(), SegmentFScoreMCE())]
-    assert fits[1].loss_curve_[-1] < fits[1].loss_curve_[0]  # it trained
-    assert _bits(fits[0].loss_curve_) == _bits(fits[1].loss_curve_)
-    assert _bits(fits[0].coef_) == _bits(fits[1].coef_)
-    assert _bits(fits[0].transition_) == _bits(fits[1].transition_)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

@@ -148,6 +148,8 @@ def test_mce_f_value_and_grad_as_with_the_public_decoder_and_kept_tables(
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("batch_size", [1, 4])
 def test_sgd_fit_of_mce_f_as_with_the_public_decoder(batch_size):
+    # The plain computation (the public decoder, the Python path) against
+    # the default (MCE-F's one compiled call): the same bits.
     X, y = make_toy_chunks(n_sequences=40, seed=2)
     fits = [CRFTagger(loss=loss, init=None, max_iter=3, n_jobs=1,
                       solver=SGD(eta0=0.1, random_state=0, batch_size=batch_size)).fit(X, y)

@@ -650,13 +650,17 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
             state.pop(key, None)
         return state
 
+    def _per_classes(self, attr, make):
+        """``make(classes_, scheme)``, cached in ``attr`` while both stay the same."""
+        cache = getattr(self, attr, None)
+        if cache is None or cache[0] is not self.classes_ or cache[1] != self.scheme:
+            cache = (self.classes_, self.scheme, make(self.classes_, self.scheme))
+            setattr(self, attr, cache)
+        return cache[2]
+
     def _decoder(self):
         """The :class:`ChunkDecoder` of ``classes_`` and ``scheme``, cached."""
-        cache = getattr(self, "_decoder_cache", None)
-        if cache is None or cache[0] is not self.classes_ or cache[1] != self.scheme:
-            cache = (self.classes_, self.scheme, ChunkDecoder(self.classes_, self.scheme))
-            self._decoder_cache = cache
-        return cache[2]
+        return self._per_classes("_decoder_cache", ChunkDecoder)
 
     def _segments(self, labels, offsets):
         """(seq, begin, stop, key, type) arrays of the segments of every sequence.
@@ -766,11 +770,7 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
 
     def _chunk_events(self):
         """:class:`ChunkEvents` of ``classes_`` and ``scheme``, cached."""
-        cache = getattr(self, "_events_cache", None)
-        if cache is None or cache[0] is not self.classes_ or cache[1] != self.scheme:
-            cache = (self.classes_, self.scheme, ChunkEvents(self.classes_, self.scheme))
-            self._events_cache = cache
-        return cache[2]
+        return self._per_classes("_events_cache", ChunkEvents)
 
     def _label_margins(self, c, y, gold):
         """Margins with segments compared as label strings (``segment_match='labels'``).
