@@ -29,6 +29,7 @@
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
 
+from _chunk_decoder cimport chunks_of_sequence
 from _max_product cimport (_block, _first_max, _index_ptr, _matrix, _max_incorrect_sequence,
                           _span_weights, _sweep)
 
@@ -404,28 +405,17 @@ def chunk_segments(const unsigned char[:, ::1] start, const unsigned char[:, ::1
     sequence ends (every chunk still open is closed there). Writes the
     sequence, begin, stop (inside the sequence, exclusive) and type of the
     chunks, in the order of their starts, into out[0], out[1], out[2],
-    out[3] (out of shape (4, n_tokens)); returns their number.
+    out[3] (out of shape (4, n_tokens)); returns their number. The decoding of
+    one sequence is _chunk_decoder.pxd's, which the one-call MCE-F kernel
+    (_max_marginals.mce_f_labels_batch) shares.
     """
-    cdef Py_ssize_t L = start.shape[1], i, t, a, b, prev, lab, n = 0, first_open
+    cdef Py_ssize_t L = start.shape[1], i, j, m, n = 0
     with nogil:
         for i in range(offsets.shape[0] - 1):
-            a = offsets[i]
-            b = offsets[i + 1]
-            prev = L
-            first_open = n
-            for t in range(a, b):
-                lab = path[t]
-                if end[prev, lab]:  # closes every chunk started before t
-                    while first_open < n:
-                        out[2, first_open] = t - a
-                        first_open += 1
-                if start[prev, lab]:
-                    out[0, n] = i
-                    out[1, n] = t - a
-                    out[3, n] = label_type[lab]
-                    n += 1
-                prev = lab
-            while first_open < n:
-                out[2, first_open] = b - a
-                first_open += 1
+            m = chunks_of_sequence(&start[0, 0], &end[0, 0], &label_type[0], L,
+                                   &path[offsets[i]], offsets[i + 1] - offsets[i], &out[1, n],
+                                   &out[2, n], &out[3, n])
+            for j in range(n, n + m):
+                out[0, j] = i
+            n += m
     return n

@@ -36,14 +36,26 @@
 #   knows its coefficients only once every margin of the batch is known.
 #   It counts the best prefixes and suffixes of all of a sequence's paths
 #   at once, as node weights swept back and forth through the backpointers.
+# * mce_f_labels_batch runs all of MCE-F's evaluation (segment_match='labels',
+#   one transition matrix) in one call: per sequence the tables, the maximum
+#   incorrect output, the chunks of both (_chunk_decoder.pxd) and the margins
+#   of mode 3; then, serially, the smoothing and the F-score ratio with numpy's
+#   operations in numpy's order (pairwise sums, no fused multiply-add), so
+#   that its value and gradient are bitwise those of the Python path
+#   (_fused_mce.label_margins and SegmentFScoreMCE.value_and_grad); then per
+#   sequence the span gradients as span_gradients_batch adds them.
 
 import numpy as np
 
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
+from libc.stdlib cimport free, malloc
+from libc.string cimport memset
 
 from _chain cimport (argmax_sum, backtrace, deviated_backtrace, deviated_viterbi_at,
                     padded_width)
+from _chunk_decoder cimport chunks_of_sequence
+from _fscore cimport mce_f_ratio
 from _max_product cimport (_block, _first_max, _index_ptr, _matrix, _max_incorrect_sequence,
                           _off_reference_max, _span_weights, _sweep)
 
@@ -159,6 +171,7 @@ cdef extern from *:
                              int* arg, Py_ssize_t L, Py_ssize_t Lp) noexcept nogil
     void mp_back "crf_mp_back"(const double* x, const double* y, const double* M, double* out,
                                int* arg, Py_ssize_t L, Py_ssize_t Lp) noexcept nogil
+
 
 
 cdef inline void _off_reference_row(
@@ -542,3 +555,265 @@ def span_gradients_batch(
                 seg_start, seg_end, coef, coef_other, nodes, d_unary,
                 &acc_trans[(k // 8) % acc_trans.shape[0], 0],
                 &acc_boundary[(k // 8) % acc_trans.shape[0], 0], &weights[threadid(), 0])
+
+
+cdef void _mce_f_margins(
+    const double[:, ::1] unary, const double* padded, const double* padded_t,
+    const double* trans, const double[::1] start, const double[::1] end,
+    const Py_ssize_t[::1] y, Py_ssize_t s, Py_ssize_t e, int fp_mode,
+    double[:, ::1] alpha, double[:, ::1] beta, int[:, ::1] bp_fwd, int[:, ::1] bp_bwd,
+    double* off_best, Py_ssize_t* off_arg, Py_ssize_t[::1] wrong,
+    const unsigned char* ev_start, const unsigned char* ev_end, const Py_ssize_t* label_type,
+    double* cur, int* arg, Py_ssize_t* wseg, Py_ssize_t* seg, Py_ssize_t n_tokens,
+    double* g_val, double* f_val, Py_ssize_t* counts,
+) noexcept nogil:
+    # One sequence (tokens s .. e-1, e > s) of mce_f_labels_batch, values: the
+    # tables (with each token's best max-marginal off y), the maximum
+    # incorrect output (or the Viterbi path, fp_mode 2) into wrong, the gold
+    # chunks of y and those of wrong that are not gold chunks (the false
+    # positives), and the margins of mode 3 of segment_margins_batch:
+    # g_val[s + i] of the i-th gold segment (with its competitor's node),
+    # f_val[s + i] of the i-th false positive (fp_mode 0: against the gold
+    # labels of its span, else against its competitor). seg: the intp slots
+    # (rows of n_tokens: gold begin, stop, type, node (2 per slot); false
+    # positive begin, stop, node (2)); wseg: 3 (e - s) scratch; counts: the
+    # sequence's numbers of gold segments and false positives.
+    cdef Py_ssize_t L = unary.shape[1]
+    cdef Py_ssize_t n = e - s
+    cdef Py_ssize_t* gb = seg
+    cdef Py_ssize_t* ge = seg + n_tokens
+    cdef Py_ssize_t* gt = seg + 2 * n_tokens
+    cdef Py_ssize_t* gnode = seg + 3 * n_tokens
+    cdef Py_ssize_t* fb = seg + 5 * n_tokens
+    cdef Py_ssize_t* fe = seg + 6 * n_tokens
+    cdef Py_ssize_t* fnode = seg + 7 * n_tokens
+    cdef Py_ssize_t ng, nw, nf = 0, i, j = 0, a, b
+    cdef Py_ssize_t unused[2]
+    cdef double score, carry, carry_y, other
+    _max_marginals_sequence(unary, padded, padded_t, NULL, start, end, s, e, alpha, beta,
+                            bp_fwd, bp_bwd, cur, arg, &y[0], off_best, off_arg)
+    _max_incorrect_sequence(alpha, beta, bp_fwd, bp_bwd, y, fp_mode != 2, s, e, wrong, &score,
+                            off_best, off_arg)
+    ng = chunks_of_sequence(ev_start, ev_end, label_type, L, &y[s], n, &gb[s], &ge[s], &gt[s])
+    nw = chunks_of_sequence(ev_start, ev_end, label_type, L, &wrong[s], n, wseg, wseg + n,
+                            wseg + 2 * n)
+    for i in range(nw):  # both in the order of their starts, one chunk a start
+        while j < ng and gb[s + j] < wseg[i]:
+            j += 1
+        if (j < ng and gb[s + j] == wseg[i] and ge[s + j] == wseg[n + i]
+                and gt[s + j] == wseg[2 * n + i]):
+            continue  # a gold segment: same span and type
+        fb[s + nf] = wseg[i] + s
+        fe[s + nf] = wseg[n + i] + s
+        nf += 1
+    for i in range(s, s + ng):
+        gb[i] += s
+        ge[i] += s
+        _segment_from_tables(unary, trans, NULL, alpha, beta, y, gb[i], ge[i], True, &carry,
+                             &other, &gnode[2 * i], off_best, off_arg)
+        g_val[i] = carry - other
+    for i in range(s, s + nf):
+        a = fb[i]
+        b = fe[i]
+        if fp_mode == 0:  # d(s') = g(s') - g(gold labels on the span)
+            _segment_from_tables(unary, trans, NULL, alpha, beta, wrong, a, b, False, &carry,
+                                 &other, unused, NULL, NULL)
+            _segment_from_tables(unary, trans, NULL, alpha, beta, y, a, b, False, &carry_y,
+                                 &other, unused, off_best, off_arg)
+            f_val[i] = carry - carry_y
+        else:
+            _segment_from_tables(unary, trans, NULL, alpha, beta, wrong, a, b, True, &carry,
+                                 &other, &fnode[2 * i], NULL, NULL)
+            f_val[i] = carry - other
+    counts[0] = ng
+    counts[1] = nf
+
+
+cdef void _mce_f_gradient(
+    const int[:, ::1] bp_fwd, const int[:, ::1] bp_bwd, const Py_ssize_t[::1] y,
+    const Py_ssize_t[::1] wrong, Py_ssize_t s, Py_ssize_t e, int fp_mode,
+    const Py_ssize_t* seg, Py_ssize_t n_tokens, const double* g_coef, const double* f_coef,
+    const Py_ssize_t* counts, double[:, ::1] d_unary, double* acc_trans, double* acc_boundary,
+    double* pre,
+) noexcept nogil:
+    # One sequence of mce_f_labels_batch, gradient: d_unary's rows of the
+    # sequence set to the counts of the best paths weighted by the segments'
+    # coefficients, the transition, start and end counts added to the
+    # accumulators; the same additions in the same order as
+    # span_gradients_batch on _fused_mce.label_margins' sets of spans.
+    cdef Py_ssize_t L = d_unary.shape[1]
+    cdef Py_ssize_t i, j, t
+    cdef double c
+    cdef double* suf = pre + (e - s) * L
+    cdef const Py_ssize_t* gb = seg
+    cdef const Py_ssize_t* ge = seg + n_tokens
+    cdef const Py_ssize_t* gnode = seg + 3 * n_tokens
+    cdef const Py_ssize_t* fb = seg + 5 * n_tokens
+    cdef const Py_ssize_t* fe = seg + 6 * n_tokens
+    cdef const Py_ssize_t* fnode = seg + 7 * n_tokens
+    for t in range(s, e):
+        for j in range(L):
+            d_unary[t, j] = 0.0
+    for j in range(2 * (e - s) * L):
+        pre[j] = 0.0
+    for i in range(s, s + counts[0]):  # the gold segments, carrying and their competitor
+        c = g_coef[i]
+        if c != 0.0:
+            _span_weights(&y[gb[i]], s, e, gb[i], ge[i], c, NULL, bp_fwd, bp_bwd, L, pre, suf,
+                          d_unary, acc_trans, acc_boundary, acc_boundary + L)
+            if gnode[2 * i] >= 0:
+                _span_weights(&gnode[2 * i + 1], s, e, gnode[2 * i], gnode[2 * i] + 1, -c, NULL,
+                              bp_fwd, bp_bwd, L, pre, suf, d_unary, acc_trans, acc_boundary,
+                              acc_boundary + L)
+    if fp_mode == 0:  # the gold labels on the false positives' spans
+        for i in range(s, s + counts[1]):
+            c = -f_coef[i]
+            if c != 0.0:
+                _span_weights(&y[fb[i]], s, e, fb[i], fe[i], c, NULL, bp_fwd, bp_bwd, L, pre,
+                              suf, d_unary, acc_trans, acc_boundary, acc_boundary + L)
+    for i in range(s, s + counts[1]):  # the false positives
+        c = f_coef[i]
+        if c != 0.0:
+            _span_weights(&wrong[fb[i]], s, e, fb[i], fe[i], c, NULL, bp_fwd, bp_bwd, L, pre,
+                          suf, d_unary, acc_trans, acc_boundary, acc_boundary + L)
+            if fp_mode != 0 and fnode[2 * i] >= 0:
+                _span_weights(&fnode[2 * i + 1], s, e, fnode[2 * i], fnode[2 * i] + 1, -c, NULL,
+                              bp_fwd, bp_bwd, L, pre, suf, d_unary, acc_trans, acc_boundary,
+                              acc_boundary + L)
+    _sweep(s, e, NULL, bp_fwd, bp_bwd, L, pre, suf, d_unary, acc_trans, acc_boundary,
+           acc_boundary + L)
+
+
+def mce_f_labels_batch(
+    const double[:, ::1] unary, const double[:, ::1] transition, const double[::1] start,
+    const double[::1] end, const Py_ssize_t[::1] offsets, const Py_ssize_t[::1] y,
+    const double[::1] weights, double sig_alpha, double sig_beta, double gamma2,
+    int false_positives, double saturated_z, const unsigned char[:, ::1] start_events,
+    const unsigned char[:, ::1] end_events, const Py_ssize_t[::1] label_type,
+    double[:, ::1] d_unary, double[:, ::1] d_transition, double[::1] d_start,
+    double[::1] d_end, int n_acc, int n_threads, tables=None,
+):
+    """MCE-F's value and gradient with segments compared as labels, in one call (low level).
+
+    Use :meth:`sklearn_crfloss.losses.SegmentFScoreMCE.value_and_grad`
+    (``segment_match='labels'``, one transition matrix): Suzuki et al. 2006,
+    section 4, Eqs. 13-16, as ``_fused_mce.label_margins`` and the loss
+    compute it, bitwise. Inputs are not checked: the potentials (unary (n_tokens,
+    L), transition (L, L), start, end (L,)), offsets and the gold labels y
+    (in [0, L)) as ``inference.check_potentials`` and ``_Chain.labels``
+    return them; ``weights`` (n_sequences,) or empty (all 1);
+    ``false_positives`` 0 ('gold'), 1 ('max_incorrect') or 2 ('viterbi');
+    ``saturated_z`` the smoothing's saturation threshold (negative);
+    start_events, end_events, label_type: the chunk decoder's tables
+    (``ChunkDecoder``). Writes the gradient into d_unary (n_tokens, L),
+    d_transition (L, L), d_start and d_end (L,); the transition, start and
+    end counts go through ``n_acc`` accumulators as in ``path_gradient``.
+    ``tables``: the max-marginal tables' buffers (alpha, beta, bp_fwd,
+    bp_bwd, off_best, off_arg) to write, or None (allocated).
+    Returns ``(value, saturation, defined)``: ``defined`` is False, and
+    the value and the gradient are not computed, where TP_l underflowed.
+    """
+    cdef Py_ssize_t n_seq = offsets.shape[0] - 1
+    cdef Py_ssize_t n = unary.shape[0]
+    cdef Py_ssize_t L = unary.shape[1]
+    cdef Py_ssize_t Lp = padded_width(L)
+    cdef Py_ssize_t i, j, k, tid, b, max_length = 0
+    cdef int status = 0
+    cdef double out[2]
+    out[0] = out[1] = 0.0
+    if weights.shape[0] not in (0, n_seq) or y.shape[0] != n:
+        raise ValueError("mce_f_labels_batch: weights or y of the wrong length")
+    for k in range(n_seq):
+        max_length = max(max_length, offsets[k + 1] - offsets[k])
+    cdef double[:, ::1] alpha, beta, scores
+    cdef int[:, ::1] bp_fwd, bp_bwd, pointers
+    cdef double[::1] off_best
+    cdef Py_ssize_t[::1] off_arg
+    cdef Py_ssize_t[:, ::1] paths = np.empty((2, n), dtype=np.intp)
+    cdef Py_ssize_t[::1] wrong = paths[0]
+    if tables is None:  # (few allocations: a minibatch step is short)
+        scores = np.empty((2 * n, L))
+        pointers = np.empty((2 * n, L), dtype=np.int32)
+        alpha, beta, bp_fwd, bp_bwd = scores[:n], scores[n:], pointers[:n], pointers[n:]
+        off_best = np.empty(n)
+        off_arg = paths[1]
+    else:
+        alpha, beta, bp_fwd, bp_bwd, off_best, off_arg = tables
+    n_threads = max(n_threads, 1)
+    n_acc = max(n_acc, 1)
+    # doubles: padded tables, per-thread rows and weights, accumulators, the
+    # segments' values and coefficients (2 n), the ratio's work (6 n)
+    cdef Py_ssize_t per_thread = Lp + 2 * max_length * L
+    cdef Py_ssize_t acc_size = L * L + 2 * L
+    cdef double* fbuf = <double*>malloc((2 * L * Lp + n_threads * per_thread + n_acc * acc_size
+                                         + 8 * n + 1) * sizeof(double))
+    # intp: the segment slots (9 n), counts (2 n_seq), per-thread decoder
+    # output (3 max_length); int: per-thread backpointer rows
+    cdef Py_ssize_t* ibuf = <Py_ssize_t*>malloc((9 * n + 2 * n_seq
+                                                + 3 * n_threads * max_length + 1)
+                                               * sizeof(Py_ssize_t))
+    cdef int* arg = <int*>malloc((n_threads * Lp + 1) * sizeof(int))
+    if fbuf == NULL or ibuf == NULL or arg == NULL:
+        free(fbuf)
+        free(ibuf)
+        free(arg)
+        raise MemoryError()
+    cdef double* padded = fbuf
+    cdef double* padded_t = fbuf + L * Lp
+    cdef double* thread_rows = padded_t + L * Lp
+    cdef double* acc = thread_rows + n_threads * per_thread
+    cdef double* g_val = acc + n_acc * acc_size
+    cdef double* f_val = g_val + n
+    cdef double* work = f_val + n
+    cdef Py_ssize_t* seg = ibuf
+    cdef Py_ssize_t* counts = ibuf + 9 * n
+    cdef Py_ssize_t* wseg = counts + 2 * n_seq
+    cdef const double* trans = &transition[0, 0]
+    try:
+        with nogil:
+            for i in range(L):  # the rows padded with zeros, as _padded_rows
+                for j in range(Lp):
+                    padded[i * Lp + j] = trans[i * L + j] if j < L else 0.0
+                    padded_t[i * Lp + j] = trans[j * L + i] if j < L else 0.0
+            memset(acc, 0, n_acc * acc_size * sizeof(double))
+            for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
+                tid = threadid()
+                counts[2 * k] = 0
+                counts[2 * k + 1] = 0
+                if offsets[k + 1] > offsets[k]:
+                    _mce_f_margins(unary, padded, padded_t, trans, start, end, y, offsets[k],
+                                   offsets[k + 1], false_positives, alpha, beta, bp_fwd,
+                                   bp_bwd, &off_best[0], &off_arg[0], wrong, &start_events[0, 0],
+                                   &end_events[0, 0], &label_type[0],
+                                   &thread_rows[tid * per_thread], &arg[tid * Lp],
+                                   &wseg[3 * tid * max_length], seg, n, g_val, f_val,
+                                   &counts[2 * k])
+            status = mce_f_ratio(offsets, weights, sig_alpha, sig_beta, gamma2,
+                                  false_positives, saturated_z, counts, g_val, f_val, work, out)
+            if status == 0:
+                for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
+                    tid = threadid()
+                    b = (k // 8) % n_acc  # the block's accumulator, as in _forward_backward
+                    if offsets[k + 1] > offsets[k]:
+                        _mce_f_gradient(bp_fwd, bp_bwd, y, wrong, offsets[k], offsets[k + 1],
+                                        false_positives, seg, n, g_val, f_val, &counts[2 * k],
+                                        d_unary, &acc[b * acc_size],
+                                        &acc[b * acc_size + L * L],
+                                        &thread_rows[tid * per_thread + Lp])
+                # the accumulators summed in order (numpy's sum over their axis 0)
+                for i in range(L):
+                    for j in range(L):
+                        d_transition[i, j] = 0.0
+                        for b in range(n_acc):
+                            d_transition[i, j] += acc[b * acc_size + i * L + j]
+                for j in range(L):
+                    d_start[j] = 0.0
+                    d_end[j] = 0.0
+                    for b in range(n_acc):
+                        d_start[j] += acc[b * acc_size + L * L + j]
+                        d_end[j] += acc[b * acc_size + L * L + L + j]
+    finally:
+        free(fbuf)
+        free(ibuf)
+        free(arg)
+    return out[0], out[1], status == 0

@@ -18,7 +18,8 @@ Loads CoNLL-2000, builds the CRF++ template features
   random_state=0)``, whose epoch is the compiled per-sequence loop (what a
   compiled minibatch path costs at most: one kernel call per sequence);
 - with ``--kernels``: the CPU seconds per epoch spent in the compiled
-  kernels of the minibatch path (potentials, sparse step, max-marginal
+  kernels of the minibatch path (potentials, sparse step, and MCE-F's one
+  compiled call ``mce_f_labels_batch``; in code before it, the max-marginal
   tables, maximum incorrect output, segment decoder, span margins and
   gradients), each call
   timed by a wrapper (which adds about 1 us a call); the rest of the epoch
@@ -90,12 +91,13 @@ def time_kernels():
                 _KERNEL_SECONDS[0] += time.process_time() - t0
         return call
 
-    decoder = ("chunk_segments",) if hasattr(chunks, "chunk_segments") else ()  # newer code
-    for module, names in ((sgd, ("batch_potentials", "sgd_step")), (chunks, decoder),
+    for module, names in ((sgd, ("batch_potentials", "sgd_step")), (chunks, ("chunk_segments",)),
                           (fused_mce, ("max_marginals_batch", "max_incorrect_from_tables",
-                                       "segment_margins_batch", "span_gradients_batch"))):
+                                       "segment_margins_batch", "span_gradients_batch",
+                                       "mce_f_labels_batch"))):
         for name in names:
-            setattr(module, name, timed(getattr(module, name)))
+            if hasattr(module, name):  # (the kernels of older and newer code)
+                setattr(module, name, timed(getattr(module, name)))
 
 
 def timed_fit(crf, F, y):

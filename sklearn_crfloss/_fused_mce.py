@@ -26,6 +26,15 @@ which returns what the general code returns, computed with less work:
 
 Position-dependent transitions (:class:`~sklearn_crfloss.inference.PositionTransitions`)
 are taken as by the general code; the plain matrix is the fast case.
+
+With a plain matrix, :meth:`SegmentFScoreMCE.value_and_grad
+<sklearn_crfloss.losses.SegmentFScoreMCE>` runs as one compiled call,
+:func:`fused_value_and_grad` (``_ext/_max_marginals.pyx``,
+``mce_f_labels_batch``): the same margins, the segments decoded by the same
+decoder, then the smoothing, the F-score ratio and the gradient with the
+Python path's arithmetic in its order, so that both give the same bits. An
+SGD epoch makes thousands of evaluations on minibatches of a few sentences,
+where the Python path's many small numpy calls cost more than its kernels.
 """
 
 import weakref
@@ -33,8 +42,9 @@ import weakref
 import numpy as np
 
 from ._forward_backward import accumulator_blocks
-from ._simd import (max_incorrect_from_tables, max_marginals_batch, segment_margins_batch,
-                    span_gradients_batch)
+from ._simd import (max_incorrect_from_tables, max_marginals_batch, mce_f_labels_batch,
+                    segment_margins_batch, span_gradients_batch)
+from .exceptions import UndefinedLossError
 from .inference import MaxMarginalsResult, PositionTransitions, _transition_table
 
 #: The max-marginal tables of the last evaluation on a unary array, kept while
@@ -47,7 +57,15 @@ _TABLES = {}
 #: registering a new array per call would cost more than its tables.
 _KEEP_TABLES_FROM = 1 << 14
 
-__all__ = ["label_margins", "path_gradient", "stack_segments"]
+__all__ = ["TP_UNDERFLOW", "fused_value_and_grad", "label_margins", "path_gradient",
+           "stack_segments"]
+
+#: The message of the UndefinedLossError of MCE-F when TP_l underflows.
+TP_UNDERFLOW = ("loss='mce_f': TP_l underflowed to 0 (every gold segment is misclassified "
+                "by a wide margin); the F-score ratio is undefined.")
+#: ``false_positives`` as the compiled kernel's code.
+_FALSE_POSITIVES = {"gold": 0, "max_incorrect": 1, "viterbi": 2}
+_NO_WEIGHTS = np.zeros(0)
 
 
 class _Spans:
@@ -128,6 +146,30 @@ def add_span_gradients(spans, coef, coef_other, d_unary, acc):
         c.n_threads)
 
 
+def _fresh_tables(shape):
+    """New max-marginal tables of a chain of ``shape`` (n_tokens, n_labels), and
+    the arrays of each token's best max-marginal off a reference and its label."""
+    n = shape[0]
+    mm = MaxMarginalsResult(np.empty(shape), np.empty(shape), np.empty(shape, dtype=np.int32),
+                            np.empty(shape, dtype=np.int32))
+    return mm, (np.empty(n), np.empty(n, dtype=np.intp))
+
+
+def _kept_tables(unary):
+    """``_fresh_tables`` kept for ``unary`` while it lives (see ``_TABLES``), or
+    None for an array of fewer than ``_KEEP_TABLES_FROM`` entries."""
+    if unary.size < _KEEP_TABLES_FROM:
+        return None
+    key = id(unary)
+    owner, mm, off = _TABLES.get(key, (None, None, None))
+    if owner is None or owner() is not unary or mm.alpha.shape != unary.shape:
+        mm, off = _fresh_tables(unary.shape)
+        if owner is None:
+            weakref.finalize(unary, _TABLES.pop, key, None)
+        _TABLES[key] = (weakref.ref(unary), mm, off)
+    return mm, off
+
+
 def _max_marginals(c, ref=None):
     """The max-marginal tables of the checked chain ``c``, in the kept arrays
     (fresh ones for a unary array of fewer than ``_KEEP_TABLES_FROM`` entries).
@@ -141,17 +183,7 @@ def _max_marginals(c, ref=None):
     (``max_marginals_batch``'s, for ``max_incorrect_from_tables`` and mode 3
     of ``segment_margins_batch`` on ``ref``), else ``(None, None)``.
     """
-    key = id(c.unary)
-    keep = c.unary.size >= _KEEP_TABLES_FROM
-    owner, mm, off = _TABLES.get(key, (None, None, None)) if keep else (None, None, None)
-    if owner is None or owner() is not c.unary or mm.alpha.shape != c.unary.shape:
-        mm = MaxMarginalsResult(c.rows(), c.rows(), c.rows(dtype=np.int32),
-                                c.rows(dtype=np.int32))
-        off = (np.empty(c.n_tokens), np.empty(c.n_tokens, dtype=np.intp))
-        if keep:
-            if owner is None:
-                weakref.finalize(c.unary, _TABLES.pop, key, None)
-            _TABLES[key] = (weakref.ref(c.unary), mm, off)
+    mm, off = _kept_tables(c.unary) or _fresh_tables(c.unary.shape)
     table, index = _transition_table(c.transition)
     with_ref = {} if ref is None else {"ref": ref, "off_best": off[0], "off_arg": off[1]}
     max_marginals_batch(c.unary, table, np.ascontiguousarray(table.transpose(0, 2, 1)), index,
@@ -275,3 +307,84 @@ def stack_segments(first, second=None):
     order = np.empty_like(perm)
     order[perm] = np.arange(perm.shape[0])
     return tuple(a[perm] for a in stacked), order
+
+
+def fused_value_and_grad(loss, unary, transition, start, end, y, offsets, sample_weight=None,
+                         n_threads=1, *, beta, saturated_z):
+    """MCE-F's value and gradient in one compiled call, where it applies.
+
+    :meth:`SegmentFScoreMCE.value_and_grad
+    <sklearn_crfloss.losses.SegmentFScoreMCE>` for ``segment_match='labels'``
+    (the fast path on) and one transition matrix (Suzuki et al. 2006,
+    section 4, Eqs. 13-16): the gold segments of ``y``, the max-marginal
+    tables, the maximum incorrect output (Eq. 5) read off them, its
+    segments and the false positives among them, the segment margins (Eqs.
+    14-15), the sigmoid smoothing (Eq. 8), ``TP_l``, ``FN_l``, ``FP_l`` and
+    the ratio (Eq. 16, times ``S``), ``saturation_`` and the gradient, all
+    in ``mce_f_labels_batch``. The result is bitwise that of the Python path
+    (:func:`label_margins` and the loss's own arithmetic).
+
+    Parameters
+    ----------
+    loss : SegmentFScoreMCE
+        Its parameters, ``classes_`` and segment decoder; ``saturation_``
+        is set.
+    unary : ndarray of float64 of shape (n_tokens, n_labels)
+    transition : ndarray of float64 of shape (n_labels, n_labels)
+    start, end : ndarray of float64 of shape (n_labels,)
+    y : ndarray of intp of shape (n_tokens,)
+        Gold labels, in ``[0, n_labels)``.
+    offsets : ndarray of intp of shape (n_sequences + 1,)
+        The potentials, labels and offsets are not checked (C-contiguous,
+        of these dtypes: as :func:`~sklearn_crfloss.inference.check_potentials`
+        and ``_Chain.labels`` return them, or as a solver builds them).
+    sample_weight : array-like of shape (n_sequences,), default=None
+        Sequence weights; None: 1 for every sequence.
+    n_threads : int, default=1
+        OpenMP threads over sequences.
+    beta : float
+        The smoothing's offset (``beta='auto'`` resolved).
+    saturated_z : float
+        The smoothing's saturation threshold (``_SATURATED_Z`` of the loss
+        module).
+
+    Returns
+    -------
+    tuple (value, d_unary, d_transition, d_start, d_end) or None
+        None where the case does not apply (another ``segment_match``,
+        position-dependent transitions, the fast path off, no or mismatched
+        ``classes_``); the caller then takes the Python path.
+
+    Raises
+    ------
+    ValueError
+        If ``sample_weight`` does not have one weight per sequence.
+    UndefinedLossError
+        If the gold segments have positive weight but ``TP_l`` underflows
+        to 0 (``saturation_`` is set first).
+    """
+    classes = getattr(loss, "classes_", None)
+    if (not (loss._fast_path and loss._fused_path) or loss.segment_match != "labels"
+            or type(transition) is not np.ndarray or classes is None
+            or len(classes) != unary.shape[1]):
+        return None
+    n_tokens, L = unary.shape
+    w = _NO_WEIGHTS
+    if sample_weight is not None:
+        w = np.ascontiguousarray(sample_weight, dtype=np.float64)
+        if w.shape != (offsets.shape[0] - 1,):
+            raise ValueError(f"sample_weight must have shape ({offsets.shape[0] - 1},) (one "
+                             f"weight per sequence), got {w.shape}")
+    decoder = loss._decoder()
+    kept = _kept_tables(unary)  # (None: the kernel allocates them)
+    grad = (np.empty((n_tokens, L)), np.empty((L, L)), np.empty(L), np.empty(L))
+    value, loss.saturation_, defined = mce_f_labels_batch(
+        unary, transition, start, end, offsets, y, w, float(loss.alpha), beta,
+        float(loss.gamma) ** 2, _FALSE_POSITIVES[loss.false_positives], saturated_z,
+        decoder._start_events, decoder._end_events, decoder.label_type, *grad,
+        accumulator_blocks(n_threads, L * L + 2 * L), n_threads,
+        None if kept is None else (kept[0].alpha, kept[0].beta, kept[0].bp_fwd,
+                                   kept[0].bp_bwd, *kept[1]))
+    if not defined:
+        raise UndefinedLossError(TP_UNDERFLOW)
+    return (value,) + grad

@@ -18,7 +18,8 @@ import importlib
 __all__ = ["KERNEL_BUILD", "chunk_queries_batch", "chunk_segments", "cll_features_batch", "forward_backward_batch",
            "marginal_loss_features_batch", "marginals_vjp_batch", "max_incorrect_batch",
            "max_incorrect_from_tables",
-           "max_marginals_batch", "n_best_batch", "pair_gradient", "pair_potentials",
+           "max_marginals_batch", "mce_f_labels_batch", "n_best_batch", "pair_gradient",
+           "pair_potentials",
            "position_cll_features_batch", "position_forward_backward_batch",
            "segment_margins_batch", "span_gradients_batch", "viterbi_batch"]
 
@@ -81,6 +82,7 @@ max_marginals_batch = _modules["_max_marginals"].max_marginals_batch
 segment_margins_batch = _modules["_max_marginals"].segment_margins_batch
 span_gradients_batch = _modules["_max_marginals"].span_gradients_batch
 max_incorrect_from_tables = _modules["_max_marginals"].max_incorrect_from_tables
+mce_f_labels_batch = _modules["_max_marginals"].mce_f_labels_batch
 chunk_queries_batch = _modules["_chunk_queries"].chunk_queries_batch
 chunk_segments = _modules["_chunk_queries"].chunk_segments
 position_forward_backward_batch = _modules["_positions"].position_forward_backward_batch

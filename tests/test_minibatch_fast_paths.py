@@ -4,9 +4,10 @@ An SGD epoch of MCE-F makes thousands of small ``value_and_grad`` calls and
 sparse steps; three shortcuts make each cheaper without changing a bit of
 the result: the generic step adds only the nonzero entries of a sparse
 gradient row, MCE-F decodes segments with a :class:`ChunkDecoder` built
-once per label set (not the validated public decoder), and a small
-minibatch gets fresh max-marginal tables instead of kept ones. Each is
-compared here with the straightforward computation, bitwise.
+once per label set (not the validated public decoder; the one compiled
+call of MCE-F, ``test_mce_f_one_call.py``, with that decoder's compiled
+core), and a small minibatch gets fresh max-marginal tables instead of kept
+ones. Each is compared here with the straightforward computation, bitwise.
 """
 
 import numpy as np
@@ -105,7 +106,12 @@ def test_chunk_decoder_gives_the_segments_of_segments_from_codes(classes, scheme
 
 
 class _PublicDecoderMCEF(SegmentFScoreMCE):
-    """MCE-F whose segments come from the public, validated decoder (the plain computation)."""
+    """MCE-F whose segments come from the public, validated decoder (the plain computation).
+
+    Through the Python path: the one compiled call decodes inside the kernel.
+    """
+
+    _fused_path = False
 
     def _segments(self, labels, offsets):
         seq, begin, stop, tcode, type_names = segments_from_codes(
@@ -142,6 +148,8 @@ def test_mce_f_value_and_grad_as_with_the_public_decoder_and_kept_tables(
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("batch_size", [1, 4])
 def test_sgd_fit_of_mce_f_as_with_the_public_decoder(batch_size):
+    # The plain computation (the public decoder, the Python path) against
+    # the default (MCE-F's one compiled call): the same bits.
     X, y = make_toy_chunks(n_sequences=40, seed=2)
     fits = [CRFTagger(loss=loss, init=None, max_iter=3, n_jobs=1,
                       solver=SGD(eta0=0.1, random_state=0, batch_size=batch_size)).fit(X, y)

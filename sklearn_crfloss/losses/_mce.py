@@ -25,7 +25,7 @@ from ..inference import (
 )
 from ._base import BaseLoss, enumerated_gold_score, gold_counts
 from ._chunks import ChunkDecoder, ChunkEvents, chunk_margins
-from .._fused_mce import label_margins, stack_segments
+from .._fused_mce import TP_UNDERFLOW, fused_value_and_grad, label_margins, stack_segments
 
 __all__ = ["MinimumClassificationError", "SegmentFScoreMCE"]
 
@@ -588,6 +588,9 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
     name = "mce_f"
     #: Whether ``segment_match='labels'`` takes the fast path (``_fused_mce``).
     _fast_path = True
+    #: Whether its common case (one transition matrix) is one compiled call
+    #: (``_fused_mce.fused_value_and_grad``); else the Python path, its reference.
+    _fused_path = True
 
     def __loss_tags__(self):
         # Docstring inherited: a ratio of corpus-level sums, not a sum over sequences.
@@ -647,6 +650,18 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
             state.pop(key, None)
         return state
 
+    def _per_classes(self, attr, make):
+        """``make(classes_, scheme)``, cached in ``attr`` while both stay the same."""
+        cache = getattr(self, attr, None)
+        if cache is None or cache[0] is not self.classes_ or cache[1] != self.scheme:
+            cache = (self.classes_, self.scheme, make(self.classes_, self.scheme))
+            setattr(self, attr, cache)
+        return cache[2]
+
+    def _decoder(self):
+        """The :class:`ChunkDecoder` of ``classes_`` and ``scheme``, cached."""
+        return self._per_classes("_decoder_cache", ChunkDecoder)
+
     def _segments(self, labels, offsets):
         """(seq, begin, stop, key, type) arrays of the segments of every sequence.
 
@@ -656,11 +671,7 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         :func:`~sklearn_crfloss.segments.segments_from_codes`, whose segments
         these are (decoded by the cached :class:`ChunkDecoder`).
         """
-        cache = getattr(self, "_decoder_cache", None)
-        if cache is None or cache[0] is not self.classes_ or cache[1] != self.scheme:
-            cache = (self.classes_, self.scheme, ChunkDecoder(self.classes_, self.scheme))
-            self._decoder_cache = cache
-        decoder = cache[2]
+        decoder = self._decoder()
         seq, begin, stop, tcode = decoder.segments(labels, offsets)
         n_tokens = np.int64(labels.shape[0] + 1)
         key = ((begin + offsets[seq]).astype(np.int64) * n_tokens
@@ -693,6 +704,11 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
         unary, transition, start, end, offsets = c[:5]
         y = c.labels(y, "y")
+        fused = fused_value_and_grad(self, unary, transition, start, end, y, offsets,
+                                     sample_weight, c.n_threads, beta=_beta(self),
+                                     saturated_z=_SATURATED_Z)
+        if fused is not None:  # the common case, in one compiled call
+            return fused
         n_seq = offsets.shape[0] - 1
         w = np.ones(n_seq) if sample_weight is None else np.asarray(sample_weight, float)
         alpha, beta, g2 = float(self.alpha), _beta(self), float(self.gamma) ** 2
@@ -728,9 +744,7 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
             # undefined where TP_l, or its square, underflows.
             slope = (g2 / z_d + (g2 + 1.0) * z_n / z_d ** 2 if z_d ** 2 > 0 else np.inf)
             if not np.isfinite(slope):
-                raise UndefinedLossError(
-                    "loss='mce_f': TP_l underflowed to 0 (every gold segment is "
-                    "misclassified by a wide margin); the F-score ratio is undefined.")
+                raise UndefinedLossError(TP_UNDERFLOW)
             value = scale * z_n / z_d
             # dF/dl, dl/dd, and d(d)/dm = -1 (gold) or +1 (false positives).
             coef_g = -scale * slope * dl_g * wg
@@ -742,13 +756,21 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         grad = gradient(coef_g, coef_f)
         return (value,) + tuple(grad)
 
+    def _value_and_grad_trusted(self, unary, transition, start, end, y, offsets,
+                                sample_weight=None, n_threads=1):
+        """:meth:`value_and_grad` on potentials, labels and offsets that an SGD
+        solver built from checked data: the compiled call without checking them."""
+        fused = None
+        if type(self).value_and_grad is SegmentFScoreMCE.value_and_grad:
+            fused = fused_value_and_grad(self, unary, transition, start, end, y, offsets,
+                                         sample_weight, n_threads, beta=_beta(self),
+                                         saturated_z=_SATURATED_Z)
+        return fused if fused is not None else self.value_and_grad(
+            unary, transition, start, end, y, offsets, sample_weight, n_threads)
+
     def _chunk_events(self):
         """:class:`ChunkEvents` of ``classes_`` and ``scheme``, cached."""
-        cache = getattr(self, "_events_cache", None)
-        if cache is None or cache[0] is not self.classes_ or cache[1] != self.scheme:
-            cache = (self.classes_, self.scheme, ChunkEvents(self.classes_, self.scheme))
-            self._events_cache = cache
-        return cache[2]
+        return self._per_classes("_events_cache", ChunkEvents)
 
     def _label_margins(self, c, y, gold):
         """Margins with segments compared as label strings (``segment_match='labels'``).

@@ -254,8 +254,10 @@ class _ScaledModel:
             transition, *bigram = self.blocks.transitions(self.tail, a, rows)
         if self.token_weight is not None:
             extra["token_weight"] = self.token_weight[rows]
+        # Built here from checked data: a loss may skip checking it again.
+        value_and_grad = getattr(self.loss, "_value_and_grad_trusted", self.loss.value_and_grad)
         try:
-            value, d_unary, d_T, d_start, d_end = self.loss.value_and_grad(
+            value, d_unary, d_T, d_start, d_end = value_and_grad(
                 unary, transition, tail[L * L:L * L + L], tail[L * L + L:],
                 self.y[rows], local,
                 sample_weight=None if self.sample_weight is None else self.weights[seqs],
@@ -274,7 +276,7 @@ class _ScaledModel:
             blocks = {}
             if bigram is not None:
                 d_T, blocks = self.blocks.chain(d_T, *bigram)
-            d_tail = np.concatenate([np.ravel(d_T), np.ravel(d_start), np.ravel(d_end)])
+            d_tail = np.concatenate([d_T, d_start, d_end], axis=None)  # each raveled
             avg_start = np.inf if self.average_start is None else float(self.average_start)
             sgd_step(*self.csr, self.y, self.offsets, seqs, self.W, self.mask, self.tail,
                      self.tail_mask, self.BW, self.Btail,
