@@ -61,8 +61,8 @@ cdef extern from *:
     /* The rows of V (and of the mask and the averaging corrections) that a
        step reads and writes belong to the attributes of a few random
        sequences: most are outside the caches (V of CoNLL-2000 is 60 MB) and
-       the loops wait on memory, not on arithmetic. The loops below touch
-       the row of the stored feature CRF_SGD_AHEAD entries ahead first
+       the loops wait on memory, not on arithmetic. The loops below ask for
+       the rows of the stored feature CRF_SGD_AHEAD entries ahead first
        (software prefetch), so that several rows are on their way at once. */
     #define CRF_SGD_AHEAD 12
     #if defined(__GNUC__)
@@ -75,6 +75,22 @@ cdef extern from *:
         const char* last = (const char*)(row + L) - 1;
         for (; p < last; p += 64) CRF_PREFETCH(p);
         CRF_PREFETCH(last);
+    }
+
+    /* The prefetches of a step at stored feature p (entries up to pend):
+       the rows of the mask and of BW of entry p + AHEAD (the rows of V a
+       step writes were just read by the potentials). */
+    static inline void crf_prefetch_step(const double* BW, const unsigned char* mask,
+                                         const int* idx, ptrdiff_t p, ptrdiff_t pend,
+                                         ptrdiff_t L) {
+        if (p + CRF_SGD_AHEAD >= pend)
+            return;
+        const ptrdiff_t k = (ptrdiff_t)idx[p + CRF_SGD_AHEAD] * L;
+        if (mask != NULL) {
+            CRF_PREFETCH(mask + k);
+            CRF_PREFETCH(mask + k + L - 1);
+        }
+        if (BW != NULL) crf_prefetch_row(BW + k, L);
     }
 
     /* u[:L] = sum_{p0 <= p < p1} x_p W[idx[p]] (x_p = val[p], or 1 when val
@@ -103,16 +119,15 @@ cdef extern from *:
     static inline void crf_scatter_columns(double* restrict W, double* restrict BW,
                                            const unsigned char* restrict mask,
                                            const int* restrict idx, const double* restrict val,
-                                           ptrdiff_t p0, ptrdiff_t p1, ptrdiff_t L,
-                                           const double* restrict du,
+                                           ptrdiff_t p0, ptrdiff_t p1, ptrdiff_t pend,
+                                           ptrdiff_t L, const double* restrict du,
                                            const Py_ssize_t* restrict cols, ptrdiff_t nz,
                                            double gain, double S) {
         for (ptrdiff_t p = p0; p < p1; p++) {
             const double g = val == NULL ? gain : gain * val[p];
             const double h = S * g;
             const ptrdiff_t k = (ptrdiff_t)idx[p] * L;
-            if (mask != NULL && p + CRF_SGD_AHEAD < p1)
-                CRF_PREFETCH(mask + (ptrdiff_t)idx[p + CRF_SGD_AHEAD] * L);
+            crf_prefetch_step(BW, mask, idx, p, pend, L);
             for (ptrdiff_t q = 0; q < nz; q++) {
                 const ptrdiff_t j = cols[q];
                 if (mask != NULL && !mask[k + j]) continue;
@@ -136,12 +151,7 @@ cdef extern from *:
             const double h = S * g;
             const ptrdiff_t k = (ptrdiff_t)idx[p] * L;
             double* restrict w = W + k;
-            if (p + CRF_SGD_AHEAD < pend) {
-                const ptrdiff_t k2 = (ptrdiff_t)idx[p + CRF_SGD_AHEAD] * L;
-                if (mask != NULL) CRF_PREFETCH(mask + k2);
-                else crf_prefetch_row(W + k2, L);
-                if (BW != NULL && mask == NULL) crf_prefetch_row(BW + k2, L);
-            }
+            crf_prefetch_step(BW, mask, idx, p, pend, L);
             if (mask == NULL) {
                 if (BW == NULL) {
                     for (ptrdiff_t j = 0; j < L; j++) w[j] += g * du[j];
@@ -178,7 +188,8 @@ cdef extern from *:
     void crf_gather_rows(double* u, const double* W, const int* idx, const double* val,
                          Py_ssize_t p0, Py_ssize_t p1, Py_ssize_t pend, Py_ssize_t L) noexcept nogil
     void crf_scatter_columns(double* W, double* BW, const unsigned char* mask, const int* idx,
-                             const double* val, Py_ssize_t p0, Py_ssize_t p1, Py_ssize_t L,
+                             const double* val, Py_ssize_t p0, Py_ssize_t p1, Py_ssize_t pend,
+                             Py_ssize_t L,
                              const double* du, const Py_ssize_t* cols, Py_ssize_t nz,
                              double gain, double S) noexcept nogil
     void crf_scatter_dense(double* W, double* BW, const unsigned char* mask, const int* idx,
@@ -581,12 +592,14 @@ cdef void _fold(Model* c, double* state) noexcept nogil:
     state[4] += 1.0
 
 
-cdef void _scatter_columns(Model* c, Py_ssize_t r, const double* du, double gain, double S,
-                           const Py_ssize_t* cols, Py_ssize_t nz) noexcept nogil:
-    """_scatter_rows' update of row r of X with the nonzero entries ``cols[:nz]`` of du."""
+cdef void _scatter_columns(Model* c, Py_ssize_t r, Py_ssize_t end, const double* du,
+                           double gain, double S, const Py_ssize_t* cols,
+                           Py_ssize_t nz) noexcept nogil:
+    """_scatter_rows' update of row r of X with the nonzero entries ``cols[:nz]`` of du
+    (rows up to ``end`` prefetched)."""
     crf_scatter_columns(c.W, c.BW if S != 0.0 else NULL, c.mask, c.indices,
-                        NULL if c.binary else c.data, c.indptr[r], c.indptr[r + 1], c.L, du,
-                        cols, nz, gain, S)
+                        NULL if c.binary else c.data, c.indptr[r], c.indptr[r + 1], end, c.L,
+                        du, cols, nz, gain, S)
 
 
 cdef void _scatter_rows(Model* c, Py_ssize_t s, Py_ssize_t n, const double* dU,
@@ -611,7 +624,7 @@ cdef void _scatter_rows(Model* c, Py_ssize_t s, Py_ssize_t n, const double* dU,
             if nz == 0:
                 continue
             if 2 * nz <= L:
-                _scatter_columns(c, s + t, du, gain, S, cols, nz)
+                _scatter_columns(c, s + t, c.indptr[s + n], du, gain, S, cols, nz)
                 continue
         crf_scatter_dense(c.W, c.BW if S != 0.0 else NULL, c.mask, c.indices,
                           NULL if c.binary else c.data, c.indptr[s + t], c.indptr[s + t + 1],
