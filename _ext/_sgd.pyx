@@ -137,10 +137,8 @@ cdef extern from *:
         }
     }
     /* The step V[idx[p]] += g_p du (g_p as above), and BW[idx[p]] += S g_p du
-       (BW NULL: no averaging yet), for p0 <= p < p1, entries outside the
-       mask left at 0. A row of the mask with few free labels (most
-       attributes) updates only those, without writing the rest of its rows
-       of V and BW; the others add du times the mask row (branch free). */
+       (BW NULL: no averaging yet), for p0 <= p < p1, times the mask row
+       (entries outside it stay 0); branch free. */
     static inline void crf_scatter_dense(double* restrict W, double* restrict BW,
                                          const unsigned char* restrict mask,
                                          const int* restrict idx, const double* restrict val,
@@ -165,15 +163,7 @@ cdef extern from *:
                 continue;
             }
             const unsigned char* restrict m = mask + k;
-            int free = 0;
-            for (ptrdiff_t j = 0; j < L; j++) free += m[j];
-            if (4 * free <= L) {
-                for (ptrdiff_t j = 0; j < L; j++) {
-                    if (!m[j]) continue;
-                    w[j] += g * du[j];
-                    if (BW != NULL) BW[k + j] += h * du[j];
-                }
-            } else if (BW == NULL) {
+            if (BW == NULL) {
                 for (ptrdiff_t j = 0; j < L; j++) w[j] += g * du[j] * m[j];
             } else {
                 double* restrict b = BW + k;

@@ -4,8 +4,8 @@
 scaled step ``V += -(eta / a') mask * (X[rows].T @ dU)`` (``a' = a (1 - eta
 lam m)``; the averaging corrections ``B += S`` times that), entries outside
 the mask left exactly as they were. The masks mix rows with no, one, a few
-and all free labels (the update takes a different loop for rows with few
-free labels). Each build this machine runs (baseline, AVX2, AVX-512) is
+and all free labels, the gradient rows dense and sparse ones (the step adds
+only the nonzero entries of those). Each build this machine runs (baseline, AVX2, AVX-512) is
 checked, and its per-sequence loop ``sgd_pass`` must match the baseline's.
 """
 
