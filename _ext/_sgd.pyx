@@ -79,10 +79,13 @@ cdef extern from *:
 
     /* The prefetches of a step at stored feature p (entries up to pend):
        the rows of the mask and of BW of entry p + AHEAD (the rows of V a
-       step writes were just read by the potentials). */
+       step writes were just read by the potentials); of BW only the lines
+       of the columns cols[:nz] when cols is not NULL (the columns of the
+       current row of dU: a row of the next token may need others, which are
+       then missed). */
     static inline void crf_prefetch_step(const double* BW, const unsigned char* mask,
                                          const int* idx, ptrdiff_t p, ptrdiff_t pend,
-                                         ptrdiff_t L) {
+                                         ptrdiff_t L, const Py_ssize_t* cols, ptrdiff_t nz) {
         if (p + CRF_SGD_AHEAD >= pend)
             return;
         const ptrdiff_t k = (ptrdiff_t)idx[p + CRF_SGD_AHEAD] * L;
@@ -90,7 +93,12 @@ cdef extern from *:
             CRF_PREFETCH(mask + k);
             CRF_PREFETCH(mask + k + L - 1);
         }
-        if (BW != NULL) crf_prefetch_row(BW + k, L);
+        if (BW == NULL)
+            return;
+        if (cols == NULL)
+            crf_prefetch_row(BW + k, L);
+        else
+            for (ptrdiff_t q = 0; q < nz; q++) CRF_PREFETCH(BW + k + cols[q]);
     }
 
     /* u[:L] = sum_{p0 <= p < p1} x_p W[idx[p]] (x_p = val[p], or 1 when val
@@ -127,7 +135,7 @@ cdef extern from *:
             const double g = val == NULL ? gain : gain * val[p];
             const double h = S * g;
             const ptrdiff_t k = (ptrdiff_t)idx[p] * L;
-            crf_prefetch_step(BW, mask, idx, p, pend, L);
+            crf_prefetch_step(BW, mask, idx, p, pend, L, cols, nz);
             for (ptrdiff_t q = 0; q < nz; q++) {
                 const ptrdiff_t j = cols[q];
                 if (mask != NULL && !mask[k + j]) continue;
@@ -149,7 +157,7 @@ cdef extern from *:
             const double h = S * g;
             const ptrdiff_t k = (ptrdiff_t)idx[p] * L;
             double* restrict w = W + k;
-            crf_prefetch_step(BW, mask, idx, p, pend, L);
+            crf_prefetch_step(BW, mask, idx, p, pend, L, NULL, 0);
             if (mask == NULL) {
                 if (BW == NULL) {
                     for (ptrdiff_t j = 0; j < L; j++) w[j] += g * du[j];
