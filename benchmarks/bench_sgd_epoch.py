@@ -26,10 +26,6 @@ Loads CoNLL-2000, builds the CRF++ template features
   is Python and numpy work between them; and a second table with the CPU
   microseconds per call of the minibatch path's two SGD kernels
   (``batch_potentials``, ``sgd_step``), over all the calls of the fit;
-- with ``--sgd-build``: SGD's compiled loops (``sgd_pass``, ``sgd_step``,
-  ``batch_potentials``) taken from that build of the kernels ('baseline',
-  'avx2', 'avx512') instead of the one chosen at import (the baseline
-  build gives the same digests as code without vector builds of them);
 - with ``--default-fit``: the whole default fit ``CRFTagger(loss='mce_f',
   init=None, n_jobs=1, random_state=0)``, its CPU seconds, its digest and
   its test F1.
@@ -111,17 +107,6 @@ def time_kernels():
             setattr(module, name, timed(getattr(module, name), name))
 
 
-def use_sgd_build(build):
-    """Point SGD's solver at one build's compiled loops."""
-    from sklearn_crfloss._simd import kernel_modules
-    import sklearn_crfloss.solvers._sgd as sgd
-
-    module = kernel_modules(build)["_sgd"]
-    for name in ("sgd_pass", "sgd_step", "batch_potentials"):
-        setattr(sgd, name, getattr(module, name))
-    print("SGD's loops from", module.__name__)
-
-
 def timed_fit(crf, F, y):
     """Fit ``crf``; return the CPU seconds between consecutive callbacks (and
     those in the wrapped kernels) and in all."""
@@ -145,8 +130,6 @@ def main(argv=None):
                    help="also time an SGD epoch of CLL (the compiled per-sequence loop)")
     p.add_argument("--kernels", action="store_true",
                    help="also time the compiled kernels of the minibatch path")
-    p.add_argument("--sgd-build", default=None,
-                   help="take SGD's compiled loops from this kernel build (baseline, avx2, avx512)")
     p.add_argument("--default-fit", action="store_true",
                    help="also time the default fit of loss='mce_f' from zero")
     p.add_argument("--train-sentences", type=int, default=None)
@@ -162,8 +145,6 @@ def main(argv=None):
     template = TemplateFeatures(CONLL2000_TEMPLATE).fit(X)
     F = template.transform(X)
 
-    if args.sgd_build:
-        use_sgd_build(args.sgd_build)
     if args.kernels:
         time_kernels()
     cll_steps, _, _ = timed_fit(CRFTagger(loss="cll", solver="lbfgs", max_iter=args.cll_iter,

@@ -4,8 +4,7 @@ A portable build (the default; ``-Dnative_arch=true`` compiles everything
 for the building machine instead) compiles the kernels that the training
 objective and the inference functions call (``_potentials``,
 ``_forward_backward``, ``_fused_losses``, ``_marginal_vjp``, ``_viterbi``,
-``_max_marginals``, ``_chunk_queries``, ``_positions``) and the loops of
-``solver='sgd'`` (``_sgd``) three times: for the
+``_max_marginals``, ``_chunk_queries``, ``_positions``) three times: for the
 baseline x86-64 instruction set, with AVX2 + FMA (modules ``*_avx2``) and with
 AVX-512 (F, CD, BW, DQ, VL;
 modules ``*_avx512``). The widest copy whose instructions numpy's CPU
@@ -16,17 +15,16 @@ to rounding (fused multiply-adds round once).
 
 import importlib
 
-__all__ = ["KERNEL_BUILD", "batch_potentials", "chunk_queries_batch", "chunk_segments", "cll_features_batch", "forward_backward_batch",
+__all__ = ["KERNEL_BUILD", "chunk_queries_batch", "chunk_segments", "cll_features_batch", "forward_backward_batch",
            "marginal_loss_features_batch", "marginals_vjp_batch", "max_incorrect_batch",
            "max_incorrect_from_tables",
            "max_marginals_batch", "n_best_batch", "pair_gradient", "pair_potentials",
            "position_cll_features_batch", "position_forward_backward_batch",
-           "segment_margins_batch", "sgd_pass", "sgd_step", "span_gradients_batch",
-           "viterbi_batch"]
+           "segment_margins_batch", "span_gradients_batch", "viterbi_batch"]
 
 #: The kernel modules that have vector builds.
 MODULES = ("_potentials", "_forward_backward", "_fused_losses", "_marginal_vjp", "_viterbi",
-           "_max_marginals", "_chunk_queries", "_positions", "_sgd")
+           "_max_marginals", "_chunk_queries", "_positions")
 
 #: The CPU features each build needs (numpy's names), widest first.
 _BUILDS = {
@@ -87,6 +85,3 @@ chunk_queries_batch = _modules["_chunk_queries"].chunk_queries_batch
 chunk_segments = _modules["_chunk_queries"].chunk_segments
 position_forward_backward_batch = _modules["_positions"].position_forward_backward_batch
 position_cll_features_batch = _modules["_positions"].position_cll_features_batch
-sgd_pass = _modules["_sgd"].sgd_pass
-sgd_step = _modules["_sgd"].sgd_step
-batch_potentials = _modules["_sgd"].batch_potentials

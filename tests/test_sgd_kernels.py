@@ -1,12 +1,11 @@
-"""The compiled loops of solver='sgd' against plain NumPy, in every vector build.
+"""The compiled loops of solver='sgd' against plain NumPy.
 
 ``batch_potentials`` must give ``scale * X[rows] @ W`` and ``sgd_step`` the
 scaled step ``V += -(eta / a') mask * (X[rows].T @ dU)`` (``a' = a (1 - eta
 lam m)``; the averaging corrections ``B += S`` times that), entries outside
 the mask left exactly as they were. The masks mix rows with no, one, a few
 and all free labels, the gradient rows dense and sparse ones (the step adds
-only the nonzero entries of those). Each build this machine runs (baseline, AVX2, AVX-512) is
-checked, and its per-sequence loop ``sgd_pass`` must match the baseline's.
+only the nonzero entries of those).
 """
 
 import numpy as np
@@ -14,9 +13,7 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
-from sklearn_crfloss import _simd
-
-from test_simd_builds import runnable_builds
+from sklearn_crfloss._sgd import batch_potentials, sgd_step
 
 
 def _problem(rng, binary, L=13, n_features=40, lengths=(3, 7, 1, 5)):
@@ -35,25 +32,23 @@ def _problem(rng, binary, L=13, n_features=40, lengths=(3, 7, 1, 5)):
     return X, csr, offsets, mask
 
 
-@pytest.mark.parametrize("build", runnable_builds())
 @pytest.mark.parametrize("binary", [False, True])
-def test_batch_potentials_is_the_sparse_product(build, binary):
+def test_batch_potentials_is_the_sparse_product(binary):
     rng = np.random.default_rng(0)
     X, csr, offsets, _ = _problem(rng, binary)
     W = rng.normal(size=(X.shape[1], 13))
     seqs = np.array([2, 0, 3], dtype=np.intp)
     rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in seqs])
     out = np.full((rows.shape[0], 13), np.nan)
-    _simd.kernel_modules(build)["_sgd"].batch_potentials(*csr, offsets, seqs, W, 0.7, out)
+    batch_potentials(*csr, offsets, seqs, W, 0.7, out)
     assert_allclose(out, 0.7 * (X[rows] @ W), rtol=1e-13, atol=1e-13)
 
 
-@pytest.mark.parametrize("build", runnable_builds())
 @pytest.mark.parametrize("binary", [False, True])
 @pytest.mark.parametrize("masked", [False, True])
 @pytest.mark.parametrize("averaging", [False, True])
 @pytest.mark.parametrize("sparse_rows", [False, True])
-def test_sgd_step_is_the_scaled_sparse_step(build, binary, masked, averaging, sparse_rows):
+def test_sgd_step_is_the_scaled_sparse_step(binary, masked, averaging, sparse_rows):
     rng = np.random.default_rng(1)
     L = 13
     X, csr, offsets, mask = _problem(rng, binary, L=L)
@@ -76,7 +71,7 @@ def test_sgd_step_is_the_scaled_sparse_step(build, binary, masked, averaging, sp
     state = np.array([0.7, 5.0, 2.5 if averaging else 0.0, 3.0, 0.0])
     eta, lam = 0.3, 0.01
     params = [W.copy(), tail.copy(), BW.copy(), Btail.copy(), state.copy()]
-    _simd.kernel_modules(build)["_sgd"].sgd_step(
+    sgd_step(
         *csr, np.zeros(X.shape[0], dtype=np.intp), offsets, seqs, params[0], mask, params[1],
         tail_mask, params[2], params[3], d_unary, d_tail, params[4], eta, lam,
         0.0 if averaging else np.inf, sparse_rows=sparse_rows)
@@ -94,33 +89,3 @@ def test_sgd_step_is_the_scaled_sparse_step(build, binary, masked, averaging, sp
         assert_allclose(params[3], Btail + S * dtail, rtol=1e-12, atol=1e-14)
     assert_allclose(params[4], [a, state[1] + 3, S + a if averaging else S,
                                 state[3] + averaging, 0.0], rtol=1e-15)
-
-
-@pytest.mark.parametrize("kind", [0, 1], ids=["sum_product", "max_product"])
-@pytest.mark.parametrize("binary", [False, True])
-def test_every_runnable_build_gives_the_baseline_sgd_pass(kind, binary):
-    rng = np.random.default_rng(2)
-    L = 13
-    X, csr, offsets, mask = _problem(rng, binary, L=L, lengths=tuple(range(1, 12)))
-    n_seq, max_len = offsets.shape[0] - 1, int(np.diff(offsets).max())
-    y = rng.integers(L, size=X.shape[0]).astype(np.intp)
-    W0 = np.where(mask.astype(bool), rng.normal(size=mask.shape), 0.0)
-    tail0 = rng.normal(size=L * L + 2 * L)
-
-    def run(build):
-        W, tail, BW, Btail = W0.copy(), tail0.copy(), np.zeros_like(W0), np.zeros_like(tail0)
-        state = np.array([1.0, 0.0, 0.0, 0.0, 0.0])
-        stop, total = _simd.kernel_modules(build)["_sgd"].sgd_pass(
-            *csr, y, offsets, np.ones(n_seq), rng_order, 0, W, mask, tail,
-            np.ones_like(tail), BW, Btail, np.zeros((0, L)), kind, state, 0.1, 1e-3, 1e-3,
-            1.0, 4.0, True, np.empty((3 * max_len + 4 * L + 7) * L),
-            np.empty(max_len * L, dtype=np.int32), np.empty(max_len, dtype=np.intp))
-        assert stop == rng_order.shape[0]  # no sequence underflowed
-        return total, W, tail, BW, Btail, state
-
-    rng_order = np.concatenate([rng.permutation(n_seq), rng.permutation(n_seq)]).astype(np.intp)
-    reference = run("baseline")
-    assert not np.array_equal(reference[1], W0)  # the pass stepped
-    for build in runnable_builds()[1:]:
-        for got, expected in zip(run(build), reference):
-            assert_allclose(got, expected, rtol=1e-10, atol=1e-12)

@@ -52,7 +52,7 @@ import numpy as np
 from .._compat import Interval, StrOptions, validate_parameter_constraints
 from .._bigram_rows import pack_blocks, split_bigram_columns
 from .._objective import kernel_csr
-from .._simd import batch_potentials, sgd_pass, sgd_step
+from .._sgd import batch_potentials, sgd_pass, sgd_step
 from ..losses import ConditionalLogLikelihood, MaxMargin, SoftmaxMargin
 from ..exceptions import UndefinedLossError
 from ..losses._base import get_loss_tags
