@@ -119,6 +119,7 @@ cdef extern from *:
             }
         }
     }
+
     /* The step V[idx[p]] += g_p du at the nonzero entries cols[:nz] of du
        (g_p = gain val[p], or gain when val is NULL), and BW[idx[p]] +=
        S g_p du (BW NULL: no averaging yet), for p0 <= p < p1. An entry
@@ -144,6 +145,7 @@ cdef extern from *:
             }
         }
     }
+
     /* The step V[idx[p]] += g_p du (g_p as above), and BW[idx[p]] += S g_p du
        (BW NULL: no averaging yet), for p0 <= p < p1, times the mask row
        (entries outside it stay 0); branch free. */
@@ -187,9 +189,8 @@ cdef extern from *:
                          Py_ssize_t p0, Py_ssize_t p1, Py_ssize_t pend, Py_ssize_t L) noexcept nogil
     void crf_scatter_columns(double* W, double* BW, const unsigned char* mask, const int* idx,
                              const double* val, Py_ssize_t p0, Py_ssize_t p1, Py_ssize_t pend,
-                             Py_ssize_t L,
-                             const double* du, const Py_ssize_t* cols, Py_ssize_t nz,
-                             double gain, double S) noexcept nogil
+                             Py_ssize_t L, const double* du, const Py_ssize_t* cols,
+                             Py_ssize_t nz, double gain, double S) noexcept nogil
     void crf_scatter_dense(double* W, double* BW, const unsigned char* mask, const int* idx,
                            const double* val, Py_ssize_t p0, Py_ssize_t p1, Py_ssize_t pend,
                            Py_ssize_t L, const double* du, double gain, double S) noexcept nogil
