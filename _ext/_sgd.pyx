@@ -55,6 +55,147 @@ from libc.stdlib cimport free, malloc
 from _chain cimport (argmax_sum, backtrace, exp_row, finite_range, max_plus_step, row_too_wide,
                      scale_ok, scale_row, scaled_forward, tail_range, vec_mat)
 
+cdef extern from *:
+    """
+    #include <stddef.h>
+    /* The rows of V (and of the mask and the averaging corrections) that a
+       step reads and writes belong to the attributes of a few random
+       sequences: most are outside the caches (V of CoNLL-2000 is 60 MB) and
+       the loops wait on memory, not on arithmetic. The loops below ask for
+       the rows of the stored feature CRF_SGD_AHEAD entries ahead first
+       (software prefetch), so that several rows are on their way at once. */
+    #define CRF_SGD_AHEAD 12
+    #if defined(__GNUC__)
+    #define CRF_PREFETCH(p) __builtin_prefetch((const void*)(p))
+    #else
+    #define CRF_PREFETCH(p) ((void)0)
+    #endif
+    static inline void crf_prefetch_row(const double* row, ptrdiff_t L) {
+        const char* p = (const char*)row;
+        const char* last = (const char*)(row + L) - 1;
+        for (; p < last; p += 64) CRF_PREFETCH(p);
+        CRF_PREFETCH(last);
+    }
+
+    /* The prefetches of a step at stored feature p (entries up to pend):
+       the rows of the mask and of BW of entry p + AHEAD (the rows of V a
+       step writes were just read by the potentials); of BW only the lines
+       of the columns cols[:nz] when cols is not NULL (the columns of the
+       current row of dU: a row of the next token may need others, which are
+       then missed). */
+    static inline void crf_prefetch_step(const double* BW, const unsigned char* mask,
+                                         const int* idx, ptrdiff_t p, ptrdiff_t pend,
+                                         ptrdiff_t L, const Py_ssize_t* cols, ptrdiff_t nz) {
+        if (p + CRF_SGD_AHEAD >= pend)
+            return;
+        const ptrdiff_t k = (ptrdiff_t)idx[p + CRF_SGD_AHEAD] * L;
+        if (mask != NULL) {
+            CRF_PREFETCH(mask + k);
+            CRF_PREFETCH(mask + k + L - 1);
+        }
+        if (BW == NULL)
+            return;
+        if (cols == NULL)
+            crf_prefetch_row(BW + k, L);
+        else
+            for (ptrdiff_t q = 0; q < nz; q++) CRF_PREFETCH(BW + k + cols[q]);
+    }
+
+    /* u[:L] = sum_{p0 <= p < p1} x_p W[idx[p]] (x_p = val[p], or 1 when val
+       is NULL); prefetches the rows up to entry pend (the sequence's end). */
+    static inline void crf_gather_rows(double* restrict u, const double* restrict W,
+                                       const int* restrict idx, const double* restrict val,
+                                       ptrdiff_t p0, ptrdiff_t p1, ptrdiff_t pend, ptrdiff_t L) {
+        for (ptrdiff_t j = 0; j < L; j++) u[j] = 0.0;
+        for (ptrdiff_t p = p0; p < p1; p++) {
+            if (p + CRF_SGD_AHEAD < pend)
+                crf_prefetch_row(W + (ptrdiff_t)idx[p + CRF_SGD_AHEAD] * L, L);
+            const double* restrict m = W + (ptrdiff_t)idx[p] * L;
+            if (val == NULL) {
+                for (ptrdiff_t j = 0; j < L; j++) u[j] += m[j];
+            } else {
+                const double v = val[p];
+                for (ptrdiff_t j = 0; j < L; j++) u[j] += v * m[j];
+            }
+        }
+    }
+
+    /* The step V[idx[p]] += g_p du at the nonzero entries cols[:nz] of du
+       (g_p = gain val[p], or gain when val is NULL), and BW[idx[p]] +=
+       S g_p du (BW NULL: no averaging yet), for p0 <= p < p1. An entry
+       outside the mask is skipped: it stays 0 without its row of V being
+       read or written (most attributes of a corpus are seen with one label). */
+    static inline void crf_scatter_columns(double* restrict W, double* restrict BW,
+                                           const unsigned char* restrict mask,
+                                           const int* restrict idx, const double* restrict val,
+                                           ptrdiff_t p0, ptrdiff_t p1, ptrdiff_t pend,
+                                           ptrdiff_t L, const double* restrict du,
+                                           const Py_ssize_t* restrict cols, ptrdiff_t nz,
+                                           double gain, double S) {
+        for (ptrdiff_t p = p0; p < p1; p++) {
+            const double g = val == NULL ? gain : gain * val[p];
+            const double h = S * g;
+            const ptrdiff_t k = (ptrdiff_t)idx[p] * L;
+            crf_prefetch_step(BW, mask, idx, p, pend, L, cols, nz);
+            for (ptrdiff_t q = 0; q < nz; q++) {
+                const ptrdiff_t j = cols[q];
+                if (mask != NULL && !mask[k + j]) continue;
+                W[k + j] += g * du[j];
+                if (BW != NULL) BW[k + j] += h * du[j];
+            }
+        }
+    }
+
+    /* The step V[idx[p]] += g_p du (g_p as above), and BW[idx[p]] += S g_p du
+       (BW NULL: no averaging yet), for p0 <= p < p1, times the mask row
+       (entries outside it stay 0); branch free. */
+    static inline void crf_scatter_dense(double* restrict W, double* restrict BW,
+                                         const unsigned char* restrict mask,
+                                         const int* restrict idx, const double* restrict val,
+                                         ptrdiff_t p0, ptrdiff_t p1, ptrdiff_t pend, ptrdiff_t L,
+                                         const double* restrict du, double gain, double S) {
+        for (ptrdiff_t p = p0; p < p1; p++) {
+            const double g = val == NULL ? gain : gain * val[p];
+            const double h = S * g;
+            const ptrdiff_t k = (ptrdiff_t)idx[p] * L;
+            double* restrict w = W + k;
+            crf_prefetch_step(BW, mask, idx, p, pend, L, NULL, 0);
+            if (mask == NULL) {
+                if (BW == NULL) {
+                    for (ptrdiff_t j = 0; j < L; j++) w[j] += g * du[j];
+                } else {
+                    double* restrict b = BW + k;
+                    for (ptrdiff_t j = 0; j < L; j++) {
+                        w[j] += g * du[j];
+                        b[j] += h * du[j];
+                    }
+                }
+                continue;
+            }
+            const unsigned char* restrict m = mask + k;
+            if (BW == NULL) {
+                for (ptrdiff_t j = 0; j < L; j++) w[j] += g * du[j] * m[j];
+            } else {
+                double* restrict b = BW + k;
+                for (ptrdiff_t j = 0; j < L; j++) {
+                    w[j] += g * du[j] * m[j];
+                    b[j] += h * du[j] * m[j];
+                }
+            }
+        }
+    }
+    """
+    void crf_gather_rows(double* u, const double* W, const int* idx, const double* val,
+                         Py_ssize_t p0, Py_ssize_t p1, Py_ssize_t pend, Py_ssize_t L) noexcept nogil
+    void crf_scatter_columns(double* W, double* BW, const unsigned char* mask, const int* idx,
+                             const double* val, Py_ssize_t p0, Py_ssize_t p1, Py_ssize_t pend,
+                             Py_ssize_t L, const double* du, const Py_ssize_t* cols,
+                             Py_ssize_t nz, double gain, double S) noexcept nogil
+    void crf_scatter_dense(double* W, double* BW, const unsigned char* mask, const int* idx,
+                           const double* val, Py_ssize_t p0, Py_ssize_t p1, Py_ssize_t pend,
+                           Py_ssize_t L, const double* du, double gain, double S) noexcept nogil
+
+
 cdef enum:
     KIND_SUM = 0
     KIND_MAX = 1
@@ -113,24 +254,13 @@ cdef inline double _rowmax(const double* x, Py_ssize_t n, double a) noexcept nog
 
 cdef void _potentials(Model* c, Py_ssize_t s, Py_ssize_t n, double a) noexcept nogil:
     """U[t] = a * sum_{(k, v) in row s + t of X} v W[k] (+ cost[y_{s+t}]), t < n."""
-    cdef Py_ssize_t L = c.L, t, p, j
-    cdef double v
+    cdef Py_ssize_t L = c.L, t, j, end = c.indptr[s + n]
     cdef double* u
-    cdef const double* m
     cdef const double* cr
     for t in range(n):
         u = &c.U[t * L]
-        for j in range(L):
-            u[j] = 0.0
-        for p in range(c.indptr[s + t], c.indptr[s + t + 1]):
-            m = &c.W[c.indices[p] * L]
-            if c.binary:
-                for j in range(L):
-                    u[j] += m[j]
-            else:
-                v = c.data[p]
-                for j in range(L):
-                    u[j] += v * m[j]
+        crf_gather_rows(u, c.W, c.indices, NULL if c.binary else c.data, c.indptr[s + t],
+                        c.indptr[s + t + 1], end, L)
         if c.cost != NULL:
             cr = &c.cost[c.y[s + t] * L]
             for j in range(L):
@@ -461,44 +591,27 @@ cdef void _fold(Model* c, double* state) noexcept nogil:
     state[4] += 1.0
 
 
-cdef void _scatter_columns(Model* c, Py_ssize_t r, const double* du, double gain, double S,
-                           const Py_ssize_t* cols, Py_ssize_t nz) noexcept nogil:
-    """_scatter_rows' update of row r of X with the nonzero entries ``cols[:nz]`` of du."""
-    cdef Py_ssize_t L = c.L, p, q, j, k
-    cdef double g, h
-    for p in range(c.indptr[r], c.indptr[r + 1]):
-        g = gain if c.binary else gain * c.data[p]
-        h = S * g
-        k = c.indices[p] * L
-        if c.mask == NULL:
-            for q in range(nz):
-                j = cols[q]
-                c.W[k + j] += g * du[j]
-                if S != 0.0:
-                    c.BW[k + j] += h * du[j]
-        else:
-            for q in range(nz):
-                j = cols[q]
-                c.W[k + j] += g * du[j] * c.mask[k + j]
-                if S != 0.0:
-                    c.BW[k + j] += h * du[j] * c.mask[k + j]
+cdef void _scatter_columns(Model* c, Py_ssize_t r, Py_ssize_t end, const double* du,
+                           double gain, double S, const Py_ssize_t* cols,
+                           Py_ssize_t nz) noexcept nogil:
+    """_scatter_rows' update of row r of X with the nonzero entries ``cols[:nz]`` of du
+    (rows up to ``end`` prefetched)."""
+    crf_scatter_columns(c.W, c.BW if S != 0.0 else NULL, c.mask, c.indices,
+                        NULL if c.binary else c.data, c.indptr[r], c.indptr[r + 1], end, c.L,
+                        du, cols, nz, gain, S)
 
 
 cdef void _scatter_rows(Model* c, Py_ssize_t s, Py_ssize_t n, const double* dU,
                         double gain, double S, Py_ssize_t* cols) noexcept nogil:
     """V[k] += gain * v * dU[t] (and B[k] += S * that) for every entry (k, v)
-    of rows s:s+n of X; masked entries stay unchanged. One loop per case,
-    so that each inner loop is branch-free. With ``cols`` (L entries of
+    of rows s:s+n of X; masked entries stay unchanged (crf_scatter_dense,
+    crf_scatter_columns). With ``cols`` (L entries of
     scratch; NULL: every row dense) a row of dU that is zero is skipped and
     one with at most L / 2 nonzero entries adds only those (a max-product
     gradient, MCE-F's path counts): the same sums, fewer rows of V and B
     written."""
-    cdef Py_ssize_t L = c.L, t, p, j, k, nz = L
-    cdef double g, h
+    cdef Py_ssize_t L = c.L, t, j, nz = L
     cdef const double* du
-    cdef double* wk
-    cdef double* bk
-    cdef const unsigned char* mk
     for t in range(n):
         du = &dU[t * L]
         if cols != NULL:
@@ -510,29 +623,11 @@ cdef void _scatter_rows(Model* c, Py_ssize_t s, Py_ssize_t n, const double* dU,
             if nz == 0:
                 continue
             if 2 * nz <= L:
-                _scatter_columns(c, s + t, du, gain, S, cols, nz)
+                _scatter_columns(c, s + t, c.indptr[s + n], du, gain, S, cols, nz)
                 continue
-        for p in range(c.indptr[s + t], c.indptr[s + t + 1]):
-            g = gain if c.binary else gain * c.data[p]
-            h = S * g
-            k = c.indices[p] * L
-            wk = &c.W[k]
-            bk = &c.BW[k] if S != 0.0 else NULL
-            mk = &c.mask[k] if c.mask != NULL else NULL
-            if mk == NULL and bk == NULL:
-                for j in range(L):
-                    wk[j] += g * du[j]
-            elif mk == NULL:
-                for j in range(L):
-                    wk[j] += g * du[j]
-                    bk[j] += h * du[j]
-            elif bk == NULL:
-                for j in range(L):
-                    wk[j] += g * du[j] * mk[j]
-            else:
-                for j in range(L):
-                    wk[j] += g * du[j] * mk[j]
-                    bk[j] += h * du[j] * mk[j]
+        crf_scatter_dense(c.W, c.BW if S != 0.0 else NULL, c.mask, c.indices,
+                          NULL if c.binary else c.data, c.indptr[s + t], c.indptr[s + t + 1],
+                          c.indptr[s + n], L, du, gain, S)
 
 
 cdef void _apply(Model* c, double* state, const Py_ssize_t* seqs, Py_ssize_t m,

@@ -16,14 +16,17 @@ Loads CoNLL-2000, builds the CRF++ template features
   (the same digest before and after a change that must not change results);
 - with ``--cll-sgd``: the same for ``loss='cll'`` with ``SGD(eta0=--eta0,
   random_state=0)``, whose epoch is the compiled per-sequence loop (what a
-  compiled minibatch path costs at most: one kernel call per sequence);
+  compiled minibatch path costs at most: one kernel call per sequence), and
+  the test F1 of that fit (``--epochs`` epochs);
 - with ``--kernels``: the CPU seconds per epoch spent in the compiled
   kernels of the minibatch path (potentials, sparse step, and MCE-F's one
   compiled call ``mce_f_labels_batch``; in code before it, the max-marginal
   tables, maximum incorrect output, segment decoder, span margins and
   gradients), each call
   timed by a wrapper (which adds about 1 us a call); the rest of the epoch
-  is Python and numpy work between them;
+  is Python and numpy work between them; and a second table with the CPU
+  microseconds per call of the minibatch path's two SGD kernels
+  (``batch_potentials``, ``sgd_step``), over all the calls of the fit;
 - with ``--default-fit``: the whole default fit ``CRFTagger(loss='mce_f',
   init=None, n_jobs=1, random_state=0)``, its CPU seconds, its digest and
   its test F1.
@@ -74,6 +77,8 @@ def digest(crf):
 
 #: CPU seconds spent in the wrapped kernels so far (``--kernels``).
 _KERNEL_SECONDS = [0.0]
+#: CPU seconds and calls per wrapped kernel, by name (``--kernels``).
+_KERNEL_CALLS = {}
 
 
 def time_kernels():
@@ -82,13 +87,17 @@ def time_kernels():
     import sklearn_crfloss.losses._chunks as chunks
     import sklearn_crfloss.solvers._sgd as sgd
 
-    def timed(f):
+    def timed(f, name):
         def call(*args, **kwargs):
             t0 = time.process_time()
             try:
                 return f(*args, **kwargs)
             finally:
-                _KERNEL_SECONDS[0] += time.process_time() - t0
+                dt = time.process_time() - t0
+                _KERNEL_SECONDS[0] += dt
+                totals = _KERNEL_CALLS.setdefault(name, [0.0, 0])
+                totals[0] += dt
+                totals[1] += 1
         return call
 
     for module, names in ((sgd, ("batch_potentials", "sgd_step")), (chunks, ("chunk_segments",)),
@@ -97,7 +106,7 @@ def time_kernels():
                                        "mce_f_labels_batch"))):
         for name in names:
             if hasattr(module, name):  # (the kernels of older and newer code)
-                setattr(module, name, timed(getattr(module, name)))
+                setattr(module, name, timed(getattr(module, name), name))
 
 
 def timed_fit(crf, F, y):
@@ -151,7 +160,9 @@ def main(argv=None):
     runs = [(str(b), int(b), "mce_f") for b in args.batch_sizes.split(",")]
     if args.cll_sgd:
         runs.append(("CLL, compiled loop", 1, "cll"))
+    per_call = []
     for name, batch, loss in runs:
+        _KERNEL_CALLS.clear()
         crf = CRFTagger(loss=loss, init=None, max_iter=args.epochs, n_jobs=1,
                         solver=SGD(eta0=args.eta0, random_state=0,
                                    batch_size=batch if loss == "mce_f" else "auto"))
@@ -160,7 +171,22 @@ def main(argv=None):
         in_kernels = f"{float(np.median(kernels)):.3f}" if args.kernels and loss == "mce_f" else ""
         print(f"| {name} | {-(-len(F) // batch)} | {sec:.3f} | {sec / cll:.1f} | {in_kernels} "
               f"| {steps.shape[0]} | {digest(crf)} |", flush=True)
+        if args.kernels and loss == "mce_f":
+            per_call.append((name, *(1e6 * _KERNEL_CALLS[k][0] / max(_KERNEL_CALLS[k][1], 1)
+                                     for k in ("batch_potentials", "sgd_step"))))
+        if loss == "cll":
+            cll_sgd = crf
+    if per_call:
+        print("\n| batch size | batch_potentials, CPU us per call | sgd_step, CPU us per call |")
+        print("|---|---|---|")
+        for name, potentials, step in per_call:
+            print(f"| {name} | {potentials:.1f} | {step:.1f} |")
     print("\nload average after the epochs:", load())
+    if args.cll_sgd:
+        X_test, y_test = load_conll2000("test", download_if_missing=False)
+        f1 = segment_f1_score(y_test, cll_sgd.predict(template.transform(X_test)))
+        print(f"CLL SGD fit ({args.epochs} epochs): test F1 {100 * f1:.4f}, "
+              f"digest {digest(cll_sgd)}")
     if args.default_fit:
         crf = CRFTagger(loss="mce_f", init=None, n_jobs=1, random_state=0)
         _, total, _ = timed_fit(crf, F, y)
