@@ -173,13 +173,16 @@ cdef extern from *:
                 continue;
             }
             const unsigned char* restrict m = mask + k;
+            /* (g m) du, not g du m: g m is exact, so an entry inside the mask
+               gets g du + w rounded as crf_scatter_columns gives it, also where
+               the compiler fuses the multiply-add (FMA, native builds). */
             if (BW == NULL) {
-                for (ptrdiff_t j = 0; j < L; j++) w[j] += g * du[j] * m[j];
+                for (ptrdiff_t j = 0; j < L; j++) w[j] += (g * m[j]) * du[j];
             } else {
                 double* restrict b = BW + k;
                 for (ptrdiff_t j = 0; j < L; j++) {
-                    w[j] += g * du[j] * m[j];
-                    b[j] += h * du[j] * m[j];
+                    w[j] += (g * m[j]) * du[j];
+                    b[j] += (h * m[j]) * du[j];
                 }
             }
         }

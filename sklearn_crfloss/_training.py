@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
 
 from ._components import starts_from_cll
 from .losses import ConditionalLogLikelihood
@@ -225,7 +226,12 @@ def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
     tags = get_loss_tags(loss)
     monitor.gradient_test = tags.smooth
     _warn_if_saturated_start(loss, x0, stage)
-    theta = monitor.result(solver.solve(objective, loss, prior, C, x0, monitor))
+    # The solvers' vector operations (norms, dots of the whole parameter
+    # vector) are BLAS calls; a multi-threaded BLAS wakes its threads for
+    # them, which then spin beside the kernels' own threads (n_jobs), in CPU
+    # time and on the cores. The kernels' OpenMP threads are not BLAS.
+    with threadpool_limits(limits=1, user_api="blas"):
+        theta = monitor.result(solver.solve(objective, loss, prior, C, x0, monitor))
     value = float(objective.value_and_grad(theta, loss, prior, C)[0])
     tolerance = 1e-12 * max(abs(start_value), 1.0)
     if (solver.name not in _OWN_RULE and not monitor.early_stopped
