@@ -287,11 +287,16 @@ class _ScaledModel:
     # -------------------------------------------------------- parameters
 
     def squared_norm(self):
-        """``||theta||^2`` of the current iterate."""
-        w = self.W.ravel()
+        """``||theta||^2`` of the current iterate.
+
+        Sums of products (``einsum``), not BLAS dots: a dot this long wakes
+        a multi-threaded BLAS's threads, which then spin beside the epochs
+        (in ``partial_fit`` and on a dask worker too, where no solver-wide
+        BLAS limit applies).
+        """
         b = np.zeros(0) if self.blocks is None else self.blocks.B
-        return self.state[0] ** 2 * (float(np.dot(w, w)) + float(np.dot(self.tail, self.tail))
-                                     + float(np.dot(b, b)))
+        return self.state[0] ** 2 * sum(float(np.einsum("i,i->", v, v))
+                                        for v in (self.W.ravel(), self.tail, b))
 
     def theta(self, averaged=True):
         """The flat parameters: the average of the iterates if averaging has
