@@ -281,15 +281,15 @@ def training_objective(crf, F, y, n_threads=1):
     """The training objective of a fitted CRFTagger on feature dicts, as ``fit`` builds it.
 
     Returns ``(objective, theta, y_enc, offsets)``: a
-    ``sklearn_crfloss._objective.CRFObjective`` over the model's attributes
+    ``sklearn_crfloss._model._objective.CRFObjective`` over the model's attributes
     with CRFsuite-style observed (attribute, label) pairs, and the model's
     parameters packed in its layout. Evaluate with
     ``objective.value_and_grad(theta, loss, prior, C)``.
     """
     import numpy as np
 
-    from sklearn_crfloss._objective import CRFObjective
-    from sklearn_crfloss._params import ParameterLayout, observed_pairs
+    from sklearn_crfloss._model._objective import CRFObjective
+    from sklearn_crfloss._model._parameters import ParameterLayout, observed_pairs
 
     Xc = crf.vectorizer_.transform([t for s in F for t in s]).tocsr()
     offsets = np.concatenate([[0], np.cumsum([len(s) for s in y])]).astype(np.intp)

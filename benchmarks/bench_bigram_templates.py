@@ -141,7 +141,7 @@ def _compare_kernels(crf, F, y, k, path):
     """Time the plain fused evaluation with this build's kernel and another's, alternately."""
     import importlib.util
 
-    from sklearn_crfloss import _objective
+    from sklearn_crfloss._model import _objective
 
     spec = importlib.util.spec_from_file_location(
         "sklearn_crfloss." + Path(path).name.split(".")[0], path)

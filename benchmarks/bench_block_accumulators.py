@@ -16,10 +16,12 @@ import time
 
 import numpy as np
 
-from sklearn_crfloss import _forward_backward, _objective
-from sklearn_crfloss._params import ParameterLayout, observed_pairs
-from sklearn_crfloss._validation import check_sequences, encode_labels
-from sklearn_crfloss._vectorize import SequenceVectorizer
+from sklearn_crfloss._chain import _forward_backward
+
+from sklearn_crfloss._model import _objective
+from sklearn_crfloss._model._parameters import ParameterLayout, observed_pairs
+from sklearn_crfloss._data._validation import check_sequences, encode_labels
+from sklearn_crfloss._data._vectorize import SequenceVectorizer
 from sklearn_crfloss.datasets import load_conll2000
 from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures
 from sklearn_crfloss.losses import ConditionalLogLikelihood

@@ -345,10 +345,10 @@ def stage_memory(args, n_jobs, F_train, y_train):
     """Peak RSS over the start after each stage of fit, run one by one (private API)."""
     from _common import _proc_status_kb, _reset_hwm
 
-    from sklearn_crfloss._objective import CRFObjective
-    from sklearn_crfloss._params import ParameterLayout, observed_pairs
-    from sklearn_crfloss._validation import check_sequences, encode_labels
-    from sklearn_crfloss._vectorize import SequenceVectorizer
+    from sklearn_crfloss._model._objective import CRFObjective
+    from sklearn_crfloss._model._parameters import ParameterLayout, observed_pairs
+    from sklearn_crfloss._data._validation import check_sequences, encode_labels
+    from sklearn_crfloss._data._vectorize import SequenceVectorizer
     from sklearn_crfloss.solvers import ConvergenceMonitor, make_solver
 
     gc.collect()

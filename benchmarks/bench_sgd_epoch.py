@@ -83,7 +83,7 @@ _KERNEL_CALLS = {}
 
 def time_kernels():
     """Wrap the compiled calls of SGD's minibatch path and of MCE-F's label margins."""
-    import sklearn_crfloss._fused_mce as fused_mce
+    import sklearn_crfloss.losses._mce_f_fast as fused_mce
     import sklearn_crfloss.losses._chunks as chunks
     import sklearn_crfloss.solvers._sgd as sgd
 

@@ -26,7 +26,7 @@ import warnings
 
 import scipy.optimize._lbfgsb_py as lbfgsb_py
 
-import sklearn_crfloss._objective as objective_module
+import sklearn_crfloss._model._objective as objective_module
 from sklearn_crfloss import CRFTagger
 from sklearn_crfloss.datasets import load_conll2000
 from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures

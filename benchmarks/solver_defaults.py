@@ -43,8 +43,8 @@ from _common import Timer, command_line  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 
 from sklearn_crfloss import CRFTagger  # noqa: E402
-from sklearn_crfloss._objective import CRFObjective  # noqa: E402
-from sklearn_crfloss._params import ParameterLayout, observed_pairs  # noqa: E402
+from sklearn_crfloss._model._objective import CRFObjective  # noqa: E402
+from sklearn_crfloss._model._parameters import ParameterLayout, observed_pairs  # noqa: E402
 from sklearn_crfloss.datasets import load_conll2000  # noqa: E402
 from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures  # noqa: E402
 from sklearn_crfloss.losses import LOSSES, get_loss  # noqa: E402

@@ -6,7 +6,7 @@ Build from the repository root (warnings are errors in CI)::
 
 The package is imported from the installed environment (``pip install .``):
 the source tree is deliberately *not* put on ``sys.path``, because the
-compiled kernels (``sklearn_crfloss._forward_backward`` etc.) only exist in
+compiled kernels (``sklearn_crfloss._chain._forward_backward`` etc.) only exist in
 the installed package.
 """
 

@@ -11,13 +11,22 @@ scorers) in :mod:`sklearn_crfloss.metrics`, feature templates in
 and warnings in :mod:`sklearn_crfloss.exceptions`.
 """
 
-from importlib.util import find_spec as _find_spec
+import os as _os
+import sys as _sys
+
+
+def _has_kernels():
+    """Whether the compiled kernels can be found, without importing anything that needs them."""
+    name, path = __name__ + "._chain._potentials", [_os.path.join(__path__[0], "_chain")]
+    return any(finder.find_spec(name, path) is not None for finder in _sys.meta_path
+               if hasattr(finder, "find_spec"))
+
 
 # The compiled kernels exist only in a built package (pip install ., or -e).
-if _find_spec(__name__ + "._potentials") is None:
+if not _has_kernels():
     raise ImportError(
         f"sklearn_crfloss was imported from {__path__[0]}, which has no compiled "
-        "kernels (sklearn_crfloss._potentials etc. are built by meson-python at "
+        "kernels (sklearn_crfloss._chain._potentials etc. are built by meson-python at "
         "install time). This happens when the checkout root comes first on sys.path "
         "(python run from the checkout root, python -m pytest). Run from another "
         "directory (pytest tests works from the root), or install in editable mode: "

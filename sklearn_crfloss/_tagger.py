@@ -21,33 +21,33 @@ from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ._components import check_token_weight_use, resolve_components
-from ._compat import HasMethods, Interval, StrOptions, validate_params
-from ._docstring import fill_doc
-from ._naming import names_like
-from ._fit_args import FIT_DOC, check_validation_set, keyword_only_after_y, validation_score
-from ._flat import check_scorer_call
-from ._lop_parts import make_objective
-from ._label_bigrams import BIGRAM_DOC, make_layout, model_transitions, set_bigram_state
-from ._params import observed_pairs
-from ._partial import PartialFitMixin
-from ._streaming import is_stream, vectorize_stream
-from ._persistence import VersionedStateMixin
-from ._registry import RegisteredParamsMixin
-from ._state import publish, snapshot_methods
-from ._tag_scheme import TAG_SCHEME_DOC, to_model_labels, to_training_labels, to_user_labels
-from ._validation import (check_sample_weight, check_sequences, check_token_weight,
+from ._training import check_token_weight_use, resolve_components
+from ._utils import HasMethods, Interval, StrOptions, validate_params
+from ._utils import fill_doc
+from ._data import names_like
+from ._training import FIT_DOC, check_validation_set, keyword_only_after_y, validation_score
+from ._evaluation import check_scorer_call
+from ._lop import make_objective
+from ._model import BIGRAM_DOC, make_layout, model_transitions, set_bigram_state
+from ._model import observed_pairs
+from ._training import PartialFitMixin
+from ._data import is_stream, vectorize_stream
+from ._utils import VersionedStateMixin
+from ._utils import RegisteredParamsMixin
+from ._training import publish, snapshot_methods
+from ._training import TAG_SCHEME_DOC, to_model_labels, to_training_labels, to_user_labels
+from ._data import (check_sample_weight, check_sequences, check_token_weight,
                           encode_known_labels, encode_labels)
-from ._vectorize import SequenceVectorizer
-from ._verbose import print_header
+from ._data import SequenceVectorizer
+from ._training import print_header
 from . import inspection
 from .decoding import CONSTRAINTS, DECODERS, check_decoding, decode, get_allowed, nbest_decode
 from .inference import forward_backward, sequence_scores
 from .losses import LOSSES
-from .losses._base import get_loss_tags
+from .losses import get_loss_tags
 from .priors import PRIORS
 from .solvers import SOLVERS
-from .solvers._monitor import FitInfo, hold_out, stage_summary
+from .solvers import FitInfo, hold_out, stage_summary
 from ._training import (early_stopping_scoring, train_stages, warn_if_iob1_segments,
                         warn_if_unscaled)
 

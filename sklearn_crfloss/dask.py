@@ -11,8 +11,8 @@ for their models:
    hashing columns) into the compact CSR the kernels read;
 3. the sequences are redistributed once: each worker gets its share of
    them (whole blocks of the kernels' sums, see
-   :mod:`sklearn_crfloss._distributed`), bound to the parameter layout as
-   one :class:`~sklearn_crfloss._objective.CRFObjective`;
+   :mod:`sklearn_crfloss._dask._distributed`), bound to the parameter layout as
+   one :class:`~sklearn_crfloss._model._objective.CRFObjective`;
 4. the solver (L-BFGS, OWL-QN, any batch solver, and the ``init='cll'``
    stage) runs in the client process; each evaluation of the objective
    calls a dask actor on every worker once, directly (not through the
@@ -36,17 +36,17 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._tagger import CRFTagger
-from ._compat import HasMethods, validate_params
-from ._label_bigrams import make_layout
-from ._params import observed_pairs
-from ._validation import (check_sample_weight, check_sequences, encode_known_labels,
+from ._utils import HasMethods, validate_params
+from ._model import make_layout
+from ._model import observed_pairs
+from ._data import (check_sample_weight, check_sequences, encode_known_labels,
                           encode_labels)
-from ._streaming import hashed_counts, renumber_sequences
-from ._vectorize import SequenceVectorizer, attribute_counts, column_counts
-from ._distributed import (RETRIES, DistributedObjective, ParameterMixing, WorkerData,
+from ._data import hashed_counts, renumber_sequences
+from ._data import SequenceVectorizer, attribute_counts, column_counts
+from ._dask import (RETRIES, DistributedObjective, ParameterMixing, WorkerData,
                            assign_groups, select_sequences)
 from .solvers import SGD
-from .losses._base import get_loss_tags
+from .losses import get_loss_tags
 
 __all__ = ["DaskCRFTagger", "DistributedObjective"]
 
@@ -85,7 +85,7 @@ def _summary(part, count_hashed, pairs):
 
     The counts of a partition vectorised on its own vocabulary follow its
     columns' order; with ``pairs``, its observed (attribute, label) pairs in
-    its own columns and labels (:func:`~sklearn_crfloss._params.observed_pairs`).
+    its own columns and labels (:func:`~sklearn_crfloss._model._parameters.observed_pairs`).
     """
     counts = own_pairs = None
     if "rows" in part:
@@ -195,7 +195,7 @@ class DaskCRFTagger(CRFTagger):
         iterative parameter mixing (every epoch, each worker runs one epoch
         over its sequences from the mixed parameters; the client averages
         them, weighted by the workers' shares of the sequences; see
-        :class:`~sklearn_crfloss._distributed.ParameterMixing`). The
+        :class:`~sklearn_crfloss._dask._distributed.ParameterMixing`). The
         perceptron, MIRA and schedules are not available, nor
         ``warm_start`` and ``early_stopping``.
 

@@ -30,9 +30,9 @@ from functools import partial
 
 import numpy as np
 
-from ._compat import validate_parameter_constraints
-from ._docstring import fill_doc
-from ._registry import resolve
+from ._utils import validate_parameter_constraints
+from ._utils import fill_doc
+from ._utils import resolve
 from .inference import PositionTransitions, forward_backward, viterbi, viterbi_nbest
 from .segments import split_label
 

@@ -25,8 +25,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._attributes import crfsuite_attributes
-from ._bigram import BIGRAM_PREFIX
+from ._data import crfsuite_attributes
+from ._data import BIGRAM_PREFIX
 
 __all__ = ["CONLL2000_TEMPLATE", "SUZUKI2006_TEMPLATE", "TemplateFeatures", "crfsuite_attributes"]
 

@@ -15,19 +15,17 @@ segment margins); these wrappers check shapes and dtypes, allocate outputs
 and per-thread buffers, and add back the constant shifts.
 """
 
-import re
-import textwrap
 from dataclasses import dataclass
 from numbers import Integral
-from typing import NamedTuple
 
 import numpy as np
 
-from ._bigram import (PositionTransitions, position_forward_backward, position_gold_counts,
+from ._chain import (PositionTransitions, position_forward_backward, position_gold_counts,
                       position_scores, position_viterbi)
-from ._forward_backward import Accumulators, accumulator_blocks, exp_potentials, scratch_width
-from ._log_space import marginals_vjp_log_space
-from ._simd import (forward_backward_batch, marginals_vjp_batch, max_incorrect_batch,
+from ._chain import Accumulators, accumulator_blocks, exp_potentials, scratch_width
+from ._chain import Chain, chain_doc, check_potentials, nonempty_sequences, transition_table
+from ._chain import marginals_vjp_log_space
+from ._chain import (forward_backward_batch, marginals_vjp_batch, max_incorrect_batch,
                     max_marginals_batch, n_best_batch, segment_margins_batch, viterbi_batch)
 
 __all__ = [
@@ -46,160 +44,6 @@ __all__ = [
     "viterbi_excluding",
     "viterbi_nbest",
 ]
-
-
-# The parameters every function here shares, documented once: the
-# decorator below writes them where a docstring says {chain_parameters}.
-_CHAIN_PARAMETERS = """\
-unary : array-like of shape (n_tokens, n_labels)
-    Unary (state) potentials of all tokens, the sequences laid end to end.
-transition : array-like of shape (n_labels, n_labels)
-    ``transition[i, j]`` scores label ``i`` followed by label ``j``.
-start, end : array-like of shape (n_labels,)
-    Potentials of the first and of the last label of a sequence.
-offsets : array-like of int of shape (n_sequences + 1,)
-    Sequence boundaries (CSR ``indptr`` style): non-decreasing,
-    ``offsets[0] == 0`` and ``offsets[-1] == n_tokens``; sequence ``i`` is
-    rows ``offsets[i]:offsets[i + 1]`` (empty sequences are allowed)."""
-
-
-def _chain_doc(func):
-    """Write :data:`_CHAIN_PARAMETERS` where ``func``'s docstring says ``{chain_parameters}``."""
-    if func.__doc__:
-        func.__doc__ = re.sub(
-            r"^([ \t]*)\{chain_parameters\}",
-            lambda m: textwrap.indent(_CHAIN_PARAMETERS, m.group(1)),
-            func.__doc__,
-            flags=re.MULTILINE,
-        )
-    return func
-
-
-@_chain_doc
-def check_potentials(unary, transition, start, end, offsets, positions=False):
-    """Validate and convert CRF potentials to the kernels' layout.
-
-    Parameters
-    ----------
-    {chain_parameters}
-    positions : bool, default=False
-        Whether the caller takes position-dependent transitions
-        (:class:`~sklearn_crfloss.inference.PositionTransitions`).
-
-    Returns
-    -------
-    unary, transition, start, end : ndarray of float64, C-contiguous
-        The potentials, converted (copied only where needed).
-    offsets : ndarray of intp
-        The sequence boundaries, converted.
-
-    Raises
-    ------
-    ValueError
-        If shapes disagree, there are no labels (``n_labels == 0``), or
-        offsets are not integers forming a valid partition of the tokens;
-        if ``transition`` is position-dependent and ``positions`` is False.
-    """
-    unary = np.ascontiguousarray(unary, dtype=np.float64)
-    by_position = isinstance(transition, PositionTransitions)
-    if by_position and not positions:
-        raise ValueError(
-            "position-dependent transitions (observation-dependent label bigrams) are taken "
-            "by forward_backward, marginals_vjp, viterbi, viterbi_nbest, viterbi_excluding, "
-            "max_marginals, segment_margins and sequence_scores only, not by this function")
-    if not by_position:
-        transition = np.ascontiguousarray(transition, dtype=np.float64)
-    start = np.ascontiguousarray(start, dtype=np.float64)
-    end = np.ascontiguousarray(end, dtype=np.float64)
-    raw_offsets = np.asarray(offsets)
-    if raw_offsets.dtype.kind not in "iub" and raw_offsets.size:
-        if raw_offsets.dtype.kind != "f" or not np.array_equal(raw_offsets,
-                                                               np.round(raw_offsets)):
-            raise ValueError(f"offsets must be integers, got dtype {raw_offsets.dtype}")
-    offsets = np.ascontiguousarray(raw_offsets, dtype=np.intp)
-    if unary.ndim != 2:
-        raise ValueError(f"unary potentials must be 2-D, got shape {unary.shape}")
-    n_tokens, n_labels = unary.shape
-    if n_labels == 0:
-        raise ValueError("unary potentials have no labels (shape "
-                         f"{unary.shape}); a chain needs at least one label")
-    if by_position:
-        transition = transition.checked(n_tokens, n_labels)
-    elif transition.shape != (n_labels, n_labels):
-        raise ValueError(
-            f"transition must have shape {(n_labels, n_labels)}, got {transition.shape}"
-        )
-    if start.shape != (n_labels,) or end.shape != (n_labels,):
-        raise ValueError(
-            f"start and end must have shape {(n_labels,)}, got {start.shape} and {end.shape}"
-        )
-    if (
-        offsets.ndim != 1
-        or offsets.shape[0] < 1
-        or offsets[0] != 0
-        or offsets[-1] != n_tokens
-        or np.any(np.diff(offsets) < 0)
-    ):
-        raise ValueError(
-            "offsets must be a non-decreasing 1-D array starting at 0 and "
-            f"ending at n_tokens={n_tokens}"
-        )
-    return unary, transition, start, end, offsets
-
-
-class _Chain(NamedTuple):
-    """Checked potentials of a batch, with the sizes and buffers the wrappers need."""
-
-    unary: np.ndarray
-    transition: np.ndarray
-    start: np.ndarray
-    end: np.ndarray
-    offsets: np.ndarray
-    n_threads: int
-
-    @classmethod
-    def checked(cls, unary, transition, start, end, offsets, n_threads, positions=False):
-        """:func:`check_potentials` and a valid thread count (at least 1)."""
-        return cls(*check_potentials(unary, transition, start, end, offsets, positions),
-                   max(1, int(n_threads)))
-
-    @property
-    def n_tokens(self):
-        return self.unary.shape[0]
-
-    @property
-    def n_labels(self):
-        return self.unary.shape[1]
-
-    @property
-    def n_seq(self):
-        return self.offsets.shape[0] - 1
-
-    def rows(self, width=1, dtype=np.float64):
-        """An uninitialised (n_tokens, width * n_labels) table (e.g. backpointers)."""
-        return np.empty((self.n_tokens, width * self.n_labels), dtype=dtype)
-
-    def scratch(self, width):
-        """Per-thread scratch rows of ``width`` doubles."""
-        return np.empty((self.n_threads, max(1, width)))
-
-    def labels(self, y, name):
-        """``y`` as intp label indices of every token; ValueError otherwise."""
-        y = np.ascontiguousarray(y, dtype=np.intp)
-        if y.shape != (self.n_tokens,) or np.any((y < 0) | (y >= self.n_labels)):
-            raise ValueError(
-                f"{name} must hold {self.n_tokens} label indices in [0, {self.n_labels})"
-            )
-        return y
-
-
-def _nonempty(offsets):
-    """Indices of the non-empty sequences and their offsets alone (the scaled kernels' input)."""
-    nonempty = np.flatnonzero(np.diff(offsets) > 0)
-    if nonempty.shape[0] == offsets.shape[0] - 1:
-        return nonempty, offsets
-    return nonempty, np.ascontiguousarray(np.append(offsets[nonempty], offsets[-1]),
-                                          dtype=np.intp)
 
 
 @dataclass
@@ -228,7 +72,7 @@ class ForwardBackwardResult:
     n_fallback: int = 0
 
 
-@_chain_doc
+@chain_doc
 def forward_backward(unary, transition, start, end, offsets, sample_weight=None, n_threads=1):
     """Log partition function, node marginals and expected transition counts.
 
@@ -259,7 +103,7 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
     ValueError
         On inconsistent shapes (see :func:`check_potentials`).
     """
-    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
+    c = Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     if isinstance(c.transition, PositionTransitions):
         return ForwardBackwardResult(*position_forward_backward(*c[:5], sample_weight))
     L = c.n_labels
@@ -268,7 +112,7 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
     if weights.shape != (c.n_seq,):
         raise ValueError(f"sample_weight must have shape {(c.n_seq,)} (one weight per "
                          f"sequence), got {weights.shape}")
-    nonempty, sub_offsets = _nonempty(c.offsets)
+    nonempty, sub_offsets = nonempty_sequences(c.offsets)
     exp_trans, exp_start, exp_end, shifts = exp_potentials(c.transition, c.start, c.end)
     marginals = c.rows()
     sub_log_z = np.zeros(sub_offsets.shape[0] - 1)
@@ -294,7 +138,7 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
 
 
 
-@_chain_doc
+@chain_doc
 def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_threads=1):
     """Vector-Jacobian product of the node marginals (backpropagation through them).
 
@@ -354,7 +198,7 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     Z. Li, J. Eisner (2009). First- and second-order expectation semirings
     with applications to minimum-risk training on translation forests. EMNLP.
     """
-    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
+    c = Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     L = c.n_labels
     grad = np.ascontiguousarray(grad_marginals, dtype=np.float64)
     if grad.shape != c.unary.shape:
@@ -366,7 +210,7 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     d_unary = np.zeros((c.n_tokens, L))
     if isinstance(c.transition, PositionTransitions):  # the general path, in log space
         return _position_vjp(c, grad, d_unary)
-    nonempty, sub_offsets = _nonempty(c.offsets)
+    nonempty, sub_offsets = nonempty_sequences(c.offsets)
     if nonempty.shape[0] == 0:
         return d_unary, np.zeros((L, L)), np.zeros(L), np.zeros(L)
     max_length = int(np.diff(sub_offsets).max())
@@ -408,7 +252,7 @@ def _position_vjp(c, grad, d_unary):
     return d_unary, d_table, d_start, d_end
 
 
-@_chain_doc
+@chain_doc
 def viterbi(unary, transition, start, end, offsets, n_threads=1):
     """Most probable label sequence (Viterbi) of each sequence and its score.
 
@@ -436,7 +280,7 @@ def viterbi(unary, transition, start, end, offsets, n_threads=1):
     ValueError
         On inconsistent shapes (see :func:`check_potentials`).
     """
-    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
+    c = Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     if isinstance(c.transition, PositionTransitions):
         return position_viterbi(*c[:5])
     path = np.zeros(c.n_tokens, dtype=np.intp)
@@ -446,7 +290,7 @@ def viterbi(unary, transition, start, end, offsets, n_threads=1):
     return path, score
 
 
-@_chain_doc
+@chain_doc
 def viterbi_2best(unary, transition, start, end, offsets, n_threads=1):
     """The best and the second-best label sequence of each sequence (exact).
 
@@ -497,7 +341,7 @@ def viterbi_2best(unary, transition, start, end, offsets, n_threads=1):
     return path1, path2, score1, score2
 
 
-@_chain_doc
+@chain_doc
 def viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=1):
     """The ``n_best`` highest-scoring label sequences of each sequence (exact).
 
@@ -548,7 +392,7 @@ def viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=1):
     """
     if isinstance(n_best, bool) or not isinstance(n_best, Integral) or n_best < 1:
         raise ValueError(f"n_best must be an integer >= 1, got {n_best!r}")
-    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
+    c = Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     table, index = (c.transition if isinstance(c.transition, PositionTransitions)
                     else (c.transition[None], np.zeros(0, dtype=np.intp)))
     n_best = _n_labellings_cap(int(n_best), c.n_labels, np.diff(c.offsets))
@@ -569,7 +413,7 @@ def _n_labellings_cap(n_best, n_labels, lengths):
     return max(1, min(n_best, n_labels ** longest))
 
 
-@_chain_doc
+@chain_doc
 def viterbi_excluding(unary, transition, start, end, offsets, y, n_threads=1):
     """Best label sequence of each sequence among those different from ``y``.
 
@@ -606,11 +450,11 @@ def viterbi_excluding(unary, transition, start, end, offsets, y, n_threads=1):
     J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
     fields with multivariate evaluation measures. ACL, Eq. 5.
     """
-    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
+    c = Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     y = c.labels(y, "y")
     path = np.zeros(c.n_tokens, dtype=np.intp)
     score = np.zeros(c.n_seq)
-    table, index = _transition_table(c.transition)
+    table, index = transition_table(c.transition)
     max_incorrect_batch(c.unary, table, index, c.start, c.end, c.offsets, y, path, score,
                         c.rows(dtype=np.int32), c.scratch(2 * c.n_labels), c.n_threads)
     return path, score
@@ -638,7 +482,7 @@ class MaxMarginalsResult:
     bp_bwd: np.ndarray
 
 
-@_chain_doc
+@chain_doc
 def max_marginals(unary, transition, start, end, offsets, n_threads=1):
     """Forward and backward Viterbi (max-product) tables.
 
@@ -673,27 +517,16 @@ def max_marginals(unary, transition, start, end, offsets, n_threads=1):
     fields with multivariate evaluation measures. ACL, Eqs. 14-15, section 4.2
     ("forward and backward Viterbi algorithm").
     """
-    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
+    c = Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     mm = MaxMarginalsResult(c.rows(), c.rows(), c.rows(dtype=np.int32), c.rows(dtype=np.int32))
-    table, index = _transition_table(c.transition)
+    table, index = transition_table(c.transition)
     max_marginals_batch(c.unary, table, np.ascontiguousarray(table.transpose(0, 2, 1)), index,
                         c.start, c.end, c.offsets, mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd,
                         c.n_threads)
     return mm
 
 
-def _transition_table(transition):
-    """``(table, index)`` of the max-product kernels: the matrix ``index[t]`` scores edge t.
-
-    A plain (n_labels, n_labels) matrix is a table of one matrix with an
-    empty index (the same matrix on every edge).
-    """
-    if isinstance(transition, PositionTransitions):
-        return transition.table, transition.index
-    return transition[None], np.zeros(0, dtype=np.intp)
-
-
-@_chain_doc
+@chain_doc
 def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=None,
                     mm=None, n_threads=1, coef_other=None, out=None):
     """Best score with and without given labels on given spans, and gradients.
@@ -751,7 +584,7 @@ def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=
     J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
     fields with multivariate evaluation measures. ACL, Eq. 15 and section 4.2.
     """
-    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
+    c = Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     L = c.n_labels
     ref = c.labels(ref, "ref")
     seq, begin, stop = (np.asarray(a, dtype=np.intp) for a in segments)
@@ -788,7 +621,7 @@ def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=
                 or out.shape != (c.n_tokens, L) or not out.flags.c_contiguous):
             raise ValueError(f"out must be a C-contiguous float64 array of shape "
                              f"{(c.n_tokens, L)}")
-    table, index = _transition_table(c.transition)
+    table, index = transition_table(c.transition)
     n_trans = table.shape[0] * L * L
     n_acc = accumulator_blocks(c.n_threads, n_trans + 2 * L)  # sums independent of n_threads
     acc_trans = np.zeros((n_acc, n_trans))
@@ -841,7 +674,7 @@ def sequence_scores(unary, transition, start, end, y, offsets):
         On inconsistent shapes (see :func:`check_potentials`) or labels out
         of range.
     """
-    c = _Chain.checked(unary, transition, start, end, offsets, 1, positions=True)
+    c = Chain.checked(unary, transition, start, end, offsets, 1, positions=True)
     unary, transition, start, end, offsets = c.unary, c.transition, c.start, c.end, c.offsets
     y = c.labels(y, "y")
     if isinstance(transition, PositionTransitions):

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._docstring import fill_doc
+from ._utils import fill_doc
 from .decoding import apply_allowed, get_allowed
 from .inference import sequence_scores
 

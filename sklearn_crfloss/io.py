@@ -20,15 +20,15 @@ See :doc:`/user_guide/persistence`.
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._crfsuite_file import read_model, write_model
-from ._modelfile import dict_features, read_estimator, write_estimator
-from ._naming import CRFSUITE_SEPARATOR, crfsuite_name, separator
-from ._params import ParameterLayout
+from ._io import read_model, write_model
+from ._io import dict_features, read_estimator, write_estimator
+from ._data import CRFSUITE_SEPARATOR, crfsuite_name, separator
+from ._model import ParameterLayout
 from ._tagger import CRFTagger
 from .losses import get_loss
 from .lop import LOPTagger
 from .priors import get_prior
-from .solvers._monitor import FitInfo
+from .solvers import FitInfo
 
 __all__ = ["export_crfsuite", "import_crfsuite", "load_model", "save_model"]
 
@@ -175,7 +175,7 @@ def export_crfsuite(estimator, path):
     The layout follows CRFsuite's ``crf1d_model.c`` and ``cqdb.c``
     (N. Okazaki, CRFsuite: a fast implementation of conditional random
     fields, 2007). An attribute name is converted by
-    :func:`sklearn_crfloss._naming.crfsuite_name`: the key is the text
+    :func:`sklearn_crfloss._data._attribute_names.crfsuite_name`: the key is the text
     before the first ``'='``, so feature keys must not contain ``'='``.
     """
     if isinstance(estimator, LOPTagger):

@@ -33,18 +33,18 @@ from sklearn.utils.validation import check_is_fitted
 
 from scipy.special import softmax
 
-from ._attributes import attribute_key, join_nested_keys
-from ._compat import Interval, StrOptions, validate_params
-from ._fit_args import check_validation_set, keyword_only_after_y
-from ._bigram_rows import pack_blocks
-from ._label_bigrams import BigramLayout
-from ._lop_parts import count_trained, expert_parts, pool_blocks
-from ._params import ParameterLayout
-from ._persistence import VersionedStateMixin
+from ._data import attribute_key, join_nested_keys
+from ._utils import Interval, StrOptions, validate_params
+from ._training import check_validation_set, keyword_only_after_y
+from ._model import pack_blocks
+from ._model import BigramLayout
+from ._lop import count_trained, expert_parts, pool_blocks
+from ._model import ParameterLayout
+from ._utils import VersionedStateMixin
 from ._tagger import CRFTagger
-from .solvers._monitor import FitInfo, take_sequences
-from ._validation import check_sequences, encode_labels
-from ._vectorize import SequenceVectorizer
+from .solvers import FitInfo, take_sequences
+from ._data import check_sequences, encode_labels
+from ._data import SequenceVectorizer
 from .inference import PositionTransitions, forward_backward
 from .losses import ConditionalLogLikelihood, get_loss
 from .priors import get_prior

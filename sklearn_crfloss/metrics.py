@@ -33,7 +33,7 @@ The reference for every count is ``conlleval.pl`` (CoNLL-2000, version
 
 from sklearn.metrics import make_scorer
 
-from ._segment_metrics import (hamming_loss, segment_counts, segment_f1_score,
+from ._evaluation import (hamming_loss, segment_counts, segment_f1_score,
                                segment_precision_score, segment_recall_score, segment_report,
                                sequence_accuracy, token_accuracy)
 
@@ -86,7 +86,7 @@ token_accuracy_scorer = make_scorer(token_accuracy)
 sequence_accuracy_scorer = make_scorer(sequence_accuracy)
 
 # sklearn-crfsuite's flat metrics (sklearn_crfloss/_flat.py).
-from ._flat import (flat_accuracy_score, flat_classification_report,  # noqa: E402
+from ._evaluation import (flat_accuracy_score, flat_classification_report,  # noqa: E402
                     flat_f1_score, flat_fbeta_score, flat_precision_score, flat_recall_score)
 
 #: Flat token accuracy, as :func:`flat_accuracy_score`.
@@ -105,4 +105,4 @@ flat_f1_scorer = make_scorer(flat_f1_score, average="weighted", zero_division=0)
 # of _segment_metrics.py)
 # ---------------------------------------------------------------------------
 
-from ._significance import PairedTestResult, mcnemar_test, paired_bootstrap_test  # noqa: E402
+from ._evaluation import PairedTestResult, mcnemar_test, paired_bootstrap_test  # noqa: E402

@@ -42,9 +42,9 @@ from numbers import Real
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ._compat import Interval
-from ._docstring import fill_doc
-from ._registry import RESOLVER_DOC, resolve
+from ._utils import Interval
+from ._utils import fill_doc
+from ._utils import RESOLVER_DOC, resolve
 
 __all__ = [
     "PRIORS",
@@ -112,7 +112,7 @@ class BasePrior(BaseEstimator):
             Gold label index of every token.
         offsets : ndarray of intp of shape (n_sequences + 1,)
             Sequence boundaries in ``X`` and ``y``.
-        layout : sklearn_crfloss._params.ParameterLayout
+        layout : sklearn_crfloss._model._parameters.ParameterLayout
             Which parameters are trained (``n_labels``, ``state_index`` and
             the free transitions, start and end potentials).
 

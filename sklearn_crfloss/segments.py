@@ -88,7 +88,7 @@ from itertools import chain
 
 import numpy as np
 
-from ._compat import StrOptions, validate_call
+from ._utils import StrOptions, validate_call
 
 __all__ = [
     "SCHEMES",
@@ -312,7 +312,7 @@ def _label_table(classes, scheme):
             list(types))
 
 
-def _event_tables(classes, scheme):
+def event_tables(classes, scheme):
     """``(start, end, category, type_code, type_names)`` of the compiled decoder.
 
     ``start[p, c]`` (``end``), bool (n_classes + 1, n_classes): a chunk starts (ends)
@@ -384,9 +384,9 @@ def _segments_of_codes(codes, offsets, classes, scheme, mode):
     One compiled pass (``chunk_segments``); a chunk still open where its
     sequence ends (degenerate labels) is closed there.
     """
-    from ._simd import chunk_segments
+    from ._chain import chunk_segments
 
-    start, end, category, type_code, type_names = _event_tables(classes, scheme)
+    start, end, category, type_code, type_names = event_tables(classes, scheme)
     codes, offsets = np.ascontiguousarray(codes, np.intp), np.ascontiguousarray(offsets, np.intp)
     out = np.empty((4, codes.shape[0]), dtype=np.intp)
     n = chunk_segments(start.view(np.uint8), end.view(np.uint8), type_code, codes, offsets, out)

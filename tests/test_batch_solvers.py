@@ -8,8 +8,8 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_crfloss import CRFTagger
-from sklearn_crfloss._objective import CRFObjective
-from sklearn_crfloss._params import ParameterLayout
+from sklearn_crfloss._model._objective import CRFObjective
+from sklearn_crfloss._model._parameters import ParameterLayout
 from sklearn_crfloss.losses import ConditionalLogLikelihood, get_loss, get_loss_tags
 from sklearn_crfloss.priors import GaussianPrior, LaplacianPrior, get_prior
 from sklearn_crfloss.solvers import (

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from sklearn_crfloss._forward_backward import GROUP_ROWS
+from sklearn_crfloss._chain._forward_backward import GROUP_ROWS
 from sklearn_crfloss.inference import forward_backward
 
 from _oracle import brute_force, random_problem

@@ -44,8 +44,8 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.special import logsumexp, softmax
 
-from sklearn_crfloss._bigram_rows import local_columns, pack_blocks, split_bigram_columns
-from sklearn_crfloss._label_bigrams import BIGRAM_LOSSES
+from sklearn_crfloss._model._bigram_rows import local_columns, pack_blocks, split_bigram_columns
+from sklearn_crfloss._model._bigram_layout import BIGRAM_LOSSES
 from sklearn_crfloss.decoding import mea_decode, nbest_decode
 from sklearn_crfloss.inference import (PositionTransitions, forward_backward, marginals_vjp,
                                        max_marginals, segment_margins, sequence_scores, viterbi,

@@ -9,9 +9,9 @@ import pytest
 from test_bigram_tagger import TEMPLATE, _fit, _objective, _switch_data
 
 from sklearn_crfloss import CRFTagger, LOPTagger
-from sklearn_crfloss._label_bigrams import model_transitions
-from sklearn_crfloss._lop_parts import expert_parts
-from sklearn_crfloss._objective import CRFObjective
+from sklearn_crfloss._model._bigram_layout import model_transitions
+from sklearn_crfloss._lop._experts import expert_parts
+from sklearn_crfloss._model._objective import CRFObjective
 from sklearn_crfloss.features import TemplateFeatures
 from sklearn_crfloss.inference import PositionTransitions
 from sklearn_crfloss.losses import (ConditionalLogLikelihood, MaxMargin, MIRA, MixedLoss,

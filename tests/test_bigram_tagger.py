@@ -10,9 +10,9 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_crfloss import CRFTagger
-from sklearn_crfloss._label_bigrams import BigramGroups, BigramLayout
-from sklearn_crfloss._objective import CRFObjective
-from sklearn_crfloss._vectorize import SequenceVectorizer
+from sklearn_crfloss._model._bigram_layout import BigramGroups, BigramLayout
+from sklearn_crfloss._model._objective import CRFObjective
+from sklearn_crfloss._data._vectorize import SequenceVectorizer
 from sklearn_crfloss.features import TemplateFeatures
 from sklearn_crfloss.io import export_crfsuite, load_model, save_model
 from sklearn_crfloss.losses import (ConditionalLogLikelihood, JensenRiskBound,

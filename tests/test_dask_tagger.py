@@ -105,12 +105,12 @@ def test_a_worker_reads_and_returns_only_the_parameters_its_sequences_touch():
     # theta[take] alone (zeros elsewhere): its blocks equal those of the whole
     # objective at theta random everywhere, and the entries it leaves out of
     # its reply are exact zeros in them.
-    from sklearn_crfloss._distributed import WorkerData, assign_groups, select_sequences
-    from sklearn_crfloss._forward_backward import N_BLOCKS
-    from sklearn_crfloss._objective import CRFObjective
-    from sklearn_crfloss._params import ParameterLayout, observed_pairs
-    from sklearn_crfloss._validation import check_sequences, encode_labels
-    from sklearn_crfloss._vectorize import SequenceVectorizer
+    from sklearn_crfloss._dask._distributed import WorkerData, assign_groups, select_sequences
+    from sklearn_crfloss._chain._forward_backward import N_BLOCKS
+    from sklearn_crfloss._model._objective import CRFObjective
+    from sklearn_crfloss._model._parameters import ParameterLayout, observed_pairs
+    from sklearn_crfloss._data._validation import check_sequences, encode_labels
+    from sklearn_crfloss._data._vectorize import SequenceVectorizer
     from sklearn_crfloss.losses import ConditionalLogLikelihood
 
     X, y = make_toy_chunks(150, seed=21)

@@ -7,11 +7,11 @@ import pytest
 
 MODULES = [
     "sklearn_crfloss._tagger",
-    "sklearn_crfloss._segment_metrics",
-    "sklearn_crfloss._flat",
-    "sklearn_crfloss._attributes",
+    "sklearn_crfloss._evaluation._segment_metrics",
+    "sklearn_crfloss._evaluation._token_metrics",
+    "sklearn_crfloss._data._attribute_names",
     "sklearn_crfloss.priors",
-    "sklearn_crfloss._significance",
+    "sklearn_crfloss._evaluation._significance",
     "sklearn_crfloss.segments",
     "sklearn_crfloss.features",
     "sklearn_crfloss.datasets._conll",
@@ -21,7 +21,7 @@ MODULES = [
     "sklearn_crfloss.losses._registry",
     "sklearn_crfloss.losses._check",
     "sklearn_crfloss.io",
-    "sklearn_crfloss._naming",
+    "sklearn_crfloss._data._attribute_names",
 ]
 
 

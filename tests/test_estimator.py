@@ -21,7 +21,7 @@ from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils import estimator_checks, get_tags
 
 from sklearn_crfloss import CRFTagger, LOPTagger
-from sklearn_crfloss._hashing import hashed_pairs
+from sklearn_crfloss._data._hashing import hashed_pairs
 from sklearn_crfloss.inference import forward_backward, sequence_scores
 from sklearn_crfloss.losses import ConditionalLogLikelihood, MixedLoss
 from sklearn_crfloss.priors import GaussianPrior

@@ -1,7 +1,7 @@
 """The fused kernels of softmax-margin, risk, labelwise, pointwise and mixed.
 
 The objective evaluates these losses in one pass over the features
-(sklearn_crfloss._fused); every test compares that path with the general
+(sklearn_crfloss._model._fused_paths); every test compares that path with the general
 one (potentials handed to the loss's ``value_and_grad``, which
 check_loss verifies against enumeration and finite differences, chain
 rule applied after), with the definitions by enumeration, and with finite
@@ -16,9 +16,9 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
 from sklearn_crfloss import CRFTagger
-from sklearn_crfloss._fused import fused_value_and_grad
-from sklearn_crfloss._objective import CRFObjective
-from sklearn_crfloss._params import ParameterLayout
+from sklearn_crfloss._model._fused_paths import fused_value_and_grad
+from sklearn_crfloss._model._objective import CRFObjective
+from sklearn_crfloss._model._parameters import ParameterLayout
 from sklearn_crfloss.losses import (BaseLoss, HammingCost, LabelwiseAccuracyLoss, MixedLoss,
                                     PointwiseLoss, Risk,
                                     SoftmaxMargin, check_loss, get_loss_tags)

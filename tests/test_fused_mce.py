@@ -245,14 +245,14 @@ def test_mce_losses_fit_a_bigram_template(loss):
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("positions", [False, True])
 def test_table_kernels_of_the_fast_path_match_enumeration(seed, positions):
-    from sklearn_crfloss._fused_mce import _max_marginals, _Spans
-    from sklearn_crfloss._simd import max_incorrect_from_tables
-    from sklearn_crfloss.inference import _Chain, _transition_table
+    from sklearn_crfloss.losses._mce_f_fast import _Spans, max_marginal_tables
+    from sklearn_crfloss._chain._dispatch import max_incorrect_from_tables
+    from sklearn_crfloss._chain import Chain, transition_table
 
     U, T, s, e, y, off = _problem(seed, n_labels=3, lengths=(1, 4, 5, 3), positions=positions)
-    c = _Chain.checked(U, T, s, e, off, 1, positions=True)
-    mm, best_off_y = _max_marginals(c, y)  # and each token's best max-marginal off y
-    table, index = _transition_table(c.transition)
+    c = Chain.checked(U, T, s, e, off, 1, positions=True)
+    mm, best_off_y = max_marginal_tables(c, y)  # and each token's best max-marginal off y
+    table, index = transition_table(c.transition)
     for exclude, kept in itertools.product((True, False), ((None, None), best_off_y)):
         path, score = np.empty(U.shape[0], dtype=np.intp), np.zeros(off.shape[0] - 1)
         max_incorrect_from_tables(mm.alpha, mm.beta, mm.bp_fwd, mm.bp_bwd, c.offsets, y, exclude,
@@ -284,9 +284,9 @@ def test_table_kernels_of_the_fast_path_match_enumeration(seed, positions):
     spans.add_gradient(coef, coef_other, d_unary, acc)
 
     def f(U, table, s, e):
-        c2 = _Chain.checked(U, T._replace(table=table) if positions else table[0], s, e, off, 1,
+        c2 = Chain.checked(U, T._replace(table=table) if positions else table[0], s, e, off, 1,
                             positions=True)
-        sp = _Spans(c2, _max_marginals(c2)[0], y, segs, need)
+        sp = _Spans(c2, max_marginal_tables(c2)[0], y, segs, need)
         return float(coef @ sp.carry - coef_other @ np.where(np.isfinite(sp.other), sp.other, 0))
 
     _check_one_sided(f, (U, table.copy(), s, e),

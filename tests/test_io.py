@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 
 from conftest import make_toy_chunks
 from sklearn_crfloss import CRFTagger, LOPTagger
-from sklearn_crfloss._crfsuite_file import hashlittle, read_model, write_model
-from sklearn_crfloss._naming import crfsuite_name
-from sklearn_crfloss._modelfile import _checksum
+from sklearn_crfloss._io._crfsuite_format import hashlittle, read_model, write_model
+from sklearn_crfloss._data._attribute_names import crfsuite_name
+from sklearn_crfloss._io._native_format import _checksum
 from sklearn_crfloss.io import export_crfsuite, import_crfsuite, load_model, save_model
 from sklearn_crfloss.losses import (ConditionalLogLikelihood, LabelwiseAccuracyLoss,
                                     SoftmaxMargin)
@@ -273,7 +273,7 @@ def test_skops_round_trip_with_trusted_types(tmp_path):
     path = tmp_path / "model.skops"
     skops.io.dump(crf, path)
     trusted = ["sklearn_crfloss._tagger.CRFTagger",
-               "sklearn_crfloss._vectorize.SequenceVectorizer",
+               "sklearn_crfloss._data._vectorize.SequenceVectorizer",
                "sklearn_crfloss.losses._likelihood.ConditionalLogLikelihood",
                "sklearn_crfloss.priors.GaussianPrior"]
     assert set(skops.io.get_untrusted_types(file=path)) <= set(trusted)

@@ -16,7 +16,7 @@ import pytest
 import sklearn_crfsuite
 
 from sklearn_crfloss import CRFTagger
-from sklearn_crfloss._naming import crfsuite_name, separator
+from sklearn_crfloss._data._attribute_names import crfsuite_name, separator
 from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures
 from sklearn_crfloss.io import export_crfsuite, import_crfsuite, load_model, save_model
 from sklearn_crfloss.metrics import segment_f1_score

@@ -11,9 +11,9 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose
 
 from sklearn_crfloss import CRFTagger
-from sklearn_crfloss._objective import CRFObjective
-from sklearn_crfloss._params import ParameterLayout
-from sklearn_crfloss._registry import resolve
+from sklearn_crfloss._model._objective import CRFObjective
+from sklearn_crfloss._model._parameters import ParameterLayout
+from sklearn_crfloss._utils._registry import resolve
 from sklearn_crfloss.losses import (
     LOSSES,
     BaseLoss,

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from sklearn_crfloss._log_space import marginals_vjp_log_space
+from sklearn_crfloss._chain._log_space import marginals_vjp_log_space
 from sklearn_crfloss.inference import forward_backward, marginals_vjp
 
 from _oracle import enumerate_paths, random_problem

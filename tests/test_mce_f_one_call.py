@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-import sklearn_crfloss._fused_mce as fused_mce
+import sklearn_crfloss.losses._mce_f_fast as fused_mce
 from sklearn_crfloss import CRFTagger
 from sklearn_crfloss.exceptions import UndefinedLossError
 from sklearn_crfloss.losses import SegmentFScoreMCE, check_loss

@@ -16,9 +16,9 @@ import scipy.sparse as sp
 from _oracle import random_problem
 from numpy.testing import assert_array_equal
 
-import sklearn_crfloss._fused_mce as fused_mce
+import sklearn_crfloss.losses._mce_f_fast as fused_mce
 from sklearn_crfloss import CRFTagger
-from sklearn_crfloss._sgd import sgd_step
+from sklearn_crfloss.solvers._sgd_loops import sgd_step
 from sklearn_crfloss.losses import SegmentFScoreMCE
 from sklearn_crfloss.losses._chunks import ChunkDecoder
 from sklearn_crfloss.segments import segments_from_codes

@@ -12,9 +12,9 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
-from sklearn_crfloss._forward_backward import exp_nonpositive
-from sklearn_crfloss._objective import CRFObjective, _StateWeights
-from sklearn_crfloss._params import ParameterLayout
+from sklearn_crfloss._chain._forward_backward import exp_nonpositive
+from sklearn_crfloss._model._objective import CRFObjective, _StateWeights
+from sklearn_crfloss._model._parameters import ParameterLayout
 from sklearn_crfloss.inference import sequence_scores
 from sklearn_crfloss.losses import ConditionalLogLikelihood
 from sklearn_crfloss.priors import GaussianPrior

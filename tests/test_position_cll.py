@@ -16,9 +16,9 @@ import pytest
 import scipy.sparse as sp
 from _oracle import position_brute_force
 
-from sklearn_crfloss._forward_backward import N_BLOCKS
-from sklearn_crfloss._label_bigrams import BigramLayout
-from sklearn_crfloss._objective import CRFObjective
+from sklearn_crfloss._chain._forward_backward import N_BLOCKS
+from sklearn_crfloss._model._bigram_layout import BigramLayout
+from sklearn_crfloss._model._objective import CRFObjective
 from sklearn_crfloss.losses import ConditionalLogLikelihood
 
 

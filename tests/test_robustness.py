@@ -141,7 +141,7 @@ def test_per_thread_gradient_accumulators_beside_block_ones(monkeypatch):
     # gets one per thread while the small transition accumulators stay in
     # blocks: each kernel indexes each set by its own count (no write out of
     # bounds), and the model is the same up to the order of the sums.
-    from sklearn_crfloss import _objective
+    from sklearn_crfloss._model import _objective
 
     X, y = make_toy_chunks(100, max_len=10)
     blocked = _fit(X, y, n_jobs=2, max_iter=10)

@@ -10,8 +10,8 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from sklearn_crfloss import CRFTagger
 from sklearn_crfloss.exceptions import UndefinedLossError
-from sklearn_crfloss._objective import CRFObjective
-from sklearn_crfloss._params import ParameterLayout, observed_pairs
+from sklearn_crfloss._model._objective import CRFObjective
+from sklearn_crfloss._model._parameters import ParameterLayout, observed_pairs
 from sklearn_crfloss.losses import ConditionalLogLikelihood, get_loss
 from sklearn_crfloss.priors import GaussianPrior
 from sklearn_crfloss.solvers import SGD, BaseSolver, ConvergenceMonitor
@@ -179,8 +179,8 @@ def test_same_random_state_same_model():
 
 def _bound_toy():
     """The toy data bound as CRFTagger.fit binds it: (objective, layout)."""
-    from sklearn_crfloss._validation import check_sequences, encode_labels
-    from sklearn_crfloss._vectorize import SequenceVectorizer
+    from sklearn_crfloss._data._validation import check_sequences, encode_labels
+    from sklearn_crfloss._data._vectorize import SequenceVectorizer
 
     X, y = _toy()
     kind, tokens, offsets = check_sequences(X)

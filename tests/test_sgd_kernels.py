@@ -13,7 +13,7 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
-from sklearn_crfloss._sgd import batch_potentials, sgd_step
+from sklearn_crfloss.solvers._sgd_loops import batch_potentials, sgd_step
 
 
 def _problem(rng, binary, L=13, n_features=40, lengths=(3, 7, 1, 5)):

@@ -17,7 +17,7 @@ from sklearn_crfloss.metrics import (
     sequence_accuracy,
     token_accuracy,
 )
-from sklearn_crfloss._significance import _segment_counts
+from sklearn_crfloss._evaluation._significance import _segment_counts
 
 TYPES = ("PER", "LOC", "ORG")
 

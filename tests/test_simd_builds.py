@@ -1,4 +1,4 @@
-"""The vector builds of the sum-product kernels (sklearn_crfloss._simd).
+"""The vector builds of the sum-product kernels (sklearn_crfloss._chain._dispatch).
 
 A portable build compiles the forward-backward and fused-loss kernels for
 the baseline instruction set and, where the compiler can, for AVX2 and
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-import sklearn_crfloss._fused as fused_module
-import sklearn_crfloss._objective as objective_module
-from sklearn_crfloss import _simd
+import sklearn_crfloss._model._fused_paths as fused_module
+import sklearn_crfloss._model._objective as objective_module
+from sklearn_crfloss._chain import _dispatch as _simd
 from sklearn_crfloss.losses import LabelwiseAccuracyLoss, Risk, SoftmaxMargin
 
 from test_objective import make_objective

@@ -5,7 +5,7 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from sklearn_crfloss import CRFTagger
-from sklearn_crfloss import _streaming
+from sklearn_crfloss._data import _streaming
 
 from conftest import make_toy_chunks
 

@@ -210,7 +210,7 @@ def test_a_saturated_start_of_an_mce_loss_warns_with_the_remedy(toy, loss):
 
 
 def test_init_c_sets_the_strength_of_the_cll_start_only(toy, monkeypatch):
-    from sklearn_crfloss import _training
+    from sklearn_crfloss._training import _stages as _training
 
     seen = []
     run_stage = _training.run_stage

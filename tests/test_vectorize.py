@@ -8,8 +8,8 @@ import scipy.sparse as sp
 from numpy.testing import assert_array_equal
 from sklearn.feature_extraction import DictVectorizer
 
-from sklearn_crfloss._vectorize import SequenceVectorizer, column_counts
-from sklearn_crfloss._vocabulary import vocabulary_rows
+from sklearn_crfloss._data._vectorize import SequenceVectorizer, column_counts
+from sklearn_crfloss._data._vocabulary import vocabulary_rows
 
 
 def assert_same_csr(A, B):

@@ -13,8 +13,8 @@ import zlib
 
 from sklearn.datasets import fetch_file
 
-from .._compat import StrOptions, validate_call
-from .._docstring import fill_doc
+from .._utils import StrOptions, validate_call
+from .._utils import fill_doc
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._compat import Interval, StrOptions, validate_call
+from .._utils import Interval, StrOptions, validate_call
 
 __all__ = ["HMM_PARAMETERS", "make_hmm_sequences"]
 

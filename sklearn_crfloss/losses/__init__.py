@@ -12,7 +12,7 @@ differences. A loss of one's own, not registered, is checked the same way
 with ``check_loss(MyLoss())``.
 """
 
-from ._base import BaseLoss, LossTags, get_loss_tags
+from ._base import BaseLoss, LossTags, get_loss_tags, gold_counts
 from ._check import (
     LossCheckError,
     LossCheckReport,
@@ -31,7 +31,7 @@ from ._cost import (
 )
 from ._likelihood import ConditionalLogLikelihood
 from ._margin import MIRA, MaxMargin, StructuredPerceptron
-from ._marginal import LabelwiseAccuracyLoss, MixedLoss, PointwiseLoss
+from ._marginal import LabelwiseAccuracyLoss, MixedLoss, PointwiseLoss, token_weights
 from ._mce import MinimumClassificationError, SegmentFScoreMCE
 from ._registry import LOSSES, get_loss
 

@@ -15,7 +15,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._compat import Interval, validate_parameter_constraints
+from .._utils import Interval, validate_parameter_constraints
 from ._base import get_loss_tags
 
 __all__ = ["LossCheckError", "LossCheckReport", "LossCheckResult", "check_loss",

@@ -18,11 +18,12 @@ transitions (:class:`~sklearn_crfloss.inference.PositionTransitions`).
 
 import numpy as np
 
-from .._fused_mce import _max_marginals as _tables
-from .._fused_mce import path_gradient
-from .._simd import chunk_queries_batch, chunk_segments, max_incorrect_from_tables
-from ..inference import PositionTransitions, _Chain, _transition_table
-from ..segments import _event_tables
+from ._mce_f_fast import max_marginal_tables as _tables
+from ._mce_f_fast import path_gradient
+from .._chain import chunk_queries_batch, chunk_segments, max_incorrect_from_tables
+from .._chain import Chain, transition_table
+from ..inference import PositionTransitions
+from ..segments import event_tables
 
 __all__ = ["ChunkDecoder", "ChunkEvents", "Gradient", "SpanQueries"]
 
@@ -66,7 +67,7 @@ class ChunkDecoder:
     """
 
     def __init__(self, classes, scheme):
-        self.start, self.end, _, self.label_type, type_names = _event_tables(classes, scheme)
+        self.start, self.end, _, self.label_type, type_names = event_tables(classes, scheme)
         self.n_labels, self.n_types = len(classes), len(type_names)
         self._start_events = self.start.view(np.uint8)
         self._end_events = self.end.view(np.uint8)
@@ -178,7 +179,7 @@ class ChunkEvents(ChunkDecoder):
         be a :class:`~sklearn_crfloss.inference.PositionTransitions`;
         ``gold_events``: :meth:`token_events` of ``y`` if known.
         """
-        c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
+        c = Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
         y = c.labels(y, "y")
         mm, off = _tables(c, y) if mm is None else (mm, (None, None))
         path = np.empty(c.n_tokens, dtype=np.intp)
@@ -192,7 +193,7 @@ class ChunkEvents(ChunkDecoder):
         """Where ``path`` (the label-level maximum incorrect output) only re-encodes
         the chunks of ``y``, replace it by the best sequence with other chunks (in place).
 
-        ``c`` is the checked chain (:class:`~sklearn_crfloss.inference._Chain`);
+        ``c`` is the checked chain (:class:`~sklearn_crfloss._chain.Chain`);
         ``gold_events``: :meth:`token_events` of ``y`` if known.
         """
         offsets = c.offsets
@@ -336,7 +337,7 @@ class _Part:
 class SpanQueries:
     """Best scores with and without chunk constraints on spans, and their gradient.
 
-    The chunk-query kernel (``sklearn_crfloss._chunk_queries``): a Viterbi
+    The chunk-query kernel (``sklearn_crfloss._chain._chunk_queries``): a Viterbi
     pass over each span's allowed labels, entered through the forward and
     left through the backward max-marginal tables; one call per set of
     queries for the values, one for the gradient of all of them.
@@ -344,8 +345,8 @@ class SpanQueries:
     Parameters
     ----------
     ev : ChunkEvents
-    chain : _Chain
-        The checked potentials (:class:`~sklearn_crfloss.inference._Chain`).
+    chain : Chain
+        The checked potentials (:class:`~sklearn_crfloss._chain.Chain`).
     mm : MaxMarginalsResult
         The max-marginal tables of the potentials.
     """
@@ -385,7 +386,7 @@ class SpanQueries:
     def _run(self, part, coef_with, coef_without, d_unary, acc, mi=None):
         c, mm, ev = self.chain, self.mm, self.ev
         L = c.n_labels
-        table, index = _transition_table(c.transition)
+        table, index = transition_table(c.transition)
         lengths = np.diff(c.offsets)
         max_length = int(lengths.max()) if lengths.shape[0] else 0
         span = int((part.stop - part.begin).max()) if part.stop.shape[0] else 0
@@ -453,7 +454,7 @@ def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold,
         (``d_transition`` of the shape of ``transition``'s table when it is
         position-dependent).
     """
-    c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
+    c = Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     y = c.labels(y, "y")
     mm, off = _tables(c, y)  # off: each token's best max-marginal off y's label
     gseq, gbeg, gend, gkey, gtype = gold

@@ -14,9 +14,9 @@ import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator
 
-from .._compat import HasMethods, Interval, StrOptions
-from .._docstring import fill_doc
-from .._registry import resolve
+from .._utils import HasMethods, Interval, StrOptions
+from .._utils import fill_doc
+from .._utils import resolve
 from ..inference import forward_backward, marginals_vjp
 from ._base import BaseLoss, enumerated_gold_score
 from ._likelihood import ConditionalLogLikelihood

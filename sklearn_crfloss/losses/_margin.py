@@ -9,7 +9,7 @@ import numpy as np
 
 from ..inference import PositionTransitions, position_gold_counts, sequence_scores, viterbi
 from ._base import BaseLoss, enumerated_gold_score, gold_counts
-from .._docstring import fill_doc
+from .._utils import fill_doc
 from ._cost import COST_LOSS_SECTIONS, CostSensitiveLoss
 
 __all__ = ["MaxMargin", "MIRA", "StructuredPerceptron"]

@@ -23,7 +23,7 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.special import expit, logsumexp
 
-from .._compat import Interval, StrOptions, validate_parameter_constraints
+from .._utils import Interval, StrOptions, validate_parameter_constraints
 from ..inference import PositionTransitions, forward_backward, marginals_vjp, position_gold_counts
 from ._base import BaseLoss, enumerated_gold_score, enumerated_marginals, gold_counts
 
@@ -40,7 +40,7 @@ _TINY = 1e-300
 def token_weights(y, offsets, sample_weight, token_weight):
     """Per-token weight: sample_weight of the token's sequence times token_weight.
 
-    Also used by the fused kernels' path (``sklearn_crfloss._fused``).
+    Also used by the fused kernels' path (``sklearn_crfloss._model._fused_paths``).
 
     Raises
     ------

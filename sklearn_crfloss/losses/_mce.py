@@ -10,11 +10,11 @@ import warnings
 import numpy as np
 from scipy.special import expit, log_expit, logsumexp
 
-from .._compat import Interval, StrOptions
+from .._utils import Interval, StrOptions
 from ..exceptions import UndefinedLossError
+from .._chain import Chain
 from ..inference import (
     PositionTransitions,
-    _Chain,
     forward_backward,
     position_gold_counts,
     viterbi,
@@ -25,7 +25,7 @@ from ..inference import (
 )
 from ._base import BaseLoss, enumerated_gold_score, gold_counts
 from ._chunks import ChunkDecoder, ChunkEvents, chunk_margins
-from .._fused_mce import TP_UNDERFLOW, fused_value_and_grad, label_margins, stack_segments
+from ._mce_f_fast import TP_UNDERFLOW, fused_value_and_grad, label_margins, stack_segments
 
 __all__ = ["MinimumClassificationError", "SegmentFScoreMCE"]
 
@@ -701,7 +701,7 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
                 f"set_classes got {len(self.classes_)} names for {unary.shape[1]} labels"
             )
         # Checked before the gold segments are decoded (the decoder does not check).
-        c = _Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
+        c = Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
         unary, transition, start, end, offsets = c[:5]
         y = c.labels(y, "y")
         fused = fused_value_and_grad(self, unary, transition, start, end, y, offsets,
@@ -775,7 +775,7 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
     def _label_margins(self, c, y, gold):
         """Margins with segments compared as label strings (``segment_match='labels'``).
 
-        ``c``: the checked potentials (``_Chain``), ``y`` the checked labels.
+        ``c``: the checked potentials (``Chain``), ``y`` the checked labels.
         Returns ``(m_gold, fp_seq, m_fp, gradient)`` as
         :func:`~sklearn_crfloss.losses._chunks.chunk_margins` does.
         """

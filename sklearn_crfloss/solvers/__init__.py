@@ -15,13 +15,14 @@ To add a solver: subclass :class:`BaseSolver`, implement ``solve`` (and
 
 from ._base import BaseSolver
 from ._lbfgs import LBFGS, minimize_lbfgs
-from ._monitor import ConvergenceMonitor, HeldOutScore
-from ._online import MIRA, StructuredPerceptron
+from ._monitor import (ConvergenceMonitor, FitInfo, HeldOutScore, hold_out, stage_summary,
+                       take_sequences, takes_model)
+from ._online import MIRA, OnlineState, StructuredPerceptron
 from ._owlqn import OWLQN, minimize_liblbfgs
 from ._quickprop import QuickProp
 from ._rprop import Rprop
 from ._schedule import SOLVERS, GPDQuickProp, Schedule, Suzuki2006, default_solver, make_solver
-from ._sgd import SGD
+from ._sgd import SGD, SGDState
 
 __all__ = ["BaseSolver", "ConvergenceMonitor", "GPDQuickProp", "HeldOutScore", "LBFGS", "MIRA",
            "OWLQN", "QuickProp", "Rprop", "SGD", "SOLVERS", "Schedule", "StructuredPerceptron",

@@ -2,7 +2,7 @@
 
 from sklearn.base import BaseEstimator
 
-from ..losses._base import get_loss_tags
+from ..losses import get_loss_tags
 
 __all__ = ["BaseSolver"]
 
@@ -11,7 +11,7 @@ class BaseSolver(BaseEstimator):
     """Base class of training procedures (``CRFTagger(solver=name)``).
 
     A solver minimises ``loss + prior`` over the free parameters of a
-    :class:`~sklearn_crfloss._objective.CRFObjective`. Its hyperparameters
+    :class:`~sklearn_crfloss._model._objective.CRFObjective`. Its hyperparameters
     are ``__init__`` arguments; :class:`~sklearn_crfloss.CRFTagger` builds it
     from the estimator parameters of the same names (``eta0``, ``average``,
     ``random_state``).

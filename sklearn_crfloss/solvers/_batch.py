@@ -23,7 +23,7 @@ from ._base import BaseSolver
 __all__ = []
 
 
-class _StepRuleSolver(BaseSolver):
+class StepRuleSolver(BaseSolver):
     """Full-batch solver with a per-parameter step rule and a backtracking safeguard.
 
     Subclasses define ``_start(grad)`` (the state before the first step),

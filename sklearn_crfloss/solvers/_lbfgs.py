@@ -6,7 +6,7 @@ import numpy as np
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
-from .._compat import Interval, StrOptions
+from .._utils import Interval, StrOptions
 from ._base import BaseSolver
 from ._owlqn import check_line_search_loss, minimize_liblbfgs
 

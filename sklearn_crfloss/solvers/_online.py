@@ -36,9 +36,9 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
-from .._bigram_rows import (local_chain, local_columns, local_transitions, pack_blocks,
+from .._model import (local_chain, local_columns, local_transitions, pack_blocks,
                            split_bigram_columns)
-from ..losses._base import get_loss_tags
+from ..losses import get_loss_tags
 from ._base import BaseSolver
 
 __all__ = ["MIRA", "OnlineState", "StructuredPerceptron", "random_generator"]

@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ..losses._base import get_loss_tags
+from ..losses import get_loss_tags
 from ._base import BaseSolver
 
 __all__ = ["OWLQN", "minimize_liblbfgs"]

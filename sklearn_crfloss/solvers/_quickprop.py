@@ -4,13 +4,13 @@ from numbers import Real
 
 import numpy as np
 
-from .._compat import Interval
-from ._batch import _StepRuleSolver
+from .._utils import Interval
+from ._batch import StepRuleSolver
 
 __all__ = ["QuickProp"]
 
 
-class QuickProp(_StepRuleSolver):
+class QuickProp(StepRuleSolver):
     """Full-batch QuickProp (``solver='quickprop'``), Fahlman (1988), section 5.
 
     Every parameter takes its own secant (one-dimensional Newton) step: the

@@ -4,13 +4,13 @@ from numbers import Real
 
 import numpy as np
 
-from .._compat import Interval
-from ._batch import _StepRuleSolver
+from .._utils import Interval
+from ._batch import StepRuleSolver
 
 __all__ = ["Rprop"]
 
 
-class Rprop(_StepRuleSolver):
+class Rprop(StepRuleSolver):
     """Full-batch iRprop- (``solver='rprop'``), Igel & Husken (2000), Fig. 3.
 
     Every parameter ``k`` has its own step size ``Delta_k``, adapted from the

@@ -12,8 +12,8 @@ from numbers import Integral
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .._registry import resolve
-from ..losses._base import get_loss_tags
+from .._utils import resolve
+from ..losses import get_loss_tags
 from ._base import BaseSolver
 from ._lbfgs import LBFGS
 from ._online import MIRA, StructuredPerceptron

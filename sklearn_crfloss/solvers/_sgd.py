@@ -49,15 +49,15 @@ import warnings
 
 import numpy as np
 
-from .._compat import Interval, StrOptions, validate_parameter_constraints
-from .._bigram_rows import pack_blocks, split_bigram_columns
-from .._objective import kernel_csr
-from .._sgd import batch_potentials, sgd_pass, sgd_step
+from .._utils import Interval, StrOptions, validate_parameter_constraints
+from .._model import pack_blocks, split_bigram_columns
+from .._model import kernel_csr
+from ._sgd_loops import batch_potentials, sgd_pass, sgd_step
 from ..losses import ConditionalLogLikelihood, MaxMargin, SoftmaxMargin
 from ..exceptions import UndefinedLossError
-from ..losses._base import get_loss_tags
+from ..losses import get_loss_tags
 from ..priors import GaussianPrior, NoPrior
-from .._vectorize import column_counts
+from .._data import column_counts
 from ._base import BaseSolver
 from ._monitor import take_sequences
 from ._online import random_generator

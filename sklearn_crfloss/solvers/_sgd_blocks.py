@@ -11,7 +11,7 @@ matrix and applies the chain rule to the active blocks.
 
 import numpy as np
 
-from .._bigram_rows import local_chain, local_columns, local_transitions
+from .._model import local_chain, local_columns, local_transitions
 
 __all__ = ["ScaledBlocks"]
 
@@ -22,7 +22,7 @@ class ScaledBlocks:
     Parameters
     ----------
     X_bigram : scipy.sparse.csr_matrix of float64 of shape (n_tokens, n_bigram)
-        The bigram rows (:func:`~sklearn_crfloss._bigram_rows.split_bigram_columns`).
+        The bigram rows (:func:`~sklearn_crfloss._model._bigram_rows.split_bigram_columns`).
     B : ndarray of float64 of shape (n_bigram * n_labels ** 2,)
         ``V_B``, updated in place (an SGD run's copy of the starting blocks,
         or :class:`~sklearn_crfloss.solvers._sgd.SGDState`'s array).

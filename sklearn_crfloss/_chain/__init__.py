@@ -1,0 +1,44 @@
+"""Inference on potentials: checked chains, transition tables, the kernels.
+
+The stage between the losses and the compiled kernels of ``_ext/``:
+:class:`Chain` checks a batch of potentials once (:func:`check_potentials`);
+:class:`PositionTransitions` and its functions handle position-dependent
+transitions (observation-dependent label bigrams); ``_dispatch`` picks the
+widest vector build of the chain kernels this CPU runs; ``_log_space`` holds
+the log-space reference paths. The public face of this stage is
+:mod:`sklearn_crfloss.inference`; the other stages import from here.
+"""
+
+from ._checked import Chain, chain_doc, check_potentials, nonempty_sequences, transition_table
+from ._dispatch import (
+    KERNEL_BUILD, chunk_queries_batch, chunk_segments, cll_features_batch,
+    forward_backward_batch, marginal_loss_features_batch, marginals_vjp_batch,
+    max_incorrect_batch, max_incorrect_from_tables, max_marginals_batch, mce_f_labels_batch,
+    n_best_batch, pair_gradient, pair_potentials, position_cll_features_batch,
+    position_forward_backward_batch, segment_margins_batch, span_gradients_batch, viterbi_batch,
+)
+from ._forward_backward import (
+    CHUNK, N_BLOCKS, Accumulators, accumulator_blocks, exp_potentials, row_width, scratch_width,
+)
+from ._fused_losses import fused_scratch_width
+from ._log_space import marginals_vjp_log_space
+from ._position_transitions import (
+    PositionTransitions, position_forward_backward, position_gold_counts, position_scores,
+    position_viterbi,
+)
+from ._positions import exp_tables, position_scratch_width
+from ._potentials import pair_counts
+
+__all__ = ["Accumulators", "CHUNK", "Chain", "KERNEL_BUILD", "N_BLOCKS",
+           "PositionTransitions", "accumulator_blocks", "chain_doc", "check_potentials",
+           "chunk_queries_batch", "chunk_segments", "cll_features_batch",
+           "exp_potentials", "exp_tables", "forward_backward_batch",
+           "fused_scratch_width", "marginal_loss_features_batch", "marginals_vjp_batch",
+           "marginals_vjp_log_space", "max_incorrect_batch",
+           "max_incorrect_from_tables", "max_marginals_batch", "mce_f_labels_batch",
+           "n_best_batch", "nonempty_sequences", "pair_counts", "pair_gradient",
+           "pair_potentials", "position_cll_features_batch",
+           "position_forward_backward", "position_forward_backward_batch",
+           "position_gold_counts", "position_scores", "position_scratch_width",
+           "position_viterbi", "row_width", "scratch_width", "segment_margins_batch",
+           "span_gradients_batch", "transition_table", "viterbi_batch"]

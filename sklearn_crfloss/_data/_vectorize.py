@@ -1,0 +1,430 @@
+"""From checked sequences to the one CSR matrix the objective and the decoders read.
+
+:class:`SequenceVectorizer` is fitted once in ``fit`` and reused by every
+``predict``: feature dicts go through scikit-learn's
+:class:`~sklearn.feature_extraction.DictVectorizer` (or
+:class:`~sklearn.feature_extraction.FeatureHasher`), arrays pass through;
+``min_freq`` drops rare attributes and :meth:`SequenceVectorizer.select`
+keeps a subset of the columns (the experts of
+:class:`~sklearn_crfloss.LOPTagger`).
+
+The DictVectorizer learns the vocabulary (``fit``); the dicts are then
+turned into CSR rows by a compiled lookup of that vocabulary
+(``sklearn_crfloss._data._vocabulary``), which gives the same matrix as
+``DictVectorizer.transform`` for the common value types (str, int, float,
+bool; anything else goes through ``DictVectorizer.transform`` itself)
+without its Python list of one float object per stored value: on CoNLL-2000
+it is 2-3 times faster in ``fit`` and peaks at the size of the matrix, and
+at predict time, through a two-level table ``key -> {value -> column}``
+built on first use (entries in decreasing training frequency, so that the
+frequent ones share the cache), 6 times faster. When every value is 1
+(indicator features, e.g. every string value) the matrix stores its values
+as int8: 4 MB instead of 32 for CoNLL-2000's 4 million features; the
+kernels do not read them then, and every product with a float64 array is
+float64.
+"""
+
+import copy
+import threading
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.feature_extraction import DictVectorizer, FeatureHasher
+
+from ._attribute_names import SEPARATOR, join_nested_keys
+from ._hashing import hashed_pairs, raise_for_bad_value, take_columns
+from ._validation import check_finite_tokens
+from ._vocabulary import vocabulary_rows
+
+__all__ = ["SequenceVectorizer", "attribute_counts", "column_counts"]
+
+
+def column_counts(X):
+    """Stored entries per column of a sparse matrix.
+
+    ``np.bincount(X.indices)`` a block at a time: bincount converts its
+    input to intp, which for the int32 indices of a large matrix is a
+    temporary twice their size.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix of shape (n_rows, n_columns)
+
+    Returns
+    -------
+    ndarray of intp of shape (n_columns,)
+    """
+    X = sp.csr_matrix(X)
+    counts = np.zeros(X.shape[1], dtype=np.intp)
+    step = 1 << 18
+    for start in range(0, X.indices.shape[0], step):
+        counts += np.bincount(X.indices[start:start + step], minlength=X.shape[1])
+    return counts
+
+
+def attribute_counts(tokens):
+    """The attributes of a batch of feature dicts and the tokens each is non-zero in.
+
+    The vocabulary pass of a chunked (streaming or distributed) fit: the
+    counts of several chunks add up to those of their concatenation.
+
+    Parameters
+    ----------
+    tokens : list of dict
+        Feature dicts of the tokens of a chunk.
+
+    Returns
+    -------
+    dict of {str: int}
+        The column names (python-crfsuite's: ``'key:value'`` or ``'key'``) and
+        the number of tokens where the column is non-zero.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If the dicts cannot be vectorised.
+    """
+    if len(tokens) == 0:
+        return {}
+    dv = DictVectorizer(dtype=np.float64, separator=SEPARATOR).set_output(transform="default")
+    try:
+        Xc = dv.fit_transform(join_nested_keys(tokens)[0]).tocsr()
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"Could not vectorise the feature dicts: {exc}") from exc
+    Xc.eliminate_zeros()
+    return dict(zip(dv.feature_names_, column_counts(Xc).tolist()))
+
+
+class SequenceVectorizer:
+    """The fitted map from a batch of checked sequences to a CSR feature matrix.
+
+    Parameters
+    ----------
+    min_freq : int, default=1
+        Feature-dict input: keep the attributes non-zero in at least
+        ``min_freq`` training tokens.
+    feature_hashing : int or None, default=None
+        Feature-dict input: hash into that many columns instead of a
+        vocabulary.
+
+    Attributes
+    ----------
+    kind : {'dict', 'array'}
+        The input kind seen in :meth:`fit_transform`.
+    vectorizer : DictVectorizer, FeatureHasher or None
+        The fitted scikit-learn vectoriser (None for array input).
+    columns : ndarray of intp or None
+        The columns of the vectoriser's (or the array's) output kept, in
+        order; None: all.
+    attributes : ndarray of object of shape (n_features,)
+        Column names: ``'key:value'``/``'key'`` (python-crfsuite's names),
+        ``'hash_<k>'`` (hashing: only the hashed columns that occur in the
+        training data are kept, ``k`` their index in the hasher's output),
+        ``'x<k>'`` (arrays).
+    n_features : int
+        Columns of the output.
+    n_input : int
+        Array input: the width of the arrays (before ``columns``).
+    """
+
+    def __init__(self, min_freq=1, feature_hashing=None):
+        self.min_freq = min_freq
+        self.feature_hashing = feature_hashing
+
+    def fit_transform(self, kind, tokens, offsets):
+        """Fit on the training batch and return its feature matrix.
+
+        Parameters
+        ----------
+        kind : {'dict', 'array'}
+            From :func:`sklearn_crfloss._data._validation.check_sequences`.
+        tokens : list of dict or scipy.sparse.csr_matrix
+            The batch's tokens (feature dicts, or one CSR of float64).
+        offsets : ndarray of intp of shape (n_sequences + 1,)
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix of shape (n_tokens, n_features)
+            float64, or int8 for feature dicts whose values are all 1.
+
+        Raises
+        ------
+        ValueError, TypeError
+            If the dicts cannot be vectorised, or a value is NaN or infinite
+            (naming the sequence).
+        """
+        self.kind = kind
+        self.columns = None
+        if kind == "array":
+            self.vectorizer = None
+            self.attributes = np.array([f"x{k}" for k in range(tokens.shape[1])], dtype=object)
+            self.n_features = self.n_input = tokens.shape[1]
+            return tokens
+        if self.feature_hashing is not None:
+            # Pairs named as DictVectorizer names them (lists of str too); only the
+            # columns that occur are kept (columns), named 'hash_<column>'.
+            self.vectorizer = FeatureHasher(n_features=self.feature_hashing, input_type="pair",
+                                            alternate_sign=False, dtype=np.float64)
+            Xc = self.vectorizer.transform(hashed_pairs(tokens, offsets)).tocsr()
+            Xc.eliminate_zeros()
+            used = np.unique(Xc.indices).astype(np.intp)
+            Xc = take_columns(Xc, used)
+            attributes = np.array([f"hash_{k}" for k in used.tolist()], dtype=object)
+        else:
+            # The default (sparse) output whatever sklearn.set_config(transform_output=...) says.
+            # python-crfsuite's attribute names (sklearn_crfloss._data._attribute_names).
+            self.vectorizer = DictVectorizer(dtype=np.float64, separator=SEPARATOR).set_output(
+                transform="default")
+            try:
+                try:
+                    self.vectorizer.fit(tokens)
+                except TypeError:  # nested dicts: joined keys (a pass over the data then)
+                    tokens, nested = join_nested_keys(tokens)
+                    if not nested:
+                        raise
+                    self.vectorizer.fit(tokens)
+                Xc = self._dict_rows(tokens)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise_for_bad_value(tokens, offsets, exc)
+            attributes = np.asarray(self.vectorizer.get_feature_names_out(), dtype=object)
+        Xc.eliminate_zeros()
+        check_finite_tokens(Xc, offsets)
+        keep = self._set_columns(attributes, column_counts(Xc),
+                                 used if self.feature_hashing is not None else None)
+        if keep is not None:
+            Xc = Xc[:, keep].tocsr()
+        return Xc
+
+    def _set_columns(self, attributes, counts, columns=None):
+        """Keep the columns of at least ``min_freq`` tokens; the kept mask (None: all).
+
+        ``columns``: the vectoriser's output columns behind ``attributes``
+        (with hashing, the used ones); None: all of them.
+        """
+        keep = None
+        self.columns = columns
+        if self.min_freq > 1:
+            keep = counts >= self.min_freq
+            attributes = attributes[keep]
+            counts = counts[keep]
+            if isinstance(self.vectorizer, DictVectorizer):
+                self.vectorizer.restrict(keep)
+            else:
+                self.columns = np.flatnonzero(keep) if columns is None else columns[keep]
+        self.attributes = attributes
+        self.n_features = attributes.shape[0]
+        # The order of the predict-time table's entries: most frequent first.
+        self._frequency_order = np.argsort(-counts, kind="stable").astype(np.int32)
+        self._cache = {}
+        return keep
+
+    def fit_counts(self, counts):
+        """Fit on feature-dict input from the counts of a vocabulary pass.
+
+        The same fitted state as :meth:`fit_transform` on the data the
+        counts come from, without seeing them at once.
+
+        Parameters
+        ----------
+        counts : dict of {str: int}
+            Column name -> tokens where it is non-zero, summed over the
+            chunks (:func:`attribute_counts`); ignored with
+            ``feature_hashing`` unless ``min_freq > 1``, where the names are
+            ``'hash_<k>'`` column names.
+
+        Returns
+        -------
+        self
+        """
+        self.kind = "dict"
+        columns = None
+        if self.feature_hashing is not None:
+            # Pairs named as fit_transform names them (see hashed_pairs).
+            self.vectorizer = FeatureHasher(n_features=self.feature_hashing, input_type="pair",
+                                            alternate_sign=False, dtype=np.float64)
+            if counts:  # the columns that occur, as fit_transform keeps them
+                freq = np.zeros(self.feature_hashing, dtype=np.intp)
+                for name, count in counts.items():
+                    freq[int(name[5:])] += count
+                columns = np.flatnonzero(freq).astype(np.intp)
+                freq = freq[columns]
+            else:  # a fixed size (partial_fit, a stream read once): every column
+                columns = np.arange(self.feature_hashing, dtype=np.intp)
+                freq = np.zeros(self.feature_hashing, dtype=np.intp)
+            attributes = np.array([f"hash_{k}" for k in columns.tolist()], dtype=object)
+            if not counts:
+                columns = None
+        else:
+            names = sorted(counts)  # DictVectorizer's order
+            self.vectorizer = DictVectorizer(dtype=np.float64, separator=SEPARATOR).set_output(
+                transform="default")
+            self.vectorizer.feature_names_ = names
+            self.vectorizer.vocabulary_ = {name: k for k, name in enumerate(names)}
+            attributes = np.array(names, dtype=object)
+            freq = np.array([counts[name] for name in names], dtype=np.intp)
+        self._set_columns(attributes, freq, columns)
+        return self
+
+    def keep_used(self, Xc):
+        """Keep only the hashed columns that occur in ``Xc`` (a stream hashed in one pass).
+
+        The state :meth:`fit_transform` would have fitted on the same data.
+
+        Parameters
+        ----------
+        Xc : scipy.sparse.csr_matrix of shape (n_tokens, n_features)
+            The stream's matrix over every hashing column.
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix of shape (n_tokens, n_used)
+        """
+        used = np.unique(Xc.indices).astype(np.intp)
+        Xc = take_columns(Xc, used)
+        self._set_columns(self.attributes[used], column_counts(Xc), used)
+        return Xc
+
+    def extend_transform(self, tokens, offsets):
+        """The feature matrix of a new batch, adding its unseen attributes as new columns.
+
+        For ``partial_fit`` without hashing: the vocabulary grows with the
+        stream (new columns at the end; the old ones keep their index). The
+        fitted scikit-learn vectoriser is replaced, not changed: a shallow
+        copy of this object made before the call keeps the old vocabulary.
+        Hashing and array input have fixed columns: the same as
+        :meth:`transform`, whose arguments and result it has (``n_features``
+        counted after the extension).
+        """
+        if self.kind != "dict" or not isinstance(self.vectorizer, DictVectorizer):
+            return self.transform(tokens, offsets)
+        dv = self.vectorizer
+        new = [name for name in attribute_counts(tokens) if name not in dv.vocabulary_]
+        if new:
+            # A new DictVectorizer: copies of this vectoriser (a fitted
+            # estimator's) keep their vocabulary.
+            first = len(dv.feature_names_)
+            dv = self.vectorizer = copy.copy(dv)
+            dv.feature_names_ = list(dv.feature_names_) + new
+            dv.vocabulary_ = dict(dv.vocabulary_)
+            dv.vocabulary_.update((name, first + k) for k, name in enumerate(new))
+            self.attributes = np.concatenate([self.attributes, np.array(new, dtype=object)])
+            self.n_features = len(dv.feature_names_)
+            self._frequency_order = np.concatenate([
+                self._frequency_order, np.arange(first, self.n_features, dtype=np.int32)])
+            self._cache = {}  # the predict-time table is rebuilt on next use
+        if len(tokens) == 0:
+            return sp.csr_matrix((0, self.n_features))
+        Xc = self._dict_rows(tokens)
+        Xc.eliminate_zeros()
+        check_finite_tokens(Xc, offsets)
+        return Xc
+
+    def _dict_rows(self, tokens, table=None):
+        """The DictVectorizer's matrix of ``tokens`` by the compiled lookup.
+
+        Through the two-level ``table`` if given, else the flat
+        vocabulary; ``DictVectorizer.transform`` for values of other types.
+        """
+        dv = self.vectorizer
+        rows = vocabulary_rows(tokens, dv.vocabulary_, dv.separator, table)
+        if rows is None:  # nested dicts, lists, other value types
+            tokens, nested = join_nested_keys(tokens)
+            rows = vocabulary_rows(tokens, dv.vocabulary_, dv.separator, table) if nested else None
+        if rows is None:
+            return dv.transform(tokens).tocsr()
+        indptr, indices, data = rows
+        if indices.shape[0] < 2**31:  # scipy's index dtype, as DictVectorizer's output
+            indptr = indptr.astype(np.int32)
+        if data is None:  # indicator features: the values 1 in a byte each, not 8
+            data = np.ones(indices.shape[0], dtype=np.int8)
+        Xc = sp.csr_matrix((data, indices, indptr), shape=(len(tokens), len(dv.feature_names_)))
+        Xc.sort_indices()  # DictVectorizer's order within a row
+        return Xc
+
+    def _lookup_table(self):
+        """The two-level table ``key -> {value -> column}`` of the vocabulary (built once).
+
+        A name holding the separator at several places is entered under
+        each split (``'a=b=c'``: key ``'a'`` value ``'b=c'``, key ``'a=b'``
+        value ``'c'``), so every (key, value) pair DictVectorizer maps to a
+        column is found. Kept in ``_cache``, which the copies of
+        :meth:`select` share and pickling leaves out, with the lock that
+        makes concurrent first calls (predict from several threads) build it
+        once rather than once per thread.
+        """
+        cache = self.__dict__.setdefault("_cache", {})
+        if "table" in cache:
+            return cache["table"]
+        with cache.setdefault("lock", threading.Lock()):  # setdefault: atomic
+            if "table" in cache:  # built by another thread meanwhile
+                return cache["table"]
+            dv = self.vectorizer
+            names = dv.feature_names_
+            sep = dv.separator
+            order = getattr(self, "_frequency_order", None)
+            table = {}
+            for column in (range(len(names)) if order is None else order.tolist()):
+                name = names[column]
+                i = name.find(sep)
+                while i >= 0:
+                    table.setdefault(name[:i], {})[name[i + len(sep):]] = column
+                    i = name.find(sep, i + 1)
+            cache["table"] = table
+        return cache["table"]
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_cache"] = {}
+        return state
+
+    def transform(self, tokens, offsets):
+        """The feature matrix of a batch of the fitted kind (predict time).
+
+        Parameters
+        ----------
+        tokens : list of dict or scipy.sparse.csr_matrix
+        offsets : ndarray of intp of shape (n_sequences + 1,)
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix of shape (n_tokens, n_features)
+        """
+        if self.kind == "dict":
+            if len(tokens) == 0:
+                return sp.csr_matrix((0, self.n_features))
+            if isinstance(self.vectorizer, DictVectorizer):
+                try:
+                    Xc = self._dict_rows(tokens, self._lookup_table())
+                except (TypeError, ValueError, OverflowError) as exc:
+                    raise_for_bad_value(tokens, offsets, exc)
+            else:
+                Xc = self.vectorizer.transform(hashed_pairs(tokens, offsets)).tocsr()
+            check_finite_tokens(Xc, offsets)
+        else:
+            Xc = tokens
+        if self.columns is None:
+            return Xc
+        if isinstance(self.vectorizer, FeatureHasher) and np.all(np.diff(self.columns) > 0):
+            return take_columns(Xc, self.columns)  # work per stored entry, not per column
+        return Xc[:, self.columns].tocsr()
+
+    def select(self, columns):
+        """A copy that keeps only ``columns`` of this vectoriser's output.
+
+        Parameters
+        ----------
+        columns : array-like of int
+            Indices into ``attributes``.
+
+        Returns
+        -------
+        SequenceVectorizer
+            Sharing the fitted scikit-learn vectoriser (not copied).
+        """
+        columns = np.asarray(columns, dtype=np.intp)
+        new = copy.copy(self)
+        new._cache = self.__dict__.setdefault("_cache", {})  # one lookup table for all copies
+        new.columns = columns if self.columns is None else self.columns[columns]
+        new.attributes = self.attributes[columns]
+        new.n_features = columns.shape[0]
+        return new

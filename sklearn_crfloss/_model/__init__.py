@@ -1,0 +1,25 @@
+"""Parameters and potentials: the parameter layout, label bigrams, the training objective.
+
+:class:`ParameterLayout` maps the flat parameter vector ``theta`` to state
+weights, transitions, start and end potentials; ``_bigram_layout`` adds the
+blocks of observation-dependent label bigrams; :class:`CRFObjective` binds
+the data once and evaluates ``loss + prior`` and its gradient in ``theta``
+(with the losses' fused paths, ``_fused_paths``); ``_bigram_rows`` gives the
+online solvers one sequence's rows and transitions.
+"""
+
+from ._bigram_layout import (
+    BIGRAM_DOC, BigramGroups, BigramLayout, bigram_columns, make_layout, model_transitions,
+    saved_layout, set_bigram_state,
+)
+from ._bigram_rows import (
+    local_chain, local_columns, local_transitions, pack_blocks, split_bigram_columns,
+)
+from ._objective import CRFObjective, kernel_csr
+from ._parameters import ParameterLayout, observed_pairs
+
+__all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "CRFObjective",
+           "ParameterLayout", "bigram_columns", "kernel_csr", "local_chain",
+           "local_columns", "local_transitions", "make_layout", "model_transitions",
+           "observed_pairs", "pack_blocks", "saved_layout", "set_bigram_state",
+           "split_bigram_columns"]

@@ -1,0 +1,360 @@
+"""Observation-dependent label bigrams in the estimator: parameters, chain rule, fitted state.
+
+A feature-dict key that starts with ``BIGRAM_PREFIX``
+(``"~"``; :class:`~sklearn_crfloss.features.TemplateFeatures` writes the CRF++
+line ``B01:%x[0,1]`` as the key ``"~B01"``) makes a *bigram attribute*: it
+is vectorised like any attribute (a column of the one CSR matrix, named
+``"~B01:NN"``), but instead of state weights it has an
+``(n_labels, n_labels)`` block of transition weights (dense, as in CRF++ and
+Wapiti), added to the shared transition matrix on the edge into every token
+where it is active:
+
+``T_t = transition + sum_b x[t, b] * B[b]``.
+
+:class:`BigramLayout` appends the blocks to ``theta`` (after the
+transitions, start and end potentials); :class:`BigramGroups` binds the
+bigram columns of a batch once: the distinct rows (sets of active bigram
+attributes) give the table of a
+:class:`~sklearn_crfloss.inference.PositionTransitions`, and the chain rule
+from the table's gradient to ``transition`` and ``B`` is two products with
+that small (n_distinct, n_bigram) matrix.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._chain import PositionTransitions, position_gold_counts
+from .._data import BIGRAM_PREFIX
+from ._parameters import ParameterLayout
+from ..losses import get_loss_tags
+from ..losses import JensenRiskBound, Risk, SoftmaxMargin
+from ..losses import ConditionalLogLikelihood
+from ..losses import MIRA, MaxMargin, StructuredPerceptron
+from ..losses import LabelwiseAccuracyLoss, MixedLoss, PointwiseLoss
+from ..losses import MinimumClassificationError, SegmentFScoreMCE
+
+__all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "bigram_columns", "check_no_bigrams",
+           "make_layout", "model_transitions", "saved_layout", "set_bigram_state"]
+
+#: Losses whose ``value_and_grad`` takes
+#: :class:`~sklearn_crfloss.inference.PositionTransitions` (through
+#: forward_backward, marginals_vjp and their own gold counts per matrix).
+BIGRAM_LOSSES = (ConditionalLogLikelihood, SoftmaxMargin, Risk, JensenRiskBound, PointwiseLoss,
+                 LabelwiseAccuracyLoss,
+                 MixedLoss, MaxMargin, StructuredPerceptron, MIRA,
+                 MinimumClassificationError, SegmentFScoreMCE)
+#: The fitted attributes of CRFTagger's docstring that concern transitions.
+BIGRAM_DOC = dict(transition_attributes="""\
+transition_features_ : dict of {(label, label): float} or {(str, label, label): float}
+    The non-zero transition weights, ``{(from_label, to_label):
+    transition_[from, to]}``, as sklearn-crfsuite's
+    ``transition_features_`` (``start_`` and ``end_`` are not included);
+    with bigram attributes also ``{(attribute, from_label, to_label):
+    bigram_coef_[b, from, to]}``.
+bigram_coef_ : ndarray of shape (n_bigram, n_classes, n_classes) or None
+    The transition weights of the observation-dependent label bigrams:
+    ``bigram_coef_[b, i, j]`` is added to ``transition_[i, j]`` on the edge
+    into every token where the attribute ``bigram_attributes_[b]`` is
+    active. None without bigram attributes.
+bigram_attributes_ : ndarray of object of shape (n_bigram,) or None
+    The bigram attributes: those whose feature key starts with ``'~'``
+    (:class:`~sklearn_crfloss.features.TemplateFeatures` writes CRF++'s
+    ``B01:%x[0,1]`` as the key ``'~B01'``). None without them.""")
+
+#: Solvers that take the bigram blocks: the batch solvers (through
+#: ``CRFObjective.value_and_grad``), SGD and the online rules (token-wise
+#: matrices, ``_bigram_rows``).
+BIGRAM_SOLVERS = ("lbfgs", "owlqn", "rprop", "quickprop", "sgd", "perceptron", "mira")
+
+
+def bigram_columns(attributes):
+    """Columns of the bigram attributes (names starting with ``BIGRAM_PREFIX``).
+
+    Parameters
+    ----------
+    attributes : array-like of str of shape (n_features,)
+
+    Returns
+    -------
+    ndarray of intp
+    """
+    return np.flatnonzero([str(a).startswith(BIGRAM_PREFIX) for a in attributes]).astype(np.intp)
+
+
+def check_no_bigrams(features, where):
+    """ValueError if the fitted vectoriser ``features`` has bigram attributes.
+
+    For the training routes that do not take observation-dependent label
+    bigrams (``where`` names the route in the message).
+    """
+    columns = bigram_columns(features.attributes)
+    if columns.shape[0]:
+        raise ValueError(
+            f"{where} does not support observation-dependent label bigrams (feature keys "
+            f"starting with {BIGRAM_PREFIX!r}, e.g. {features.attributes[columns[0]]!r}, from a "
+            "template's 'B' lines with macros); use CRFTagger.fit.")
+
+
+class BigramLayout(ParameterLayout):
+    """A :class:`~sklearn_crfloss._model._parameters.ParameterLayout` with bigram weight blocks.
+
+    ``theta`` is the base layout's vector followed by the blocks
+    ``B.ravel()``, ``B`` of shape (n_bigram, n_labels, n_labels). The
+    bigram columns get no state weights.
+
+    Parameters
+    ----------
+    n_features, n_labels : int
+    state_index : ndarray of intp or None
+        As for the base layout; pairs of bigram columns are dropped.
+    bigram_columns : ndarray of intp
+        Columns of X that are bigram attributes.
+    boundary : bool, default=True
+    labels : array-like of int or None, default=None
+        As for the base layout (a label expert of
+        :class:`~sklearn_crfloss.LOPTagger`): only the transitions from or to
+        these labels are free. The blocks keep their full shape; their
+        entries outside the free transitions stay 0 in training (the
+        objective of ``_lop_parts.make_objective``).
+
+    Attributes
+    ----------
+    n_base : int
+        Length of the base vector (state weights and tail).
+    n_bigram : int
+        Bigram attributes.
+    """
+
+    def __init__(self, n_features, n_labels, state_index, bigram_columns, boundary=True,
+                 labels=None):
+        L = n_labels
+        is_bigram = np.zeros(n_features, dtype=bool)
+        is_bigram[bigram_columns] = True
+        if state_index is None:
+            state_index = np.arange(n_features * L, dtype=np.intp)
+        state_index = np.asarray(state_index, dtype=np.intp)
+        super().__init__(n_features, L, state_index[~is_bigram[state_index // L]],
+                         labels=labels, boundary=boundary)
+        self.bigram_columns = np.asarray(bigram_columns, dtype=np.intp)
+        self.n_bigram = self.bigram_columns.shape[0]
+        self.n_base = self.n_params
+        self.n_params = self.n_base + self.n_bigram * L * L
+
+    def unpack_tail(self, theta):
+        # Docstring inherited: the base layout's tail (the blocks follow it).
+        return super().unpack_tail(theta[:self.n_base])
+
+    def pack(self, W, transition, start, end):
+        # Docstring inherited: the blocks are 0.
+        return np.concatenate([super().pack(W, transition, start, end),
+                               np.zeros(self.n_params - self.n_base)])
+
+    def bigram_weights(self, theta):
+        """The blocks of ``theta``, a view of shape (n_bigram, n_labels, n_labels)."""
+        L = self.n_labels
+        return theta[self.n_base:].reshape(self.n_bigram, L, L)
+
+    def remap(self, *args, **kwargs):
+        # Docstring inherited.
+        raise ValueError("warm_start is not supported with observation-dependent label "
+                         "bigrams (bigram attributes); fit from scratch.")
+
+
+#: Solvers that train the blocks of LOPTagger's label experts: the batch
+#: solvers, whose steps are made of the objective's gradient, which is 0 on
+#: the blocks' entries outside the expert's labels (``_lop_parts``).
+LABEL_EXPERT_SOLVERS = ("lbfgs", "owlqn", "rprop", "quickprop")
+
+
+def _takes_bigrams(solver):
+    """Whether ``solver`` trains bigram blocks: one of :data:`BIGRAM_SOLVERS`, or a schedule
+    (:class:`~sklearn_crfloss.solvers.Schedule`, bound) whose every stage does."""
+    if hasattr(solver, "for_start"):  # a schedule, as fit binds it
+        return all(_takes_bigrams(stage) for stage, _ in solver.stages_)
+    return solver.name in BIGRAM_SOLVERS
+
+
+def make_layout(features, n_features, n_labels, state_index, *, labels, boundary, loss, solver,
+                estimator):
+    """The parameter layout of a fit: with bigram blocks if the attributes have any.
+
+    Raises
+    ------
+    ValueError
+        With bigram attributes and a loss, solver or option that does not
+        take them (nothing is fitted then).
+    """
+    columns = bigram_columns(features.attributes)
+    if columns.shape[0] == 0:
+        return ParameterLayout(n_features, n_labels, state_index, labels=labels,
+                               boundary=boundary)
+    problem = None
+    if type(loss) not in BIGRAM_LOSSES:
+        problem = f"the loss {get_loss_tags(loss).name or type(loss).__name__!r}"
+    elif not _takes_bigrams(solver):
+        problem = f"the solver {solver.name!r}"
+    elif labels is not None and solver.name not in LABEL_EXPERT_SOLVERS:
+        problem = (f"the label experts of LOPTagger with the solver {solver.name!r} (they "
+                   f"train the blocks with {', '.join(map(repr, LABEL_EXPERT_SOLVERS))})")
+    elif estimator.warm_start and hasattr(estimator, "coef_"):
+        problem = "warm_start=True"
+    if problem is None:
+        return BigramLayout(n_features, n_labels, state_index, columns, boundary, labels)
+    remedy = (f"train them with loss {', '.join(repr(c.name) for c in BIGRAM_LOSSES)} and "
+              f"solver {', '.join(map(repr, BIGRAM_SOLVERS))} (or a schedule of them)"
+              if labels is None
+              else "use another expert set")
+    raise ValueError(
+        f"Observation-dependent label bigrams (the {columns.shape[0]} feature keys starting "
+        f"with {BIGRAM_PREFIX!r}, e.g. {features.attributes[columns[0]]!r}, from a template's "
+        f"'B' lines with macros) are not supported by {problem}: {remedy}, or drop the "
+        "bigram lines.")
+
+
+class BigramGroups:
+    """The bigram columns of a batch, bound once: distinct rows and their chain rule.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix of shape (n_tokens, n_features)
+    offsets : ndarray of intp of shape (n_sequences + 1,)
+    columns : ndarray of intp of shape (n_bigram,)
+        The bigram columns of X.
+
+    Attributes
+    ----------
+    rows : scipy.sparse.csr_matrix of shape (n_matrices, n_bigram)
+        The distinct sets of active bigram attributes (with their values);
+        the first token of a sequence has none (it has no incoming edge).
+    index : ndarray of intp of shape (n_tokens,)
+        Row of ``rows`` of every token.
+    """
+
+    def __init__(self, X, offsets, columns):
+        Xb = sp.csr_matrix(sp.csr_matrix(X)[:, columns], dtype=np.float64)
+        inner = np.ones(Xb.shape[0])
+        inner[np.asarray(offsets[:-1])[np.diff(offsets) > 0]] = 0.0
+        Xb = sp.csr_matrix(sp.diags(inner) @ Xb)
+        Xb.eliminate_zeros()
+        Xb.sum_duplicates()
+        Xb.sort_indices()
+        ptr, ind, val = Xb.indptr, Xb.indices, Xb.data
+        seen = {}
+        index = np.fromiter(
+            (seen.setdefault(ind[a:b].tobytes() + val[a:b].tobytes(), len(seen))
+             for a, b in zip(ptr[:-1].tolist(), ptr[1:].tolist())),
+            dtype=np.intp, count=Xb.shape[0])
+        first = np.zeros(len(seen), dtype=np.intp)
+        first[index[::-1]] = np.arange(index.shape[0] - 1, -1, -1)
+        self.rows = sp.csr_matrix(Xb[first]) if len(seen) else sp.csr_matrix((1, Xb.shape[1]))
+        self.index = index
+
+    def transitions(self, transition, blocks):
+        """The :class:`~sklearn_crfloss.inference.PositionTransitions` of the batch.
+
+        Parameters
+        ----------
+        transition : ndarray of shape (n_labels, n_labels)
+        blocks : ndarray of shape (n_bigram, n_labels, n_labels)
+        """
+        L = transition.shape[0]
+        K = self.rows.shape[0]
+        table = np.asarray(self.rows @ np.asarray(blocks).reshape(-1, L * L)).reshape(K, L, L)
+        table += transition
+        return PositionTransitions(table, self.index)
+
+    def gold_blocks(self, y, offsets, n_labels, sample_weight=None):
+        """The weighted gold counts of the blocks' weights.
+
+        Parameters
+        ----------
+        y : ndarray of intp of shape (n_tokens,)
+        offsets : ndarray of intp of shape (n_sequences + 1,)
+        n_labels : int
+        sample_weight : ndarray of shape (n_sequences,) or None, default=None
+
+        Returns
+        -------
+        ndarray of float64 of shape (n_bigram * n_labels**2,)
+            ``blocks.ravel() @ gold_blocks(...)`` is the blocks' share of
+            ``sum_i w_i score(y_i)``.
+        """
+        table = np.broadcast_to(0.0, (self.rows.shape[0], n_labels, n_labels))  # shape only
+        return self.chain(position_gold_counts(PositionTransitions(table, self.index), y,
+                                               offsets, sample_weight))[1]
+
+    def chain(self, d_table):
+        """The gradient of ``(transition, blocks)`` from that of the table.
+
+        Returns
+        -------
+        d_transition : ndarray of shape (n_labels, n_labels)
+        d_blocks : ndarray of shape (n_bigram * n_labels**2,)
+        """
+        K, L, _ = d_table.shape
+        flat = d_table.reshape(K, L * L)
+        return flat.sum(axis=0).reshape(L, L), np.asarray(self.rows.T @ flat).ravel()
+
+
+def set_bigram_state(estimator, layout, theta):
+    """Set the fitted ``bigram_attributes_`` and ``bigram_coef_`` (None without bigrams)."""
+    if layout.n_bigram:
+        estimator.bigram_attributes_ = estimator.attributes_[layout.bigram_columns]
+        estimator.bigram_coef_ = np.array(layout.bigram_weights(theta))
+    else:
+        estimator.bigram_attributes_ = estimator.bigram_coef_ = None
+
+
+def model_transitions(estimator, X, offsets):
+    """A fitted tagger's transitions for the rows of X: ``transition_`` or position-dependent.
+
+    Parameters
+    ----------
+    estimator : CRFTagger
+        Fitted.
+    X : scipy.sparse matrix of shape (n_tokens, n_features)
+        The vectorised sequences.
+    offsets : ndarray of intp of shape (n_sequences + 1,)
+
+    Returns
+    -------
+    ndarray of shape (n_labels, n_labels) or PositionTransitions
+    """
+    if getattr(estimator, "bigram_coef_", None) is None:  # (None in models of older versions)
+        return estimator.transition_
+    columns = bigram_columns(estimator.attributes_)
+    return BigramGroups(X, offsets, columns).transitions(estimator.transition_,
+                                                         estimator.bigram_coef_)
+
+
+def saved_layout(blocks, attributes, n_labels, state_index, where):
+    """The layout of a tagger read from a model file (with bigram blocks if it has them).
+
+    Parameters
+    ----------
+    blocks : ndarray or None
+        The file's ``bigram_coef`` array (None: the model has none).
+    attributes : ndarray of str of shape (n_features,)
+    n_labels : int
+    state_index : ndarray of intp
+        The stored state weights' flat indices.
+    where : str
+        Names the record in the messages.
+
+    Raises
+    ------
+    ValueError
+        If the blocks do not match the bigram attributes and labels, or are
+        not finite.
+    """
+    n_features = len(attributes)
+    if blocks is None:
+        return ParameterLayout(n_features, n_labels, state_index)
+    columns = bigram_columns(attributes)
+    shape = (columns.shape[0], n_labels, n_labels)
+    if blocks.shape != shape or blocks.dtype != np.float64 or not np.isfinite(blocks).all():
+        raise ValueError(f"{where}: bigram_coef must be finite float64 of shape {shape} "
+                         f"({columns.shape[0]} bigram attributes, {n_labels} labels)")
+    if np.any(np.isin(state_index // n_labels, columns)):
+        raise ValueError(f"{where}: state weights of bigram attributes")
+    return BigramLayout(n_features, n_labels, state_index, columns)

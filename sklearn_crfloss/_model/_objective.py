@@ -1,0 +1,610 @@
+"""The training objective: potentials from features, loss, chain rule, prior.
+
+This is the one place where features meet the CRF (the model is
+scikit-learn's ``LinearModelLoss``): :class:`CRFObjective` binds the training
+data once (the feature matrix in the kernels' CSR form, labels, offsets,
+weights, the :class:`~sklearn_crfloss._model._parameters.ParameterLayout`) and
+evaluates, for any loss and prior it is handed,
+
+``f(theta) = loss(U, T, start, end) + prior(theta, C)``, ``U = X @ W``,
+
+with the chain rule ``dW = X.T @ dU`` applied here, never inside a loss. The
+two products run in the compiled kernels of ``sklearn_crfloss._chain._potentials``
+on the free state weights as they sit in ``theta`` (CRFsuite's per-attribute
+feature lists: no dense ``W`` or ``dW`` of shape (n_attributes, n_labels),
+no copy of ``theta``), both from the CSR rows of X (one pass over the
+features per product, no CSC copy).
+
+The conditional log-likelihood (``ConditionalLogLikelihood``, the loss of
+``init='cll'`` too) takes a fused path: one kernel
+(``_forward_backward.cll_features_batch``) gathers each sequence's unary
+rows from the features, runs the scaled forward-backward and scatters the
+expected counts back into the gradient, and the observed counts are
+computed once per objective (CRFsuite's feature frequencies): no (n_tokens,
+n_labels) array is built. With observation-dependent label bigrams its twin
+``_positions.position_cll_features_batch`` reads the table of distinct
+transition matrices (``BigramGroups``) per edge and sums the pair marginals
+per matrix, which the chain rule takes to the shared matrix and the blocks.
+Every other loss gets the unary potentials and returns their gradient.
+
+The objective holds no loss or prior: training stages (``init='cll'``, a
+loss's annealing ``stages``) evaluate the same bound data with another loss.
+"""
+
+import threading
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._chain import (Accumulators, accumulator_blocks, exp_potentials, row_width,
+                                scratch_width)
+from ._fused_paths import fused_value_and_grad
+from ._bigram_layout import BigramGroups
+from .._chain import exp_tables, position_scratch_width
+from .._chain import pair_counts
+from .._chain import (cll_features_batch, pair_gradient, pair_potentials,
+                    position_cll_features_batch)
+from .._data import column_counts
+from ..losses import get_loss_tags, gold_counts
+from ..losses import ConditionalLogLikelihood
+
+__all__ = ["CRFObjective", "kernel_csr"]
+
+
+def kernel_csr(M):
+    """(indptr as intp, indices as int32, data, binary) for the feature kernels.
+
+    ``binary``: every stored value is 1, and ``data`` is a one-element
+    placeholder (the kernels do not read it): no float64 copy of X's values.
+    """
+    if M.shape[1] >= 2**31:
+        raise ValueError(f"at most 2**31 - 1 feature columns are supported, got {M.shape[1]}")
+    binary = bool(M.nnz == 0 or (M.data.min() == 1 and M.data.max() == 1))  # no (nnz,) temporary
+    data = np.ones(1) if binary else np.ascontiguousarray(M.data, dtype=np.float64)
+    return (np.ascontiguousarray(M.indptr, dtype=np.intp),
+            np.ascontiguousarray(M.indices, dtype=np.int32), data, binary)
+
+
+class _StateWeights:
+    """How the kernels store the free state weights: hybrid dense rows and compact entries.
+
+    An attribute with more than ``COLD_MAX = 3`` free labels gets a dense
+    row of ``Lp = row_width(n_labels)`` doubles in ``W_hot`` (zeros where a
+    pair is not free), rows ordered by decreasing attribute frequency so
+    that the rows most tokens use share the cache; its potentials and
+    gradient are whole-row vector operations. Every other attribute keeps
+    its weights where they sit in ``theta`` (CRFsuite's per-attribute
+    feature lists), its labels packed in its ``code`` (see
+    ``_chain.pxd: gather_token``). On CoNLL-2000 14,364 of 338,500
+    attributes are dense (2.8 MB) and cover 67 % of the stored features.
+
+    Parameters
+    ----------
+    state_index : ndarray of intp
+        The layout's sorted flat indices ``attribute * n_labels + label``.
+    n_features, n_labels : int
+    frequency : ndarray of int of shape (n_features,)
+        Stored features per attribute (the order of the dense rows).
+    """
+
+    COLD_MAX = 3
+
+    def __init__(self, state_index, n_features, n_labels, frequency):
+        L = n_labels
+        # In place where it can: these arrays have one entry per attribute.
+        code = np.searchsorted(state_index, np.arange(0, (n_features + 1) * L, L)).astype(np.int64)
+        count = np.diff(code)
+        code = code[:-1]
+        # Labels are packed in 8 bits: with more than 256 labels every
+        # attribute with a free pair is dense.
+        hot = count > (self.COLD_MAX if L <= 256 else 0)
+        for q in range(self.COLD_MAX):
+            has = np.flatnonzero(~hot & (count > q))
+            first = code[has] & 0xFFFFFFFF  # the low bits: the first weight
+            code[has] |= (state_index[first + q] % L).astype(np.int64) << (34 + 8 * q)
+        np.minimum(count, self.COLD_MAX, out=count)
+        count <<= 32
+        code |= count
+        del count
+        # Dense rows in decreasing attribute frequency: hot attribute
+        # hot_attributes[i] gets row row_of[i].
+        hot_attributes = np.flatnonzero(hot)
+        row_of = np.empty(hot_attributes.shape[0], dtype=np.int64)
+        row_of[np.argsort(-frequency[hot_attributes], kind="stable")] = np.arange(
+            hot_attributes.shape[0])
+        first = np.searchsorted(state_index, hot_attributes * L)
+        n_pairs = np.searchsorted(state_index, hot_attributes * L + L) - first
+        # The free pairs of the dense rows: where they sit in theta and in W_hot.
+        self.hot_index = (np.repeat(first - np.cumsum(n_pairs) + n_pairs, n_pairs)
+                          + np.arange(int(n_pairs.sum())))
+        self.Lp = row_width(L)
+        self.hot_position = (np.repeat(row_of, n_pairs) * self.Lp
+                             + state_index[self.hot_index] % L)
+        code[hot_attributes] = -(row_of + 1)
+        self.code = code
+        self.n_state = state_index.shape[0]
+        self.n_hot = hot_attributes.shape[0]
+        self.W_hot = np.zeros((max(self.n_hot, 1), self.Lp))
+
+    def weights(self, state):
+        """``(code, w, W_hot)`` for the kernels, W_hot filled from ``state`` (theta's state block)."""
+        self.W_hot.ravel()[self.hot_position] = state[self.hot_index]
+        return self.code, state, self.W_hot
+
+    def accumulators(self, n_threads, out, hot_acc=None, blocks=None):
+        """Zeroed gradient accumulators: compact (n_acc, n_state), dense rows (n_acc, ...).
+
+        ``n_acc``: ``accumulator_blocks(n_threads, ...)``, blocks of
+        sequences summed in block order, so that the gradient does not
+        depend on ``n_threads``; with a single accumulator it is ``out``
+        itself (the state block of the gradient, of shape (n_state,)).
+        ``hot_acc``: zeroed dense-row accumulators to use (of shape
+        (n_acc, ...)) instead of new ones; ``blocks``: compact ones (the
+        caller zeroes those it reads).
+        """
+        n_acc = self.n_blocks(n_threads)
+        if n_acc == 1:
+            out[:] = 0.0
+            acc = out[np.newaxis]
+        else:
+            acc = np.zeros((n_acc, self.n_state)) if blocks is None else blocks
+        if hot_acc is None:
+            hot_acc = np.zeros((n_acc,) + self.W_hot.shape)
+        return acc, hot_acc
+
+    def n_blocks(self, n_threads):
+        """The number of accumulators of :meth:`accumulators`."""
+        return accumulator_blocks(n_threads, self.n_state + self.W_hot.size)
+
+    def gradient(self, acc, hot_acc, out):
+        """Sum the threads' accumulators into ``out`` (the state block of the gradient).
+
+        The dense rows are added in block order, or, when under a quarter
+        of their entries are free (many labels), their free pairs are
+        gathered from each block and added in block order: the same sums
+        without reading the rest of the rows.
+        """
+        if not np.may_share_memory(acc, out):  # else acc is out (one thread)
+            acc.sum(axis=0, out=out)
+        if 4 * self.hot_position.shape[0] > self.W_hot.size:
+            out[self.hot_index] = hot_acc.sum(axis=0).ravel()[self.hot_position]
+            return out
+        hot = hot_acc[0].reshape(-1)[self.hot_position]
+        for block in hot_acc[1:]:
+            hot += block.reshape(-1)[self.hot_position]
+        out[self.hot_index] = hot
+        return out
+
+
+class _DenseRowAccumulators:
+    """The fused CLL kernel's dense-row accumulators, kept zeroed between evaluations.
+
+    New ones at every evaluation cost their size (n_blocks x ``W_hot``, 180
+    MB at 500 labels, where every attribute is dense) in page faults and
+    zeroing. The kernel adds sequence ``k`` into block ``(k // 8) %
+    n_blocks`` and touches only the rows of the attributes of those
+    sequences: after an evaluation, :meth:`release` zeroes these rows of
+    each block. One evaluation holds them at a time; :meth:`take` gives
+    None to another (which then allocates its own).
+    """
+
+    def __init__(self, weights, csr, offsets):
+        self._weights, self._csr, self._offsets = weights, csr, offsets
+        self._lock = threading.Lock()
+        self._acc = self._rows = None
+
+    def __getstate__(self):
+        return self._weights, self._csr, self._offsets
+
+    def __setstate__(self, state):
+        self.__init__(*state)
+
+    def take(self, n_blocks):
+        """The zeroed accumulators of shape (n_blocks, n_hot, Lp), or None if in use."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        if self._acc is None or self._acc.shape[0] != n_blocks:
+            self._acc = np.zeros((n_blocks,) + self._weights.W_hot.shape)
+            self._rows = self._block_rows(n_blocks)
+        return self._acc
+
+    def release(self, acc):
+        """Zero what the kernel wrote and give the accumulators back (if ``acc`` are they)."""
+        if acc is None or acc is not self._acc:
+            return
+        for block, rows in zip(acc, self._rows):
+            if rows is None:
+                block.fill(0.0)
+            else:
+                block[rows] = 0.0
+        self._lock.release()
+
+    def _block_rows(self, n_blocks):
+        """Per block, the dense rows of the attributes of its sequences (None: over half)."""
+        indptr, indices = self._csr[0], self._csr[1]
+        offsets = self._offsets
+        token_block = np.full(indptr.shape[0] - 1, -1, dtype=np.intp)
+        token_block[offsets[0]:offsets[-1]] = np.repeat(
+            (np.arange(offsets.shape[0] - 1) // 8) % n_blocks, np.diff(offsets))
+        code = self._weights.code[indices]
+        hot = code < 0
+        rows = -code[hot] - 1
+        feature_block = np.repeat(token_block, np.diff(indptr))[hot]
+        blocks = [np.unique(rows[feature_block == b]) for b in range(n_blocks)]
+        half = self._weights.W_hot.shape[0] // 2
+        return [None if r.shape[0] > half else r for r in blocks]
+
+
+class _KeptPairSums:
+    """The fused CLL kernel's per-matrix pair sums (label bigrams), kept between evaluations.
+
+    ``Accumulators(n_threads, n_labels, n_matrices)``: new ones at every
+    evaluation cost their size in page faults (14.8 MB on 2,000 CoNLL-2000
+    sentences with POS-keyed bigram lines: 4 blocks of 878 matrices);
+    kept ones are zeroed in place (the kernel with them measured 10 %
+    faster). One evaluation holds them at a time; :meth:`take` gives new
+    ones to another.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._acc = None
+
+    def __reduce__(self):  # a copy starts with none kept (a lock does not pickle)
+        return _KeptPairSums, ()
+
+    def take(self, n_threads, n_labels, n_matrices):
+        """Zeroed accumulators: the kept ones if free, else new ones."""
+        if not self._lock.acquire(blocking=False):
+            return Accumulators(n_threads, n_labels, n_matrices)
+        acc = self._acc
+        n_acc = accumulator_blocks(n_threads, Accumulators.n_values(n_labels, n_matrices))
+        if acc is None or acc.pair.shape[:3] != (n_acc, n_matrices, n_labels):
+            acc = self._acc = Accumulators(n_threads, n_labels, n_matrices)
+        else:
+            acc.pair.fill(0.0)
+            acc.boundary.fill(0.0)
+            acc.direct = np.zeros(acc.direct.shape)  # no pages touched unless written
+        return acc
+
+    def release(self, acc):
+        """Give the kept accumulators back (if ``acc`` are they)."""
+        if acc is self._acc and self._lock.locked():
+            self._lock.release()
+
+
+class CRFObjective:
+    """Training data bound for repeated evaluations of ``loss + prior``.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix of shape (n_tokens, n_features)
+        Features of all tokens of the training batch, of any numeric dtype
+        (an int8 indicator matrix is not copied).
+    y : ndarray of intp of shape (n_tokens,)
+        Gold label index of every token.
+    offsets : ndarray of intp of shape (n_sequences + 1,)
+        Sequence boundaries (no empty sequence).
+    layout : ParameterLayout
+        Which parameters ``theta`` holds (``layout.n_features`` must equal
+        X's width).
+    sample_weight : ndarray of shape (n_sequences,) or None, default=None
+    token_weight : ndarray of shape (n_tokens,) or None, default=None
+        Per-token weights, passed to the losses that declare
+        ``supports_token_weight = True`` (the others never see them).
+    n_threads : int, default=1
+
+    Attributes
+    ----------
+    X : scipy.sparse.csr_matrix of float64
+        The features (a property: converted once if given in another dtype).
+    n_params : int
+        ``layout.n_params``.
+    """
+
+    def __init__(self, X, y, offsets, layout, *, sample_weight=None, token_weight=None,
+                 n_threads=1):
+        X = sp.csr_matrix(X)  # any numeric dtype: no float64 copy of an int8 indicator matrix
+        if X.shape[1] != layout.n_features:
+            raise ValueError(f"X has {X.shape[1]} columns, the layout {layout.n_features}")
+        self._X = X
+        self.n_tokens, self.n_features = X.shape
+        L = layout.n_labels
+        self.layout = layout
+        self._csr = kernel_csr(X)
+        self._weights = _StateWeights(layout.state_index, self.n_features, L, column_counts(X))
+        self._hot_acc = _DenseRowAccumulators(self._weights, self._csr, offsets)
+        self._pair_sums = _KeptPairSums()  # label bigrams' per-matrix sums
+        self.y = y
+        self.offsets = offsets
+        self.n_labels = L
+        self.sample_weight = sample_weight
+        self.token_weight = token_weight
+        self.n_threads = n_threads
+        self.n_params = layout.n_params
+        # Allocated on first use and reused by every evaluation: the unary
+        # potentials (losses other than CLL), the observed counts (CLL).
+        self._unary = None
+        self._observed = None
+        self._fused_cache = {}  # _fused: softmax-margin's widened features
+        # Observation-dependent label bigrams: the distinct rows of the bigram columns.
+        self.bigram = (BigramGroups(X, offsets, layout.bigram_columns) if layout.n_bigram
+                       else None)
+
+    @property
+    def n_blocks(self):
+        """Blocks of sequences the fused CLL kernel sums apart (:meth:`cll_blocks`).
+
+        0 if its state and transition sums have different block counts
+        (with label bigrams the transition sums are one per distinct matrix).
+        """
+        n_matrices = None if self.bigram is None else self.bigram.rows.shape[0]
+        state = self._weights.n_blocks(self.n_threads)
+        pair = accumulator_blocks(self.n_threads,
+                                  Accumulators.n_values(self.n_labels, n_matrices))
+        return state if state == pair else 0
+
+    @property
+    def X(self):
+        """The feature matrix as float64 CSR (a copy, made once, if it is stored otherwise)."""
+        if self._X.dtype != np.float64:
+            self._X = sp.csr_matrix(self._X, dtype=np.float64)
+        return self._X
+
+    def _state(self, theta):
+        """The free state weights of ``theta`` as the kernels read them (a view)."""
+        return np.ascontiguousarray(theta[:self.layout.n_state], dtype=np.float64)
+
+    def _sequence_weights(self):
+        """The weight of every sequence (ones without sample_weight), float64."""
+        if self.sample_weight is None:
+            return np.ones(self.offsets.shape[0] - 1)
+        return np.ascontiguousarray(self.sample_weight, dtype=np.float64)
+
+    def potentials(self, theta):
+        """``(U, transition, start, end)`` at ``theta``; U of shape (n_tokens, n_labels).
+
+        U is a buffer that the next call overwrites. With bigram attributes
+        the transitions are a
+        :class:`~sklearn_crfloss.inference.PositionTransitions`.
+        """
+        if self._unary is None:
+            self._unary = np.empty((self.n_tokens, self.n_labels))
+        pair_potentials(*self._csr, *self._weights.weights(self._state(theta)), self._unary,
+                        self.n_threads)
+        transition, start, end = self.layout.unpack_tail(theta)
+        if self.bigram is not None:  # observation-dependent label bigrams
+            transition = self.bigram.transitions(transition, self.layout.bigram_weights(theta))
+        return self._unary, transition, start, end
+
+    def observed_counts(self):
+        """The weighted gold counts of every free parameter (computed once).
+
+        Returns
+        -------
+        ndarray of float64 of shape (n_params,)
+            ``theta @ observed_counts()`` is ``sum_i w_i score(y_i)``, the
+            weighted score of the gold label sequences.
+        """
+        if self._observed is None:
+            _, trans, start, end = gold_counts(self.y, self.offsets, self.n_labels,
+                                               self.sample_weight)
+            observed = np.empty(self.n_params)
+            acc, hot_acc = self._weights.accumulators(1, observed[:self.layout.n_state])
+            pair_counts(*self._csr, self._weights.code, acc[0], hot_acc[0],
+                        np.ascontiguousarray(self.y, dtype=np.intp), self.offsets,
+                        self._sequence_weights())
+            self._weights.gradient(acc, hot_acc, observed[:self.layout.n_state])
+            tail = self.layout.pack_tail(trans, start, end)
+            observed[self.layout.n_state:self.layout.n_state + tail.shape[0]] = tail
+            if self.bigram is not None:
+                observed[self.layout.n_base:] = self.bigram.gold_blocks(
+                    self.y, self.offsets, self.n_labels, self.sample_weight)
+            self._observed = observed
+        return self._observed
+
+    def _cll_kernel(self, theta, state_out, extra_columns=None, kept_sums=False, blocks=None):
+        """Run the fused CLL kernel at ``theta``: log Z and the per-block sums, unreduced.
+
+        ``state_out`` (the state block of a gradient) is the accumulator
+        itself when there is a single block. With ``extra_columns`` (a
+        ``_fused.CostColumns``) the kernel runs on its widened features
+        (softmax-margin); the returned dense-row accumulators then include
+        the extra rows after the state weights' own. Without, they may be
+        the objective's own: the caller gives them back
+        (``self._hot_acc.release``). With label bigrams the transition sums
+        and ``exp_trans`` are per distinct matrix (``_positions``), the sums
+        the objective's own if ``kept_sums`` (given back by
+        ``self._pair_sums.release``).
+        """
+        L = self.n_labels
+        transition, start, end = self.layout.unpack_tail(theta)
+        transition = np.ascontiguousarray(transition, dtype=np.float64)
+        start = np.ascontiguousarray(start, dtype=np.float64)
+        end = np.ascontiguousarray(end, dtype=np.float64)
+        if self.bigram is not None:
+            return self._position_cll_kernel(theta, transition, start, end, state_out,
+                                             kept_sums)
+        exp_trans, exp_start, exp_end, shifts = exp_potentials(transition, start, end)
+        weights = self._sequence_weights()
+        log_z = np.empty(weights.shape[0])
+        kept = (None if extra_columns is not None
+                else self._hot_acc.take(self._weights.n_blocks(self.n_threads)))
+        grad_acc, hot_acc = self._weights.accumulators(self.n_threads, state_out, kept, blocks)
+        acc = Accumulators(self.n_threads, L)
+        max_length = int(np.diff(self.offsets).max())
+        scratch = np.empty((self.n_threads, scratch_width(L, max_length)))
+        csr, (code, w, W_hot), all_hot = self._csr, self._weights.weights(self._state(theta)), hot_acc
+        if extra_columns is not None:
+            csr, code = extra_columns.csr, extra_columns.code
+            W_hot, all_hot = extra_columns.weights(W_hot, hot_acc)
+        try:
+            n_fallback = cll_features_batch(
+                *csr, code, w, W_hot, transition, start, end,
+                exp_trans, exp_start, exp_end, self.offsets, weights, log_z, grad_acc, all_hot,
+                acc.pair, acc.direct, acc.boundary, scratch, max_length, shifts[1], shifts[2],
+                shifts[0], self.n_threads,
+            )
+        except BaseException:
+            self._hot_acc.release(kept)
+            raise
+        return weights, log_z, grad_acc, all_hot, acc, exp_trans, n_fallback
+
+    def _position_cll_kernel(self, theta, transition, start, end, state_out, kept_sums):
+        """:meth:`_cll_kernel` with label bigrams: the table of distinct matrices per edge."""
+        L = self.n_labels
+        table = self.bigram.transitions(transition, self.layout.bigram_weights(theta)).table
+        exp_table, shifts, exp_start, exp_end, shift_boundary, t_range = exp_tables(
+            table, start, end, padded=True)
+        weights = self._sequence_weights()
+        log_z = np.empty(weights.shape[0])
+        kept = self._hot_acc.take(self._weights.n_blocks(self.n_threads))
+        grad_acc, hot_acc = self._weights.accumulators(self.n_threads, state_out, kept)
+        acc = (self._pair_sums.take if kept_sums else Accumulators)(self.n_threads, L,
+                                                                     table.shape[0])
+        max_length = int(np.diff(self.offsets).max())
+        scratch = np.empty((self.n_threads, position_scratch_width(L, max_length)))
+        try:
+            n_fallback = position_cll_features_batch(
+                *self._csr, *self._weights.weights(self._state(theta)), table, exp_table, shifts,
+                self.bigram.index, start, end, exp_start, exp_end, self.offsets, weights, log_z,
+                grad_acc, hot_acc, acc.pair, acc.direct, acc.boundary, scratch, max_length,
+                shift_boundary, t_range, self.n_threads)
+        except BaseException:
+            self._hot_acc.release(kept)
+            self._pair_sums.release(acc)
+            raise
+        return weights, log_z, grad_acc, hot_acc, acc, exp_table, n_fallback
+
+    def _cll_value_and_grad(self, theta, extra_columns=None):
+        """The conditional log-likelihood and its gradient by the fused kernel.
+
+        ``sum_i w_i log Z_i - theta . observed`` and ``expected - observed``;
+        with ``extra_columns`` (a ``_fused.CostColumns``) on its widened
+        features (softmax-margin).
+        """
+        layout = self.layout
+        grad = np.empty(self.n_params)
+        weights, log_z, grad_acc, hot_acc, acc, exp_trans, n_fallback = self._cll_kernel(
+            theta, grad[:layout.n_state], extra_columns, kept_sums=True)
+        try:
+            self._weights.gradient(grad_acc, hot_acc[:, :self._weights.W_hot.shape[0]],
+                                   grad[:layout.n_state])
+            counts, d_start, d_end = acc.counts(exp_trans, n_fallback)
+        finally:
+            self._hot_acc.release(hot_acc)
+            self._pair_sums.release(acc)
+        observed = self.observed_counts()
+        value = float(np.dot(weights, log_z)) - float(np.dot(theta, observed))
+        if self.bigram is not None:  # the chain rule to the shared matrix and the blocks
+            counts, grad[layout.n_base:] = self.bigram.chain(counts)
+        tail = layout.pack_tail(counts, d_start, d_end)
+        grad[layout.n_state:layout.n_state + tail.shape[0]] = tail
+        grad -= observed
+        return value, grad
+
+    def cll_blocks(self, theta, blocks=None, held=slice(None)):
+        """The fused CLL kernel's sums at ``theta`` per block of sequences, unreduced.
+
+        The kernel adds sequence ``k`` into block ``(k // 8) % n_blocks``
+        (``n_blocks`` from ``accumulator_blocks``), and
+        :meth:`loss_value_and_grad` adds the blocks in block order. Whoever
+        holds the blocks of a larger batch (the sequences of this one, at
+        the same positions modulo ``8 * n_blocks``) can add them in the same
+        order and obtain the same sums, rounding included: this is how
+        :class:`~sklearn_crfloss.dask.DaskCRFTagger` reproduces the
+        objective of one process.
+
+        Parameters
+        ----------
+        theta : ndarray of float64 of shape (n_params,)
+        blocks : ndarray of float64 of shape (n_blocks, layout.n_state) or None
+            Accumulators to add ``state`` into, zeroed by the caller (those
+            blocks it reads), e.g. kept between evaluations; None: new ones.
+        held : slice, default=slice(None)
+            The blocks returned complete (the others lack their dense rows).
+
+        Returns
+        -------
+        log_z : ndarray of shape (n_sequences,)
+            ``log Z`` of every sequence.
+        state : ndarray of shape (n_blocks, layout.n_state)
+            Each block's expected counts of the state parameters, in
+            ``theta``'s order.
+        pair, direct, boundary : ndarray of shape (n_blocks, ...)
+            The blocks of the transition and boundary sums
+            (``_forward_backward.Accumulators``; with label bigrams one
+            pair and direct sum per distinct matrix of ``self.bigram``).
+        n_fallback : int
+            Sequences computed in log space.
+        """
+        state = np.empty(self.layout.n_state)
+        _, log_z, blocks, hot_acc, acc, _, n_fallback = self._cll_kernel(theta, state,
+                                                                          blocks=blocks)
+        w = self._weights  # the blocks are this evaluation's own: completed in place
+        try:
+            for block, hot in zip(blocks[held], hot_acc[held]):
+                block[w.hot_index] = hot.reshape(-1)[w.hot_position]
+        finally:
+            self._hot_acc.release(hot_acc)
+        return log_z, blocks, acc.pair, acc.direct, acc.boundary, n_fallback
+
+    def loss_value_and_grad(self, theta, loss):
+        """Value and gradient of ``loss`` alone (no prior) at ``theta``.
+
+        Parameters
+        ----------
+        theta : ndarray of float64 of shape (n_params,)
+        loss : object with ``value_and_grad`` (the loss contract of
+            :class:`~sklearn_crfloss.losses.BaseLoss`)
+
+        Returns
+        -------
+        value : float
+        grad : ndarray of shape (n_params,)
+        """
+        if type(loss) is ConditionalLogLikelihood:
+            return self._cll_value_and_grad(theta)
+        fused = fused_value_and_grad(self, theta, loss)
+        if fused is not None:
+            return fused
+        unary, T, start, end = self.potentials(theta)
+        extra = {}
+        if self.token_weight is not None and get_loss_tags(loss).supports_token_weight:
+            extra["token_weight"] = self.token_weight
+        value, d_unary, d_T, d_start, d_end = loss.value_and_grad(
+            unary, T, start, end, self.y, self.offsets,
+            sample_weight=self.sample_weight, n_threads=self.n_threads, **extra,
+        )
+        grad = np.empty(self.n_params)
+        n_state = self.layout.n_state
+        grad_acc, hot_acc = self._weights.accumulators(self.n_threads, grad[:n_state])
+        pair_gradient(*self._csr, self._weights.code,
+                      np.ascontiguousarray(d_unary, dtype=np.float64), grad_acc, hot_acc,
+                      self.n_threads)
+        self._weights.gradient(grad_acc, hot_acc, grad[:n_state])
+        if self.bigram is not None:  # the chain rule to the shared matrix and the blocks
+            d_T, grad[self.layout.n_base:] = self.bigram.chain(d_T)
+        tail = self.layout.pack_tail(d_T, d_start, d_end)
+        grad[n_state:n_state + tail.shape[0]] = tail
+        return value, grad
+
+    def value_and_grad(self, theta, loss, prior, C):
+        """Value and gradient of ``loss(theta) + prior(theta, C)``.
+
+        Parameters
+        ----------
+        theta : ndarray of float64 of shape (n_params,)
+        loss : loss object
+        prior : object with ``value_and_grad(theta, C)``
+        C : float
+
+        Returns
+        -------
+        value : float
+        grad : ndarray of shape (n_params,)
+        """
+        value, grad = self.loss_value_and_grad(theta, loss)
+        p_value, p_grad = prior.value_and_grad(theta, C)
+        grad += p_grad
+        return value + p_value, grad

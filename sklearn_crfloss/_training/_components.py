@@ -1,0 +1,101 @@
+"""The loss, prior and solver an estimator trains with, resolved and checked together.
+
+:class:`~sklearn_crfloss.CRFTagger` and
+:class:`~sklearn_crfloss.dask.DaskCRFTagger` resolve their ``loss``,
+``prior`` and ``solver`` parameters here, at the start of ``fit``, and read
+what they need from a loss through its declared record
+(:func:`~sklearn_crfloss.losses.get_loss_tags`).
+"""
+
+from ..losses import get_loss
+from ..losses import get_loss_tags
+from ..priors import get_prior
+from ..solvers import default_solver, make_solver
+
+__all__ = ["check_token_weight_use", "resolve_components"]
+
+
+def resolve_components(est):
+    """The resolved loss, prior and solver of an estimator's parameters.
+
+    Parameters
+    ----------
+    est : CRFTagger
+        Its ``loss``, ``prior``, ``solver``, ``average``, ``eta0``,
+        ``random_state``, ``init`` and ``warm_start`` are read.
+
+    Returns
+    -------
+    loss, prior, solver
+        Fresh objects (the caller's are never changed by training).
+
+    Raises
+    ------
+    ValueError
+        On an unknown name, a hyperparameter out of range, an invalid
+        schedule of loss stages, or a solver that refuses the loss or prior.
+    TypeError
+        If a component is neither a name nor an object of the contract.
+    """
+    loss = get_loss(est.loss)
+    prior = get_prior(est.prior)
+    tags = get_loss_tags(loss)  # a schedule's values are checked here, before any training
+    spec = default_solver(loss, prior) if est.solver is None else est.solver
+    solver = make_solver(spec, average=est.average, eta0=est.eta0,
+                         random_state=est.random_state)
+    warm = est.warm_start and hasattr(est, "coef_")
+    from_zero = not (warm or starts_from_cll(est, tags, warm))
+    if hasattr(solver, "for_start"):  # a schedule's warm-up runs from zero only
+        solver = solver.for_start(from_zero=from_zero)
+    if hasattr(loss, "for_start"):  # MCE-F's beta='auto'
+        loss = loss.for_start(from_zero=from_zero)
+    solver.check(loss, prior)
+    return loss, prior, solver
+
+
+def starts_from_cll(est, tags, warm):
+    """Whether training runs a CLL stage first (``init='cll'``, or ``'auto'``).
+
+    Parameters
+    ----------
+    est : CRFTagger
+    tags : LossTags
+        The loss's tags (:func:`~sklearn_crfloss.losses.get_loss_tags`).
+    warm : bool
+        Whether training continues a previous fit (``warm_start=True``).
+
+    Returns
+    -------
+    bool
+        True for ``init='cll'`` with any loss but CLL, and for
+        ``init='auto'`` with a loss trained from a fit (``needs_init``:
+        MCE, MCE-F, the marginal losses, risk, Jensen risk bound) unless training
+        warm-starts: Suzuki et al. (2006) start MCE and MCE-F from the MAP
+        model (their Table 2), which scored higher than a start from zero.
+    """
+    if est.init is None or (tags.name or "") == "cll":
+        return False
+    return est.init == "cll" or (tags.needs_init and not warm)
+
+
+def check_token_weight_use(loss, solver):
+    """Raise unless ``loss`` and ``solver`` can train with per-token weights.
+
+    Parameters
+    ----------
+    loss : loss object
+    solver : solver object
+
+    Raises
+    ------
+    ValueError
+        If the loss does not declare ``supports_token_weight``, or the
+        solver is an online one.
+    """
+    tags = get_loss_tags(loss)
+    if not tags.supports_token_weight:
+        raise ValueError(f"token_weight is not supported by loss {tags.name or loss!r}; "
+                         "use 'pointwise', 'mixed' or 'labelwise'.")
+    if solver.dense_states:
+        raise ValueError(f"token_weight needs a batch solver such as 'lbfgs', "
+                         f"not {solver.name!r}.")

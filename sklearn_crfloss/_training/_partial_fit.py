@@ -1,0 +1,295 @@
+"""``CRFTagger.partial_fit``: one pass of an online solver over a batch, continued across calls.
+
+:class:`PartialFit` holds what successive calls share: the vectoriser (the
+hashing columns fixed by the first call, or a vocabulary that grows with
+the stream), the labels given by the first call's ``classes``, the resolved
+loss, prior and solver, and the solver's own state
+(:class:`~sklearn_crfloss.solvers._sgd.SGDState`: the scaled iterate, the
+averaging sums, the step count and step size of Bottou's SGD;
+:class:`~sklearn_crfloss.solvers._online.OnlineState`: the parameters and
+averaging sums of the perceptron and MIRA). Each call vectorises its batch,
+runs one epoch of the solver's ``partial_solve`` and returns what
+``CRFTagger`` records as its fitted state, so that ``predict`` works
+between calls.
+"""
+
+import copy
+
+import numpy as np
+
+from .._utils import validate_params
+from .._model import pack_blocks
+from .._model import ParameterLayout
+from .._data import check_sample_weight, check_sequences, encode_known_labels
+from .._model import BigramLayout, bigram_columns
+from .._data import SequenceVectorizer
+from ..losses import get_loss
+from ..losses import get_loss_tags
+from ..priors import get_prior
+from ..solvers import SGD, default_solver, make_solver
+from ..solvers import FitInfo
+from ..solvers import OnlineState
+from ..solvers import SGDState
+
+__all__ = ["PartialFit", "PartialFitMixin", "check_classes"]
+
+#: The solvers that ``partial_fit`` continues (one epoch per call).
+ONLINE_SOLVERS = ("sgd", "perceptron", "mira")
+
+
+def check_classes(classes):
+    """The sorted distinct labels of ``partial_fit``'s ``classes``.
+
+    Parameters
+    ----------
+    classes : array-like of hashable labels
+
+    Returns
+    -------
+    ndarray of shape (n_classes,)
+
+    Raises
+    ------
+    ValueError
+        If there are fewer than two distinct labels or one is None.
+    TypeError
+        If ``classes`` is not a list (or array) of labels.
+    """
+    if isinstance(classes, (str, bytes)) or not hasattr(classes, "__len__"):
+        raise TypeError(f"classes must be a list of labels, got {type(classes).__name__}.")
+    values = list(classes)
+    if any(label is None for label in values):
+        raise ValueError("classes contains None.")
+    out = np.unique(np.asarray(values))
+    if out.shape[0] < 2:
+        raise ValueError(f"classes must hold at least two distinct labels, got {values!r}.")
+    return out
+
+
+def online_solver(estimator, loss, prior):
+    """The online solver ``partial_fit`` runs for the estimator's ``solver`` and ``loss``.
+
+    ``solver=None``: the loss's own rule (the perceptron, MIRA) or SGD for
+    every other loss. A named or given ``'sgd'``, ``'perceptron'`` or
+    ``'mira'`` is used as ``fit`` would.
+
+    Raises
+    ------
+    ValueError
+        If ``solver`` is a batch solver or a schedule.
+    """
+    spec = estimator.solver
+    if spec is None:
+        rule = default_solver(loss, prior)
+        spec = rule if isinstance(rule, str) and rule in ("perceptron", "mira") else "sgd"
+    solver = make_solver(spec, average=estimator.average, eta0=estimator.eta0,
+                         random_state=estimator.random_state)
+    if getattr(solver, "name", None) not in ONLINE_SOLVERS or not hasattr(solver,
+                                                                            "partial_solve"):
+        raise ValueError(
+            "partial_fit trains with an online solver, one epoch per call: solver=None, "
+            f"'sgd', 'perceptron' or 'mira', not {estimator.solver!r} (use fit for batch "
+            "solvers).")
+    solver.check(loss, prior)
+    return solver
+
+
+class PartialFit:
+    """The state that successive ``partial_fit`` calls of one estimator share.
+
+    Parameters
+    ----------
+    estimator : CRFTagger
+        Its parameters (``loss``, ``prior``, ``C``, ``solver``, ``average``,
+        ``eta0``, ``random_state``, ``feature_hashing``,
+        ``all_possible_states``) are read once, at the first call.
+    classes : array-like
+        Every label the stream may hold.
+
+    Raises
+    ------
+    ValueError
+        On ``min_freq > 1`` (a count over the whole stream that one pass
+        cannot know), ``boundary_potentials=False``, a batch solver, or a
+        loss/prior the solver refuses.
+    """
+
+    def __init__(self, estimator, classes):
+        if estimator.min_freq > 1:
+            raise ValueError(
+                f"partial_fit cannot apply min_freq={estimator.min_freq}: the attribute "
+                "counts of the whole stream are not known while it is read. Use min_freq=1 "
+                "(with feature_hashing to bound the memory), or fit on a re-iterable stream.")
+        if not getattr(estimator, "boundary_potentials", True):
+            raise ValueError(
+                "partial_fit trains the start and end potentials: boundary_potentials=False "
+                "is supported by fit only.")
+        self.classes = check_classes(classes)
+        self.loss = get_loss(estimator.loss)
+        tags = get_loss_tags(self.loss)  # stages checked here, as in fit; trains the loss itself
+        self.prior = get_prior(estimator.prior)
+        if tags.needs_classes:
+            self.loss.set_classes(self.classes)
+        self.solver = online_solver(estimator, self.loss, self.prior)
+        self.C = float(estimator.C)
+        self.all_states = bool(estimator.all_possible_states)
+        self.features = SequenceVectorizer(1, estimator.feature_hashing)
+        self.run = None  # the solver's state, made at the first batch
+        self.info = FitInfo(converged=False)
+        self.coef = None  # the estimator's coef_ after the last call (fit replaces it)
+
+    def step(self, X, y, sample_weight=None, verbose=0):
+        """Vectorise a batch and run one epoch of the solver over it.
+
+        Parameters
+        ----------
+        X : list of sequences
+            As for ``fit``; of the kind (and width, for arrays) of the first
+            call.
+        y : list of sequences of labels
+            Labels from ``classes``.
+        sample_weight : array-like of shape (n_sequences,) or None
+
+        Returns
+        -------
+        tuple
+            ``(features, classes, layout, theta, info, loss, prior)``: the
+            arguments of the estimator's fitted state.
+
+        Raises
+        ------
+        ValueError, TypeError
+            On bad input (naming the sequence) or a label outside
+            ``classes``; the state is then unchanged.
+        """
+        first = self.run is None
+        kind, tokens, offsets = check_sequences(
+            X, kind=None if first else self.features.kind,
+            n_features=(self.features.n_input
+                        if not first and self.features.kind == "array" else None))
+        lengths = np.diff(offsets)
+        y_enc = encode_known_labels(y, lengths, self.classes)
+        sample_weight = check_sample_weight(sample_weight, lengths.shape[0])
+        features = copy.copy(self.features)
+        if first and kind == "dict" and features.feature_hashing is not None:
+            # Every hashing column from the first call on: the size is fixed.
+            Xc = features.fit_counts({}).transform(tokens, offsets)
+        elif first:
+            Xc = features.fit_transform(kind, tokens, offsets)
+        else:
+            Xc = features.extend_transform(tokens, offsets)
+        columns = bigram_columns(features.attributes)  # (new ones after the old ones)
+        L = self.classes.shape[0]
+        if first:
+            if isinstance(self.solver, SGD):
+                self.run = SGDState(Xc.shape[1], L, self.all_states, bool(self.solver.average))
+            else:
+                self.run = OnlineState(Xc.shape[1], L)
+        self.features = features
+        self.run.grow(Xc.shape[1], columns.shape[0])
+        self.run.observe(Xc, y_enc)
+        value = self.solver.partial_solve(Xc, y_enc, offsets, sample_weight, self.loss,
+                                          self.prior, self.C, self.run, verbose=verbose,
+                                          bigram_columns=columns)
+        self.info.n_iter += 1
+        self.info.loss_curve.append(float(value))
+        self.info.objective = float(value)  # the batch's epoch estimate (SGD's Notes)
+        self.info.message = f"partial_fit: {self.info.n_iter} batches"
+        if verbose:
+            print(f"partial_fit batch {self.info.n_iter}: {lengths.shape[0]} sequences, "
+                  f"{Xc.shape[1]} attributes, objective {value:.6e}", flush=True)
+        return self.fitted()
+
+    def fitted(self):
+        """The arguments of the estimator's fitted state for the current parameters."""
+        if isinstance(self.run, SGDState):
+            W, T, s, e, *blocks = self.run.parameters()
+            state_index = None if self.all_states else np.flatnonzero(self.run.mask)
+        else:
+            W, T, s, e, *blocks = self.solver.parameters_of(self.run)
+            state_index = None
+        columns = bigram_columns(self.features.attributes)
+        layout = (BigramLayout(W.shape[0], W.shape[1], state_index, columns) if columns.shape[0]
+                  else ParameterLayout(W.shape[0], W.shape[1], state_index))
+        theta = pack_blocks(layout, W, T, s, e, *blocks)
+        info = copy.copy(self.info)
+        info.loss_curve = list(self.info.loss_curve)
+        return (self.features, self.classes, layout, theta, info, self.loss, self.prior)
+
+
+class PartialFitMixin:
+    """``partial_fit`` for :class:`~sklearn_crfloss.CRFTagger` (out-of-core training)."""
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One epoch of the online solver over a batch, continuing the previous calls.
+
+        For data that do not fit in memory, or arrive over time (scikit-learn's
+        out-of-core convention, as ``SGDClassifier.partial_fit``).
+        ``solver=None`` trains with SGD (averaged, ASGD, with ``average``), or
+        the loss's own rule for ``'perceptron'`` and ``'mira'``; ``'sgd'``,
+        ``'perceptron'`` and ``'mira'`` may be named, batch solvers cannot.
+        The step schedule, the averaging and the L2 scale continue across
+        calls. Every sequence passed counts as a new one: after batches of
+        ``N`` sequences in all, the prior is that of :meth:`fit` on ``N``
+        sequences (a corpus streamed ``k`` times weighs ``k`` times against
+        the prior, as ``C`` times ``k`` would). ``eta0='auto'`` is calibrated
+        on the first batch; with ``average=True`` averaging starts after it.
+        The estimator's parameters are read at the first call; after
+        :meth:`fit`, the next call starts anew. ``max_iter``, ``tol``,
+        ``init``, ``warm_start`` and ``early_stopping`` do not apply (each
+        call is one epoch from where the last one ended).
+
+        With ``feature_hashing`` the parameter size is fixed by the first
+        call: ``feature_hashing * n_classes`` state weights, and as many
+        averaging sums (2 x 184 MB for ``2**20`` columns and 22 labels).
+        Without it, attributes not seen before extend the model as they
+        arrive, so the memory grows with the vocabulary of the stream.
+        ``min_freq > 1`` needs the counts of the whole stream and is refused.
+        With ``all_possible_states=False`` (SGD) the (attribute, label) pairs
+        trained are those observed in the batches so far.
+
+        Parameters
+        ----------
+        X : list of sequences
+            As in :meth:`fit`, of the same kind (and width) in every call.
+        y : list of sequences of labels
+            Labels from ``classes``.
+        classes : array-like or None, default=None
+            All the labels of the stream: required on the first call; if
+            given later, the same as on the first call.
+        sample_weight : array-like of shape (n_sequences,), default=None
+            Non-negative weight of each sequence.
+
+        Returns
+        -------
+        self : CRFTagger
+            Fitted after every call, so ``predict`` works between calls;
+            ``n_iter_`` counts the calls, ``loss_curve_`` holds one objective
+            estimate per call (the batch's losses, each before its step,
+            plus the penalty) and ``converged_`` is False.
+
+        Raises
+        ------
+        ValueError
+            If ``classes`` is missing on the first call or differs later, a
+            label is not in ``classes`` (naming the sequence), the solver is a
+            batch solver, ``min_freq > 1``, or on the errors of :meth:`fit`.
+        TypeError
+            If X, y or ``classes`` is not a list.
+        """
+        state = self.__dict__.get("_partial")
+        if state is not None and state.coef is not self.__dict__.get("coef_"):
+            state = None  # fit ran since: start anew
+        if state is None:
+            validate_params(self)
+            if classes is None:
+                raise ValueError("classes must be given on the first call to partial_fit: "
+                                 "every label the batches may hold.")
+            state = PartialFit(self, classes)
+        elif classes is not None and not np.array_equal(check_classes(classes), state.classes):
+            raise ValueError(f"classes={list(classes)!r} differs from the first call's "
+                             f"{state.classes.tolist()!r}.")
+        self._set_fitted(*state.step(X, y, sample_weight, verbose=self.verbose))
+        state.coef = self.coef_
+        self._partial = state
+        return self

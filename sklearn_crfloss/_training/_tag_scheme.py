@@ -1,0 +1,85 @@
+"""Training in another tag scheme: the glue between CRFTagger and segments.
+
+``CRFTagger(tag_scheme=...)`` converts the labels given to ``fit`` into the
+training scheme (:func:`~sklearn_crfloss.segments.convert_scheme`), records
+the pair ``(scheme of the given labels, training scheme)`` as
+``tag_schemes_``, decodes under the training scheme's constraints
+(:func:`~sklearn_crfloss.decoding.check_decoding`) and converts the decoded
+sequences back. This module holds the two conversions and the docstring text.
+"""
+
+from ..segments import convert_scheme, detect_scheme
+
+__all__ = ["TAG_SCHEME_DOC", "to_model_labels", "to_training_labels", "to_user_labels"]
+
+TAG_SCHEME_DOC = dict(
+    tag_scheme_parameter="""tag_scheme : {None, 'iob2', 'iobes', 'bilou'}, default=None
+    Chunk tagging scheme to train and decode in. None: the labels as given.
+    Otherwise ``fit`` detects the scheme of the labels (IOB1, IOB2, IOBES or
+    BILOU; :func:`~sklearn_crfloss.segments.detect_scheme`), converts them
+    to ``tag_scheme`` (:func:`~sklearn_crfloss.segments.convert_scheme`:
+    the same chunks, exactly invertible for well-formed sequences; the rare
+    ill-formed chunk is read as conlleval reads it), trains on them and
+    decodes under the constraints of ``tag_scheme`` (which replace
+    ``constraints``: every decoded sequence is well formed); ``predict``,
+    ``predict_nbest``, ``decode`` and ``score`` answer in the scheme of the
+    labels given to ``fit``, and ``sequence_log_proba`` reads ``y`` in it.
+    ``classes_``, the weights and ``predict_marginals`` are those of the
+    training labels. The labels must be ``'O'`` or ``<prefix>-<type>``.""",
+    tag_schemes_attribute="""tag_schemes_ : tuple of (str, str) or None
+    ``(scheme of the labels given to fit, training scheme)`` with
+    ``tag_scheme``, else None.""",
+)
+
+
+def to_training_labels(estimator, y):
+    """The label sequences to train on, in ``estimator.tag_scheme``.
+
+    With a ``tag_scheme``, sets ``estimator._tag_schemes`` to ``(detected
+    scheme, tag_scheme)``, which ``_set_fitted`` removes and publishes as
+    ``tag_schemes_`` once training has succeeded (an interrupted fit leaves
+    ``tag_schemes_`` as it was); without, removes it.
+
+    Parameters
+    ----------
+    estimator : CRFTagger
+        Its ``tag_scheme`` is the training scheme.
+    y : list of label sequences
+        The labels given to ``fit``.
+
+    Returns
+    -------
+    y_train : list of label sequences
+        ``y`` itself if ``tag_scheme`` is None or the detected scheme,
+        else ``y`` converted to ``tag_scheme``.
+
+    Raises
+    ------
+    ValueError
+        If a label is in no chunk tagging scheme (the message names the
+        sequence).
+    """
+    tag_scheme = estimator.tag_scheme
+    if tag_scheme is None:
+        estimator.__dict__.pop("_tag_schemes", None)
+        return y
+    source = detect_scheme(y)
+    estimator._tag_schemes = (source, tag_scheme)
+    return y if source == tag_scheme else convert_scheme(y, tag_scheme, source=source)
+
+
+def _convert(y, schemes, forward):
+    if schemes is None or schemes[0] == schemes[1]:
+        return y
+    source, target = schemes if forward else schemes[::-1]
+    return convert_scheme(y, target, source=source)
+
+
+def to_user_labels(estimator, y):
+    """Decoded label sequences (training scheme) in the scheme of the fit labels."""
+    return _convert(y, getattr(estimator, "tag_schemes_", None), forward=False)
+
+
+def to_model_labels(estimator, y):
+    """Label sequences in the scheme of the fit labels, in the training scheme."""
+    return _convert(y, getattr(estimator, "tag_schemes_", None), forward=True)
