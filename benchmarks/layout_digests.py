@@ -74,9 +74,11 @@ def main():
         est.fit(F_train, y_train)
         seconds = time.perf_counter() - t0
         f1 = segment_f1_score(y_test, est.predict(F_test))
-        coef = est.coef_ if hasattr(est, "coef_") else np.concatenate(
-            [e.coef_.ravel() for e in est.estimators_])
-        print(f"{name}: coef_ {digest(coef)}  all arrays {all_arrays_digest(est)}  "
+        # a pool: its experts' weights and the pooled model's, in order
+        coef = est.coef_ if name != "lop" else np.concatenate(
+            [e.coef_.ravel() for e in est.experts_] + [est.pool_.coef_.ravel()])
+        arrays = all_arrays_digest(est if name != "lop" else est.pool_)
+        print(f"{name}: coef_ {digest(coef)}  all arrays {arrays}  "
               f"test F1 {100 * f1:.4f}  n_iter_ {getattr(est, 'n_iter_', '-')}  "
               f"fit {seconds:.1f} s", flush=True)
     for repeat in range(args.timing_repeats if args.timing_iter else 0):
