@@ -42,7 +42,7 @@
 #   of mode 3; then, serially, the smoothing and the F-score ratio with numpy's
 #   operations in numpy's order (pairwise sums, no fused multiply-add), so
 #   that its value and gradient are bitwise those of the Python path
-#   (_fused_mce.label_margins and SegmentFScoreMCE.value_and_grad); then per
+#   (losses._mce_f_fast.label_margins and SegmentFScoreMCE.value_and_grad); then per
 #   sequence the span gradients as span_gradients_batch adds them.
 
 import numpy as np
@@ -640,7 +640,7 @@ cdef void _mce_f_gradient(
     # sequence set to the counts of the best paths weighted by the segments'
     # coefficients, the transition, start and end counts added to the
     # accumulators; the same additions in the same order as
-    # span_gradients_batch on _fused_mce.label_margins' sets of spans.
+    # span_gradients_batch on losses._mce_f_fast.label_margins' sets of spans.
     cdef Py_ssize_t L = d_unary.shape[1]
     cdef Py_ssize_t i, j, t
     cdef double c
@@ -697,7 +697,7 @@ def mce_f_labels_batch(
 
     Use :meth:`sklearn_crfloss.losses.SegmentFScoreMCE.value_and_grad`
     (``segment_match='labels'``, one transition matrix): Suzuki et al. 2006,
-    section 4, Eqs. 13-16, as ``_fused_mce.label_margins`` and the loss
+    section 4, Eqs. 13-16, as ``losses._mce_f_fast.label_margins`` and the loss
     compute it, bitwise. Inputs are not checked: the potentials (unary (n_tokens,
     L), transition (L, L), start, end (L,)), offsets and the gold labels y
     (in [0, L)) as ``inference.check_potentials`` and ``_Chain.labels``

@@ -4,7 +4,7 @@
 # Training stores only the free state weights (ParameterLayout.state_index,
 # sorted flat indices attribute * n_labels + label: theta's state block is
 # attribute-major), in a hybrid form (see _chain.pxd: gather_token and
-# _objective._StateWeights): an attribute with more than COLD_MAX = 3 free
+# _model._objective._StateWeights): an attribute with more than COLD_MAX = 3 free
 # labels gets a dense row of W_hot (its products are whole-row vector
 # operations), the others keep their few weights where they sit in theta
 # (CRFsuite's per-attribute feature lists), with their labels packed in the

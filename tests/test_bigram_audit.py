@@ -19,7 +19,7 @@ inference.marginals_vjp                        test_bigram_kernels: marginals_vj
 inference.max_marginals, viterbi_excluding,    test_fused_mce: position_max_marginals,
 segment_margins                                position_segment_margins; here:
                                                max_product_kernels
-MCE-F's fast path (_fused_mce)                 test_fused_mce: table_kernels_of_the_fast_path,
+MCE-F's fast path (_mce_f_fast)                test_fused_mce: table_kernels_of_the_fast_path,
                                                fast_path_equals_the_general_code
 decoding.viterbi_decode, apply_allowed         test_bigram_kernels: constraints
 decoding.nbest_decode, mea_decode              here: nbest (constrained), mea_decoding

@@ -86,7 +86,7 @@ class ParameterLayout:
     """
 
     #: Bigram attributes with weight blocks after the tail (none here; see
-    #: ``_label_bigrams.BigramLayout``).
+    #: ``_model._bigram_layout.BigramLayout``).
     n_bigram = 0
 
     def __init__(self, n_features, n_labels, state_index=None, labels=None, boundary=True):
