@@ -64,13 +64,15 @@ class ChunkDecoder:
     n_types : int
         Number of types, the empty one included (``len(type_names)`` of
         ``segments_from_codes``).
+    start_events, end_events : ndarray of uint8 of shape (n_labels + 1, n_labels)
+        ``start`` and ``end`` as the compiled kernels read them (views).
     """
 
     def __init__(self, classes, scheme):
         self.start, self.end, _, self.label_type, type_names = event_tables(classes, scheme)
         self.n_labels, self.n_types = len(classes), len(type_names)
-        self._start_events = self.start.view(np.uint8)
-        self._end_events = self.end.view(np.uint8)
+        self.start_events = self.start.view(np.uint8)
+        self.end_events = self.end.view(np.uint8)
 
     def segments(self, path, offsets):
         """The chunks of ``path``: ``segments_from_codes(path, offsets, classes, scheme=scheme)``.
@@ -92,7 +94,7 @@ class ChunkDecoder:
         # A chunk ends at the first end event after its start, at the latest
         # where its sequence ends (conlleval's blank line after it).
         out = np.empty((4, path.shape[0]), dtype=np.intp)
-        n = chunk_segments(self._start_events, self._end_events, self.label_type, path,
+        n = chunk_segments(self.start_events, self.end_events, self.label_type, path,
                            offsets, out)
         return out[0, :n], out[1, :n], out[2, :n], out[3, :n]
 
