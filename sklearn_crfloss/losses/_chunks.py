@@ -129,6 +129,7 @@ class ChunkEvents(ChunkDecoder):
 
     def __init__(self, classes, scheme):
         super().__init__(classes, scheme)
+        self._gold_structure = None  # chunk_margins' gold queries and events, per gold set
         n, cur_typ = self.n_labels, self.label_type
         self.code = (self.end.astype(np.int64) + 2 * self.start
                      + 4 * np.where(self.start, cur_typ[None, :], 0))
@@ -424,21 +425,25 @@ class SpanQueries:
                   acc)
 
 
-def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold, n_threads):
+def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold, n_threads,
+                  segments):
     """Segment margins of MCE-F with segments compared as chunks.
 
     Parameters
     ----------
     loss : SegmentFScoreMCE
-        Its ``false_positives`` and ``_segments``.
+        Its ``false_positives``.
     events : ChunkEvents
-        Of the loss's classes and scheme.
+        Of the loss's classes and scheme (it keeps the gold queries).
     unary, transition, start, end, y, offsets
         Potentials and gold labels (checked by the caller); ``transition``
         may be a :class:`~sklearn_crfloss.inference.PositionTransitions`.
     gold : tuple
         ``(seq, begin, stop, key, type)`` of the gold chunks.
     n_threads : int
+    segments : callable
+        ``segments(labels, offsets)``: the ``(seq, begin, stop, key, type)``
+        of the chunks of label paths, as the loss decodes them.
 
     Returns
     -------
@@ -461,17 +466,17 @@ def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold,
     mm, off = _tables(c, y)  # off: each token's best max-marginal off y's label
     gseq, gbeg, gend, gkey, gtype = gold
     q = SpanQueries(events, c, mm)
-    cache = getattr(loss, "_chunk_structure", None)  # the gold queries and events, per gold set
+    cache = events._gold_structure  # the gold queries and events, per gold set
     if cache is None or cache[0] is not gold:
         cache = (gold, q.bind(gseq, gbeg, gend, events.carry_queries(gseq, gbeg, gend, gtype),
                               True), events.token_events(y, offsets))
-        loss._chunk_structure = cache
+        events._gold_structure = cache
     exclude = loss.false_positives != "viterbi"
     wrong = np.empty(c.n_tokens, dtype=np.intp)
     g_with, g_without = q.run(cache[1], (y, exclude, wrong, off))
     if exclude:
         events.differ_in_chunks(c, wrong, y, cache[2])
-    wseq, wbeg, wend, wkey, wtype = loss._segments(wrong, offsets)
+    wseq, wbeg, wend, wkey, wtype = segments(wrong, offsets)
     if gkey.shape[0] and np.all(gkey[1:] > gkey[:-1]):  # sorted (the decoder's order)
         keep = gkey[np.minimum(np.searchsorted(gkey, wkey), gkey.shape[0] - 1)] != wkey
     else:

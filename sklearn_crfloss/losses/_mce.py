@@ -650,7 +650,7 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         # The per-fit caches of the gold segments and chunk masks are rebuilt
         # on demand; pickles and copies of a fitted estimator do not carry them.
         state = dict(super().__getstate__())
-        for key in ("_gold_cache", "_events_cache", "_decoder_cache", "_chunk_structure"):
+        for key in ("_gold_cache", "_events_cache", "_decoder_cache"):
             state.pop(key, None)
         return state
 
@@ -720,7 +720,7 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         if self.segment_match == "chunks":
             m_g, fp_seq, m_f, gradient = chunk_margins(
                 self, self._chunk_events(), unary, transition, start, end, y, offsets, gold,
-                n_threads)
+                n_threads, self._segments)
         else:
             m_g, fp_seq, m_f, gradient = self._label_margins(c, y, gold)
         wg = w[gseq]
