@@ -23,7 +23,7 @@ MCE-F's fast path (_mce_f_fast)                test_fused_mce: table_kernels_of_
                                                fast_path_equals_the_general_code
 decoding.viterbi_decode, apply_allowed         test_bigram_kernels: constraints
 decoding.nbest_decode, mea_decode              here: nbest (constrained), mea_decoding
-every loss of BIGRAM_LOSSES                    here: every_loss (value and table gradient);
+every loss with LossTags.label_bigrams         here: every_loss (value and table gradient);
                                                through the objective's chain rule:
                                                test_bigram_tagger and test_bigram_online
                                                objective_value_by_enumeration,
@@ -45,14 +45,13 @@ from numpy.testing import assert_allclose, assert_array_equal
 from scipy.special import logsumexp, softmax
 
 from sklearn_crfloss._model._bigram_rows import local_columns, pack_blocks, split_bigram_columns
-from sklearn_crfloss._model._bigram_layout import BIGRAM_LOSSES
 from sklearn_crfloss.decoding import mea_decode, nbest_decode
 from sklearn_crfloss.inference import (PositionTransitions, forward_backward, marginals_vjp,
                                        max_marginals, segment_margins, sequence_scores, viterbi,
                                        viterbi_2best, viterbi_excluding, viterbi_nbest)
-from sklearn_crfloss.losses import (MIRA, MinimumClassificationError, MixedLoss, Risk,
+from sklearn_crfloss.losses import (LOSSES, MIRA, MinimumClassificationError, MixedLoss, Risk,
                                     SegmentFScoreMCE, StructuredPerceptron,
-                                    LabelwiseAccuracyLoss)
+                                    LabelwiseAccuracyLoss, get_loss_tags)
 from sklearn_crfloss.solvers._online import MIRA as MIRARule
 from sklearn_crfloss.solvers._online import StructuredPerceptron as PerceptronRule
 
@@ -278,7 +277,7 @@ def _loss_instances():
              + [SegmentFScoreMCE(segment_match="chunks", false_positives=fp)
                 for fp in ("gold", "max_incorrect", "viterbi")]}
     losses = []
-    for cls in BIGRAM_LOSSES:
+    for cls in [c for c in LOSSES.values() if get_loss_tags(c()).label_bigrams]:
         losses += [cls()] + extra.get(cls, [])
     return losses
 

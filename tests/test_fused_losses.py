@@ -1,10 +1,10 @@
 """The fused kernels of softmax-margin, risk, labelwise, pointwise and mixed.
 
 The objective evaluates these losses in one pass over the features
-(sklearn_crfloss._model._fused_paths); every test compares that path with the general
-one (potentials handed to the loss's ``value_and_grad``, which
-check_loss verifies against enumeration and finite differences, chain
-rule applied after), with the definitions by enumeration, and with finite
+(each loss's ``fused_value_and_grad``, sklearn_crfloss/losses/_fused.py);
+every test compares that path with the general one (potentials handed to
+the loss's ``value_and_grad``, which check_loss verifies against
+enumeration and finite differences, chain rule applied after), with the definitions by enumeration, and with finite
 differences of the objective itself.
 """
 
@@ -16,7 +16,6 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
 from sklearn_crfloss import CRFTagger
-from sklearn_crfloss._model._fused_paths import fused_value_and_grad
 from sklearn_crfloss._model._objective import CRFObjective
 from sklearn_crfloss._model._parameters import ParameterLayout
 from sklearn_crfloss.losses import (BaseLoss, HammingCost, LabelwiseAccuracyLoss, MixedLoss,
@@ -91,8 +90,8 @@ def test_fused_loss_matches_general_path(name, n_labels, binary, weighted):
     objective, theta, _ = make_objective(rng, n_labels=n_labels, n_features=20, binary=binary,
                                          weighted=weighted)
     fused, general = PAIRS[name]()
-    assert fused_value_and_grad(objective, theta, fused) is not None
-    assert fused_value_and_grad(objective, theta, general) is None
+    assert fused.fused_value_and_grad(objective, theta) is not None
+    assert general.fused_value_and_grad(objective, theta) is None
     value, grad = objective.loss_value_and_grad(theta, fused)
     ref_value, ref_grad = objective.loss_value_and_grad(theta, general)
     assert_allclose(value, ref_value, rtol=1e-12)
@@ -221,7 +220,7 @@ class ThroughFeatures(BaseLoss):
                                  sample_weight=sample_weight, token_weight=token_weight,
                                  n_threads=n_threads)
         theta = layout.pack(unary, transition, start, end)
-        assert fused_value_and_grad(objective, theta, self.inner) is not None
+        assert self.inner.fused_value_and_grad(objective, theta) is not None
         value, grad = objective.loss_value_and_grad(theta, self.inner)
         return (value, *layout.unpack(grad))
 
@@ -262,10 +261,10 @@ def test_fused_mixed_loss_at_its_ends_is_pointwise_or_cll(lam, expected):
     rng = np.random.default_rng(8)
     objective, theta, _ = make_objective(rng, weighted=True, binary=False)
     token_weighted(objective, rng)
-    value, grad = fused_value_and_grad(objective, theta, MixedLoss(lam=lam))
+    value, grad = MixedLoss(lam=lam).fused_value_and_grad(objective, theta)
     if expected == "pointwise":
         ref_value, ref_grad = objective.loss_value_and_grad(theta, GeneralPointwise())
     else:
-        ref_value, ref_grad = objective._cll_value_and_grad(theta)
+        ref_value, ref_grad = objective.cll_value_and_grad(theta)
     assert_allclose(value, ref_value, rtol=1e-12)
     assert_allclose(grad, ref_grad, rtol=1e-11, atol=1e-12 * np.abs(ref_grad).max())

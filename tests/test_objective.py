@@ -62,7 +62,7 @@ def make_objective(rng, *, n_labels=6, n_features=14, lengths=(1, 4, 7, 3, 9, 2)
 def test_hybrid_storage_has_dense_and_compact_attributes():
     rng = np.random.default_rng(0)
     objective, _, _ = make_objective(rng)
-    weights = objective._weights
+    weights = objective.state_weights
     assert 0 < weights.n_hot < objective.n_features
     assert np.any(weights.code >= 0) and np.any(weights.code < 0)
     counts = np.bincount(objective.layout.state_index // objective.n_labels,
@@ -165,7 +165,7 @@ def test_fused_cll_matches_generic_path_with_padded_rows():
     rng = np.random.default_rng(7)
     objective, theta, _ = make_objective(rng, n_labels=13, n_features=20, binary=False,
                                          weighted=True, n_threads=2)
-    assert objective._weights.Lp == 16
+    assert objective.state_weights.Lp == 16
     value, grad = objective.loss_value_and_grad(theta, ConditionalLogLikelihood())
     ref_value, ref_grad = objective.loss_value_and_grad(theta, GenericCLL())
     assert_allclose(value, ref_value, rtol=1e-12)
@@ -230,7 +230,7 @@ def test_dense_row_gradient_adds_the_blocks_in_order(n_labels):
     index = np.concatenate([a * n_labels + np.sort(rng.choice(n_labels, 1 + a % 5, replace=False))
                             for a in range(14)])  # at 300 labels all rows dense, few pairs free
     objective, _, _ = make_objective(rng, n_labels=n_labels, state_index=index)
-    weights = objective._weights
+    weights = objective.state_weights
     gathered = 4 * weights.hot_position.shape[0] <= weights.W_hot.size
     assert gathered == (n_labels == 300)
     acc = rng.normal(size=(4, weights.n_state))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-import sklearn_crfloss._model._fused_paths as fused_module
+import sklearn_crfloss.losses._fused as fused_module
 import sklearn_crfloss._model._objective as objective_module
 from sklearn_crfloss._chain import _dispatch as _simd
 from sklearn_crfloss.losses import LabelwiseAccuracyLoss, Risk, SoftmaxMargin

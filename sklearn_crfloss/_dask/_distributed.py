@@ -33,7 +33,7 @@ from joblib import effective_n_jobs
 
 from .._chain import CHUNK, N_BLOCKS, Accumulators, exp_potentials, row_width
 from .._model import CRFObjective
-from ..losses import ConditionalLogLikelihood
+from ..losses import get_loss_tags
 
 __all__ = ["DistributedObjective", "Evaluator", "ParameterMixing", "WorkerData",
            "assign_groups", "select_sequences", "touched_parameters"]
@@ -234,7 +234,7 @@ class WorkerData:
             self.theta = np.zeros(layout.n_params)
         self.theta[self.take] = values
         theta = self.theta
-        if exact and type(loss) is ConditionalLogLikelihood:
+        if exact and get_loss_tags(loss).cll_blocks:
             if self.objective is None:  # exact zeros in every block
                 L = layout.n_labels
                 Lp, nb = row_width(L), self.groups.shape[0]
@@ -463,7 +463,7 @@ class DistributedObjective:
         """
         self.n_evaluations += 1
         theta = np.ascontiguousarray(theta, dtype=np.float64)
-        exact = self.exact and type(loss) is ConditionalLogLikelihood
+        exact = self.exact and get_loss_tags(loss).cll_blocks
         return self._call("evaluate", lambda i: (theta[self._take[i]], loss, exact),
                           (lambda replies: self._cll(theta, replies)) if exact
                           else self._sum)

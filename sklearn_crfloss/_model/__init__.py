@@ -4,7 +4,8 @@
 weights, transitions, start and end potentials; ``_bigram_layout`` adds the
 blocks of observation-dependent label bigrams; :class:`CRFObjective` binds
 the data once and evaluates ``loss + prior`` and its gradient in ``theta``
-(with the losses' fused paths, ``_fused_paths``); ``_bigram_rows`` gives the
+(asking each loss for its own fused evaluation first, ``losses/_fused.py``);
+``_bigram_rows`` gives the
 online solvers one sequence's rows and transitions.
 """
 

@@ -26,23 +26,11 @@ import scipy.sparse as sp
 from .._chain import PositionTransitions, position_gold_counts
 from .._data import BIGRAM_PREFIX
 from ._parameters import ParameterLayout
-from ..losses import get_loss_tags
-from ..losses import JensenRiskBound, Risk, SoftmaxMargin
-from ..losses import ConditionalLogLikelihood
-from ..losses import MIRA, MaxMargin, StructuredPerceptron
-from ..losses import LabelwiseAccuracyLoss, MixedLoss, PointwiseLoss
-from ..losses import MinimumClassificationError, SegmentFScoreMCE
+from ..losses import LOSSES, get_loss_tags
 
 __all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "bigram_columns", "check_no_bigrams",
            "make_layout", "model_transitions", "saved_layout", "set_bigram_state"]
 
-#: Losses whose ``value_and_grad`` takes
-#: :class:`~sklearn_crfloss.inference.PositionTransitions` (through
-#: forward_backward, marginals_vjp and their own gold counts per matrix).
-BIGRAM_LOSSES = (ConditionalLogLikelihood, SoftmaxMargin, Risk, JensenRiskBound, PointwiseLoss,
-                 LabelwiseAccuracyLoss,
-                 MixedLoss, MaxMargin, StructuredPerceptron, MIRA,
-                 MinimumClassificationError, SegmentFScoreMCE)
 #: The fitted attributes of CRFTagger's docstring that concern transitions.
 BIGRAM_DOC = dict(transition_attributes="""\
 transition_features_ : dict of {(label, label): float} or {(str, label, label): float}
@@ -189,7 +177,7 @@ def make_layout(features, n_features, n_labels, state_index, *, labels, boundary
         return ParameterLayout(n_features, n_labels, state_index, labels=labels,
                                boundary=boundary)
     problem = None
-    if type(loss) not in BIGRAM_LOSSES:
+    if not get_loss_tags(loss).label_bigrams:  # declared by the loss (LossTags)
         problem = f"the loss {get_loss_tags(loss).name or type(loss).__name__!r}"
     elif not _takes_bigrams(solver):
         problem = f"the solver {solver.name!r}"
@@ -200,7 +188,7 @@ def make_layout(features, n_features, n_labels, state_index, *, labels, boundary
         problem = "warm_start=True"
     if problem is None:
         return BigramLayout(n_features, n_labels, state_index, columns, boundary, labels)
-    remedy = (f"train them with loss {', '.join(repr(c.name) for c in BIGRAM_LOSSES)} and "
+    remedy = (f"train them with loss {', '.join(map(repr, _bigram_loss_names()))} and "
               f"solver {', '.join(map(repr, BIGRAM_SOLVERS))} (or a schedule of them)"
               if labels is None
               else "use another expert set")
@@ -209,6 +197,11 @@ def make_layout(features, n_features, n_labels, state_index, *, labels, boundary
         f"with {BIGRAM_PREFIX!r}, e.g. {features.attributes[columns[0]]!r}, from a template's "
         f"'B' lines with macros) are not supported by {problem}: {remedy}, or drop the "
         "bigram lines.")
+
+
+def _bigram_loss_names():
+    """The registered losses that take label bigrams (``LossTags.label_bigrams``)."""
+    return [name for name, cls in LOSSES.items() if get_loss_tags(cls()).label_bigrams]
 
 
 class BigramGroups:

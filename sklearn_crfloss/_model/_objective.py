@@ -38,7 +38,6 @@ import scipy.sparse as sp
 
 from .._chain import (Accumulators, accumulator_blocks, exp_potentials, row_width,
                                 scratch_width)
-from ._fused_paths import fused_value_and_grad
 from ._bigram_layout import BigramGroups
 from .._chain import exp_tables, position_scratch_width
 from .._chain import pair_counts
@@ -46,7 +45,6 @@ from .._chain import (cll_features_batch, pair_gradient, pair_potentials,
                     position_cll_features_batch)
 from .._data import column_counts
 from ..losses import get_loss_tags, gold_counts
-from ..losses import ConditionalLogLikelihood
 
 __all__ = ["CRFObjective", "kernel_csr"]
 
@@ -189,12 +187,12 @@ class _DenseRowAccumulators:
     """
 
     def __init__(self, weights, csr, offsets):
-        self._weights, self._csr, self._offsets = weights, csr, offsets
+        self.state_weights, self.csr, self._offsets = weights, csr, offsets
         self._lock = threading.Lock()
         self._acc = self._rows = None
 
     def __getstate__(self):
-        return self._weights, self._csr, self._offsets
+        return self.state_weights, self.csr, self._offsets
 
     def __setstate__(self, state):
         self.__init__(*state)
@@ -204,7 +202,7 @@ class _DenseRowAccumulators:
         if not self._lock.acquire(blocking=False):
             return None
         if self._acc is None or self._acc.shape[0] != n_blocks:
-            self._acc = np.zeros((n_blocks,) + self._weights.W_hot.shape)
+            self._acc = np.zeros((n_blocks,) + self.state_weights.W_hot.shape)
             self._rows = self._block_rows(n_blocks)
         return self._acc
 
@@ -221,17 +219,17 @@ class _DenseRowAccumulators:
 
     def _block_rows(self, n_blocks):
         """Per block, the dense rows of the attributes of its sequences (None: over half)."""
-        indptr, indices = self._csr[0], self._csr[1]
+        indptr, indices = self.csr[0], self.csr[1]
         offsets = self._offsets
         token_block = np.full(indptr.shape[0] - 1, -1, dtype=np.intp)
         token_block[offsets[0]:offsets[-1]] = np.repeat(
             (np.arange(offsets.shape[0] - 1) // 8) % n_blocks, np.diff(offsets))
-        code = self._weights.code[indices]
+        code = self.state_weights.code[indices]
         hot = code < 0
         rows = -code[hot] - 1
         feature_block = np.repeat(token_block, np.diff(indptr))[hot]
         blocks = [np.unique(rows[feature_block == b]) for b in range(n_blocks)]
-        half = self._weights.W_hot.shape[0] // 2
+        half = self.state_weights.W_hot.shape[0] // 2
         return [None if r.shape[0] > half else r for r in blocks]
 
 
@@ -298,8 +296,33 @@ class CRFObjective:
     ----------
     X : scipy.sparse.csr_matrix of float64
         The features (a property: converted once if given in another dtype).
-    n_params : int
-        ``layout.n_params``.
+    stored_X : scipy.sparse.csr_matrix
+        The features as stored (a property: an int8 indicator matrix stays
+        int8 until :attr:`X` is read), for a solver that keeps its own copy.
+    y, offsets, sample_weight, token_weight, layout, n_threads
+        The bound data, as given.
+    n_tokens, n_features, n_labels, n_params : int
+        The sizes (``n_params`` is ``layout.n_params``).
+    csr : tuple
+        ``(indptr, indices, data, binary)``: X in the kernels' CSR form
+        (:func:`kernel_csr`).
+    state_weights : _StateWeights
+        How the kernels store the free state weights: ``code`` and ``W_hot``
+        (the dense rows, ``Lp`` wide), ``accumulators`` for a kernel's
+        gradient and ``gradient`` to sum them into the state block.
+    bigram : BigramGroups or None
+        The observation-dependent label bigrams of the batch; None without.
+
+    Notes
+    -----
+    This is the interface that every evaluation path sees, as CRFsuite's
+    ``encoder_t`` is its trainers': :meth:`loss_value_and_grad` asks the
+    loss for its fused evaluation first (``fused_value_and_grad(objective,
+    theta)``, in ``losses/``), which uses only the members above and
+    :meth:`kernel_weights`, :meth:`sequence_weights`, :meth:`potentials`,
+    :meth:`observed_counts`, :meth:`cll_value_and_grad` and :meth:`kept`;
+    else the general path (``U = X @ W``, the loss's ``value_and_grad``,
+    ``X.T @ dU``).
     """
 
     def __init__(self, X, y, offsets, layout, *, sample_weight=None, token_weight=None,
@@ -311,9 +334,10 @@ class CRFObjective:
         self.n_tokens, self.n_features = X.shape
         L = layout.n_labels
         self.layout = layout
-        self._csr = kernel_csr(X)
-        self._weights = _StateWeights(layout.state_index, self.n_features, L, column_counts(X))
-        self._hot_acc = _DenseRowAccumulators(self._weights, self._csr, offsets)
+        self.csr = kernel_csr(X)
+        self.state_weights = _StateWeights(layout.state_index, self.n_features, L,
+                                           column_counts(X))
+        self._hot_acc = _DenseRowAccumulators(self.state_weights, self.csr, offsets)
         self._pair_sums = _KeptPairSums()  # label bigrams' per-matrix sums
         self.y = y
         self.offsets = offsets
@@ -326,7 +350,7 @@ class CRFObjective:
         # potentials (losses other than CLL), the observed counts (CLL).
         self._unary = None
         self._observed = None
-        self._fused_cache = {}  # _fused: softmax-margin's widened features
+        self._kept = {}  # what a loss's fused evaluation derives from the data (kept())
         # Observation-dependent label bigrams: the distinct rows of the bigram columns.
         self.bigram = (BigramGroups(X, offsets, layout.bigram_columns) if layout.n_bigram
                        else None)
@@ -339,7 +363,7 @@ class CRFObjective:
         (with label bigrams the transition sums are one per distinct matrix).
         """
         n_matrices = None if self.bigram is None else self.bigram.rows.shape[0]
-        state = self._weights.n_blocks(self.n_threads)
+        state = self.state_weights.n_blocks(self.n_threads)
         pair = accumulator_blocks(self.n_threads,
                                   Accumulators.n_values(self.n_labels, n_matrices))
         return state if state == pair else 0
@@ -351,11 +375,36 @@ class CRFObjective:
             self._X = sp.csr_matrix(self._X, dtype=np.float64)
         return self._X
 
+    @property
+    def stored_X(self):
+        """The feature matrix as stored: CSR, of the dtype given (until :attr:`X` converts it)."""
+        return self._X
+
     def _state(self, theta):
         """The free state weights of ``theta`` as the kernels read them (a view)."""
         return np.ascontiguousarray(theta[:self.layout.n_state], dtype=np.float64)
 
-    def _sequence_weights(self):
+    def kernel_weights(self, theta):
+        """``(code, w, W_hot)``: the state weights of ``theta`` as the feature kernels take them.
+
+        ``w`` is theta's state block (a view), ``W_hot`` the dense rows
+        (:attr:`state_weights`'s own buffer, filled from ``w``).
+        """
+        return self.state_weights.weights(self._state(theta))
+
+    def kept(self, key, make):
+        """What a loss's fused evaluation derives from the bound data, kept for the next one.
+
+        ``make()`` when ``key`` (a hashable description, e.g. of a cost
+        matrix) is not the one kept; one entry is kept at a time.
+        """
+        value = self._kept.get(key)
+        if value is None:
+            self._kept.clear()  # one at a time is kept
+            value = self._kept[key] = make()
+        return value
+
+    def sequence_weights(self):
         """The weight of every sequence (ones without sample_weight), float64."""
         if self.sample_weight is None:
             return np.ones(self.offsets.shape[0] - 1)
@@ -370,7 +419,7 @@ class CRFObjective:
         """
         if self._unary is None:
             self._unary = np.empty((self.n_tokens, self.n_labels))
-        pair_potentials(*self._csr, *self._weights.weights(self._state(theta)), self._unary,
+        pair_potentials(*self.csr, *self.kernel_weights(theta), self._unary,
                         self.n_threads)
         transition, start, end = self.layout.unpack_tail(theta)
         if self.bigram is not None:  # observation-dependent label bigrams
@@ -390,11 +439,11 @@ class CRFObjective:
             _, trans, start, end = gold_counts(self.y, self.offsets, self.n_labels,
                                                self.sample_weight)
             observed = np.empty(self.n_params)
-            acc, hot_acc = self._weights.accumulators(1, observed[:self.layout.n_state])
-            pair_counts(*self._csr, self._weights.code, acc[0], hot_acc[0],
+            acc, hot_acc = self.state_weights.accumulators(1, observed[:self.layout.n_state])
+            pair_counts(*self.csr, self.state_weights.code, acc[0], hot_acc[0],
                         np.ascontiguousarray(self.y, dtype=np.intp), self.offsets,
-                        self._sequence_weights())
-            self._weights.gradient(acc, hot_acc, observed[:self.layout.n_state])
+                        self.sequence_weights())
+            self.state_weights.gradient(acc, hot_acc, observed[:self.layout.n_state])
             tail = self.layout.pack_tail(trans, start, end)
             observed[self.layout.n_state:self.layout.n_state + tail.shape[0]] = tail
             if self.bigram is not None:
@@ -407,8 +456,8 @@ class CRFObjective:
         """Run the fused CLL kernel at ``theta``: log Z and the per-block sums, unreduced.
 
         ``state_out`` (the state block of a gradient) is the accumulator
-        itself when there is a single block. With ``extra_columns`` (a
-        ``_fused.CostColumns``) the kernel runs on its widened features
+        itself when there is a single block. With ``extra_columns`` (see
+        :meth:`cll_value_and_grad`) the kernel runs on its widened features
         (softmax-margin); the returned dense-row accumulators then include
         the extra rows after the state weights' own. Without, they may be
         the objective's own: the caller gives them back
@@ -426,15 +475,16 @@ class CRFObjective:
             return self._position_cll_kernel(theta, transition, start, end, state_out,
                                              kept_sums)
         exp_trans, exp_start, exp_end, shifts = exp_potentials(transition, start, end)
-        weights = self._sequence_weights()
+        weights = self.sequence_weights()
         log_z = np.empty(weights.shape[0])
         kept = (None if extra_columns is not None
-                else self._hot_acc.take(self._weights.n_blocks(self.n_threads)))
-        grad_acc, hot_acc = self._weights.accumulators(self.n_threads, state_out, kept, blocks)
+                else self._hot_acc.take(self.state_weights.n_blocks(self.n_threads)))
+        grad_acc, hot_acc = self.state_weights.accumulators(self.n_threads, state_out, kept,
+                                                            blocks)
         acc = Accumulators(self.n_threads, L)
         max_length = int(np.diff(self.offsets).max())
         scratch = np.empty((self.n_threads, scratch_width(L, max_length)))
-        csr, (code, w, W_hot), all_hot = self._csr, self._weights.weights(self._state(theta)), hot_acc
+        csr, (code, w, W_hot), all_hot = self.csr, self.kernel_weights(theta), hot_acc
         if extra_columns is not None:
             csr, code = extra_columns.csr, extra_columns.code
             W_hot, all_hot = extra_columns.weights(W_hot, hot_acc)
@@ -456,17 +506,17 @@ class CRFObjective:
         table = self.bigram.transitions(transition, self.layout.bigram_weights(theta)).table
         exp_table, shifts, exp_start, exp_end, shift_boundary, t_range = exp_tables(
             table, start, end, padded=True)
-        weights = self._sequence_weights()
+        weights = self.sequence_weights()
         log_z = np.empty(weights.shape[0])
-        kept = self._hot_acc.take(self._weights.n_blocks(self.n_threads))
-        grad_acc, hot_acc = self._weights.accumulators(self.n_threads, state_out, kept)
+        kept = self._hot_acc.take(self.state_weights.n_blocks(self.n_threads))
+        grad_acc, hot_acc = self.state_weights.accumulators(self.n_threads, state_out, kept)
         acc = (self._pair_sums.take if kept_sums else Accumulators)(self.n_threads, L,
                                                                      table.shape[0])
         max_length = int(np.diff(self.offsets).max())
         scratch = np.empty((self.n_threads, position_scratch_width(L, max_length)))
         try:
             n_fallback = position_cll_features_batch(
-                *self._csr, *self._weights.weights(self._state(theta)), table, exp_table, shifts,
+                *self.csr, *self.kernel_weights(theta), table, exp_table, shifts,
                 self.bigram.index, start, end, exp_start, exp_end, self.offsets, weights, log_z,
                 grad_acc, hot_acc, acc.pair, acc.direct, acc.boundary, scratch, max_length,
                 shift_boundary, t_range, self.n_threads)
@@ -476,20 +526,35 @@ class CRFObjective:
             raise
         return weights, log_z, grad_acc, hot_acc, acc, exp_table, n_fallback
 
-    def _cll_value_and_grad(self, theta, extra_columns=None):
+    def cll_value_and_grad(self, theta, extra_columns=None):
         """The conditional log-likelihood and its gradient by the fused kernel.
 
-        ``sum_i w_i log Z_i - theta . observed`` and ``expected - observed``;
-        with ``extra_columns`` (a ``_fused.CostColumns``) on its widened
-        features (softmax-margin).
+        ``sum_i w_i log Z_i - theta . observed`` and ``expected - observed``
+        (the log-likelihood's own fused evaluation, label bigrams included).
+
+        Parameters
+        ----------
+        theta : ndarray of float64 of shape (n_params,)
+        extra_columns : object or None, default=None
+            Features widened by dense columns (softmax-margin's cost
+            columns, ``losses/_fused.py``): its ``csr`` and ``code`` replace
+            :attr:`csr` and ``state_weights.code``, and ``weights(W_hot,
+            hot_acc)`` gives the dense rows (``W_hot`` first) and their
+            accumulators; the gradient of the extra rows is dropped. Without
+            label bigrams only.
+
+        Returns
+        -------
+        value : float
+        grad : ndarray of shape (n_params,)
         """
         layout = self.layout
         grad = np.empty(self.n_params)
         weights, log_z, grad_acc, hot_acc, acc, exp_trans, n_fallback = self._cll_kernel(
             theta, grad[:layout.n_state], extra_columns, kept_sums=True)
         try:
-            self._weights.gradient(grad_acc, hot_acc[:, :self._weights.W_hot.shape[0]],
-                                   grad[:layout.n_state])
+            self.state_weights.gradient(grad_acc, hot_acc[:, :self.state_weights.W_hot.shape[0]],
+                                        grad[:layout.n_state])
             counts, d_start, d_end = acc.counts(exp_trans, n_fallback)
         finally:
             self._hot_acc.release(hot_acc)
@@ -541,7 +606,7 @@ class CRFObjective:
         state = np.empty(self.layout.n_state)
         _, log_z, blocks, hot_acc, acc, _, n_fallback = self._cll_kernel(theta, state,
                                                                           blocks=blocks)
-        w = self._weights  # the blocks are this evaluation's own: completed in place
+        w = self.state_weights  # the blocks are this evaluation's own: completed in place
         try:
             for block, hot in zip(blocks[held], hot_acc[held]):
                 block[w.hot_index] = hot.reshape(-1)[w.hot_position]
@@ -563,14 +628,14 @@ class CRFObjective:
         value : float
         grad : ndarray of shape (n_params,)
         """
-        if type(loss) is ConditionalLogLikelihood:
-            return self._cll_value_and_grad(theta)
-        fused = fused_value_and_grad(self, theta, loss)
-        if fused is not None:
-            return fused
+        tags = get_loss_tags(loss)
+        if tags.fused_evaluation:  # the loss's own kernel on the features, if it has one
+            fused = loss.fused_value_and_grad(self, theta)
+            if fused is not None:
+                return fused
         unary, T, start, end = self.potentials(theta)
         extra = {}
-        if self.token_weight is not None and get_loss_tags(loss).supports_token_weight:
+        if self.token_weight is not None and tags.supports_token_weight:
             extra["token_weight"] = self.token_weight
         value, d_unary, d_T, d_start, d_end = loss.value_and_grad(
             unary, T, start, end, self.y, self.offsets,
@@ -578,11 +643,11 @@ class CRFObjective:
         )
         grad = np.empty(self.n_params)
         n_state = self.layout.n_state
-        grad_acc, hot_acc = self._weights.accumulators(self.n_threads, grad[:n_state])
-        pair_gradient(*self._csr, self._weights.code,
+        grad_acc, hot_acc = self.state_weights.accumulators(self.n_threads, grad[:n_state])
+        pair_gradient(*self.csr, self.state_weights.code,
                       np.ascontiguousarray(d_unary, dtype=np.float64), grad_acc, hot_acc,
                       self.n_threads)
-        self._weights.gradient(grad_acc, hot_acc, grad[:n_state])
+        self.state_weights.gradient(grad_acc, hot_acc, grad[:n_state])
         if self.bigram is not None:  # the chain rule to the shared matrix and the blocks
             d_T, grad[self.layout.n_base:] = self.bigram.chain(d_T)
         tail = self.layout.pack_tail(d_T, d_start, d_end)

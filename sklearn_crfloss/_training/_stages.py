@@ -174,10 +174,11 @@ def _warn_if_saturated_start(loss, x0, stage):
     almost no gradient (``saturation_``); from a start where that share
     exceeds :data:`SATURATED_START`, training cannot move far.
     """
-    share = getattr(loss, "saturation_", None)
+    tags = get_loss_tags(loss)
+    share = loss.saturation_ if tags.reports_saturation else None
     if share is None or not np.any(x0) or not share > SATURATED_START:
         return
-    name = get_loss_tags(loss).name or type(loss).__name__
+    name = tags.name or type(loss).__name__
     unit = "segments" if name == "mce_f" else "sequences"
     warnings.warn(
         f"{stage}: at the starting parameters {100 * share:.1f}% of the weighted training "

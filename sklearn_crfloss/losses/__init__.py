@@ -31,7 +31,7 @@ from ._cost import (
 )
 from ._likelihood import ConditionalLogLikelihood
 from ._margin import MIRA, MaxMargin, StructuredPerceptron
-from ._marginal import LabelwiseAccuracyLoss, MixedLoss, PointwiseLoss, token_weights
+from ._marginal import LabelwiseAccuracyLoss, MixedLoss, PointwiseLoss
 from ._mce import MinimumClassificationError, SegmentFScoreMCE
 from ._registry import LOSSES, get_loss
 

@@ -57,7 +57,14 @@ class BaseLoss(BaseEstimator):
 
     The estimator reads nothing else from a loss but this record and
     :meth:`value_and_grad` (and :meth:`set_classes` when the record's
-    ``needs_classes`` is set).
+    ``needs_classes`` is set, :meth:`fused_value_and_grad` when its
+    ``fused_evaluation`` is, ``value_and_grad_trusted`` when its
+    ``trusted_evaluation`` is).
+
+    A loss may also own a **fused evaluation**, a compiled kernel on the
+    training features that builds no (n_tokens, n_labels) array: the
+    objective asks :meth:`fused_value_and_grad` before it computes the
+    potentials (see ``losses/_fused.py``).
 
     A loss may also declare its **definition by enumeration**, a slow
     reference that :func:`~sklearn_crfloss.losses.check_loss` compares
@@ -91,15 +98,40 @@ class BaseLoss(BaseEstimator):
         -------
         LossTags
             Here: ``name`` from the class attribute, ``convex=True``,
-            ``needs_classes=True``, ``stages`` from :meth:`stages`, and the
-            other fields at their defaults.
+            ``needs_classes=True``, ``fused_evaluation=True``, ``stages``
+            from :meth:`stages`, and the other fields at their defaults.
 
         Raises
         ------
         ValueError
             If :meth:`stages` refuses the loss's schedule.
         """
-        return LossTags(name=self.name, convex=True, needs_classes=True, stages=self.stages())
+        return LossTags(name=self.name, convex=True, needs_classes=True, fused_evaluation=True,
+                        stages=self.stages())
+
+    def fused_value_and_grad(self, objective, theta):
+        """The loss and its gradient in the parameters by a fused kernel, or None.
+
+        Called by :meth:`CRFObjective.loss_value_and_grad
+        <sklearn_crfloss._model.CRFObjective.loss_value_and_grad>` before the
+        general path (potentials, :meth:`value_and_grad`, chain rule). A loss
+        with a compiled kernel on the features overrides it (see
+        ``losses/_fused.py``), for its own class only: a subclass may change
+        :meth:`value_and_grad`.
+
+        Parameters
+        ----------
+        objective : CRFObjective
+            The bound training data, read through its public members.
+        theta : ndarray of float64 of shape (n_params,)
+
+        Returns
+        -------
+        (float, ndarray of shape (n_params,)) or None
+            The value (no prior) and its gradient, or None: here, always
+            (the general path).
+        """
+        return None
 
     def stages(self):
         """The losses to train in turn, each from the last one's solution.
@@ -307,6 +339,44 @@ class LossTags:
     stages : list of loss objects or None, default=None
         The losses to train in turn, each from the last one's solution (an
         annealing schedule); None: the loss itself, one stage.
+    fused_evaluation : bool, default=False
+        Whether the objective asks ``loss.fused_value_and_grad(objective,
+        theta)`` first (a compiled kernel on the features; None: the general
+        path). :class:`BaseLoss` declares True (its method returns None).
+    trusted_evaluation : bool, default=False
+        Whether the loss has ``value_and_grad_trusted``, ``value_and_grad``
+        on potentials, labels and offsets that a solver built from checked
+        data (C-contiguous, of the right dtypes), which it does not check
+        again; the SGD solver's minibatch path calls it then
+        (:class:`SegmentFScoreMCE`).
+    label_bigrams : bool, default=False
+        Whether ``value_and_grad`` takes observation-dependent label bigrams
+        (a :class:`~sklearn_crfloss.inference.PositionTransitions` as
+        ``transition``); training refuses bigram attributes otherwise.
+        Declared by the registered losses for their exact class (a subclass
+        may change ``value_and_grad``).
+    cll_blocks : bool, default=False
+        Whether the loss is the conditional log-likelihood that the
+        objective's fused kernel evaluates (exactly
+        :class:`ConditionalLogLikelihood`): its per-block sums
+        (``CRFObjective.cll_blocks``) let
+        :class:`~sklearn_crfloss.dask.DaskCRFTagger` add the workers' parts
+        as one process does.
+    sgd_step : {'sum', 'max'} or None, default=None
+        The compiled per-sequence step of :class:`~sklearn_crfloss.solvers.SGD`
+        that gives this loss's gradient: ``'sum'`` forward-backward (the
+        log-likelihood, softmax-margin), ``'max'`` Viterbi (max-margin), on
+        the unary potentials plus the rows of ``sgd_cost``; None: the
+        generic minibatch path through ``value_and_grad``. Exact classes
+        only; a cost-sensitive loss declares it once ``set_classes`` has
+        set its ``cost_matrix_``.
+    sgd_cost : ndarray of shape (n_labels, n_labels) or None, default=None
+        The cost the compiled step adds (``cost_matrix_``); None: none.
+    reports_saturation : bool, default=False
+        Whether the loss has ``saturation_`` (None until ``value_and_grad``
+        has run in this process, which sets it): the weighted share of
+        terms whose smoothed loss has almost no gradient (the MCE losses).
+        Training warns when a stage starts mostly saturated.
     """
 
     name: str = None
@@ -318,6 +388,13 @@ class LossTags:
     additive: bool = True
     needs_classes: bool = False
     stages: list = field(default=None, repr=False)
+    fused_evaluation: bool = False
+    trusted_evaluation: bool = False
+    label_bigrams: bool = False
+    cll_blocks: bool = False
+    sgd_step: str = None
+    sgd_cost: object = field(default=None, repr=False, compare=False)
+    reports_saturation: bool = False
 
 
 def get_loss_tags(loss):

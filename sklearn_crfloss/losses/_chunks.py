@@ -64,13 +64,15 @@ class ChunkDecoder:
     n_types : int
         Number of types, the empty one included (``len(type_names)`` of
         ``segments_from_codes``).
+    start_events, end_events : ndarray of uint8 of shape (n_labels + 1, n_labels)
+        ``start`` and ``end`` as the compiled kernels read them (views).
     """
 
     def __init__(self, classes, scheme):
         self.start, self.end, _, self.label_type, type_names = event_tables(classes, scheme)
         self.n_labels, self.n_types = len(classes), len(type_names)
-        self._start_events = self.start.view(np.uint8)
-        self._end_events = self.end.view(np.uint8)
+        self.start_events = self.start.view(np.uint8)
+        self.end_events = self.end.view(np.uint8)
 
     def segments(self, path, offsets):
         """The chunks of ``path``: ``segments_from_codes(path, offsets, classes, scheme=scheme)``.
@@ -92,7 +94,7 @@ class ChunkDecoder:
         # A chunk ends at the first end event after its start, at the latest
         # where its sequence ends (conlleval's blank line after it).
         out = np.empty((4, path.shape[0]), dtype=np.intp)
-        n = chunk_segments(self._start_events, self._end_events, self.label_type, path,
+        n = chunk_segments(self.start_events, self.end_events, self.label_type, path,
                            offsets, out)
         return out[0, :n], out[1, :n], out[2, :n], out[3, :n]
 
@@ -127,6 +129,7 @@ class ChunkEvents(ChunkDecoder):
 
     def __init__(self, classes, scheme):
         super().__init__(classes, scheme)
+        self._gold_structure = None  # chunk_margins' gold queries and events, per gold set
         n, cur_typ = self.n_labels, self.label_type
         self.code = (self.end.astype(np.int64) + 2 * self.start
                      + 4 * np.where(self.start, cur_typ[None, :], 0))
@@ -422,21 +425,25 @@ class SpanQueries:
                   acc)
 
 
-def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold, n_threads):
+def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold, n_threads,
+                  segments):
     """Segment margins of MCE-F with segments compared as chunks.
 
     Parameters
     ----------
     loss : SegmentFScoreMCE
-        Its ``false_positives`` and ``_segments``.
+        Its ``false_positives``.
     events : ChunkEvents
-        Of the loss's classes and scheme.
+        Of the loss's classes and scheme (it keeps the gold queries).
     unary, transition, start, end, y, offsets
         Potentials and gold labels (checked by the caller); ``transition``
         may be a :class:`~sklearn_crfloss.inference.PositionTransitions`.
     gold : tuple
         ``(seq, begin, stop, key, type)`` of the gold chunks.
     n_threads : int
+    segments : callable
+        ``segments(labels, offsets)``: the ``(seq, begin, stop, key, type)``
+        of the chunks of label paths, as the loss decodes them.
 
     Returns
     -------
@@ -459,17 +466,17 @@ def chunk_margins(loss, events, unary, transition, start, end, y, offsets, gold,
     mm, off = _tables(c, y)  # off: each token's best max-marginal off y's label
     gseq, gbeg, gend, gkey, gtype = gold
     q = SpanQueries(events, c, mm)
-    cache = getattr(loss, "_chunk_structure", None)  # the gold queries and events, per gold set
+    cache = events._gold_structure  # the gold queries and events, per gold set
     if cache is None or cache[0] is not gold:
         cache = (gold, q.bind(gseq, gbeg, gend, events.carry_queries(gseq, gbeg, gend, gtype),
                               True), events.token_events(y, offsets))
-        loss._chunk_structure = cache
+        events._gold_structure = cache
     exclude = loss.false_positives != "viterbi"
     wrong = np.empty(c.n_tokens, dtype=np.intp)
     g_with, g_without = q.run(cache[1], (y, exclude, wrong, off))
     if exclude:
         events.differ_in_chunks(c, wrong, y, cache[2])
-    wseq, wbeg, wend, wkey, wtype = loss._segments(wrong, offsets)
+    wseq, wbeg, wend, wkey, wtype = segments(wrong, offsets)
     if gkey.shape[0] and np.all(gkey[1:] > gkey[:-1]):  # sorted (the decoder's order)
         keep = gkey[np.minimum(np.searchsorted(gkey, wkey), gkey.shape[0] - 1)] != wkey
     else:

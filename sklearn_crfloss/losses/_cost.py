@@ -19,6 +19,7 @@ from .._utils import fill_doc
 from .._utils import resolve
 from ..inference import forward_backward, marginals_vjp
 from ._base import BaseLoss, enumerated_gold_score
+from ._fused import RISK, applies, marginal_loss, softmax_margin
 from ._likelihood import ConditionalLogLikelihood
 
 __all__ = ["COST_LOSS_SECTIONS", "CostSensitiveLoss", "HammingCost", "JensenRiskBound",
@@ -193,6 +194,26 @@ class CostSensitiveLoss(BaseLoss):
         self.cost_matrix_ = get_cost(self.cost, self.cost_scale).matrix(self.classes_)
         return self
 
+    def __loss_tags__(self):
+        # Docstring inherited: the kernels' capabilities, of the exact classes
+        # (a subclass may change value_and_grad).
+        tags = super().__loss_tags__()
+        tags.label_bigrams = type(self) in (SoftmaxMargin, JensenRiskBound, Risk)
+        if type(self) is SoftmaxMargin:
+            self._declare_sgd_step(tags, "sum")
+        return tags
+
+    def _declare_sgd_step(self, tags, step):
+        """Declare the compiled SGD ``step`` on ``cost_matrix_`` once set_classes has set it."""
+        cost = getattr(self, "cost_matrix_", None)
+        if cost is not None:  # not prepared with set_classes: the generic path
+            tags.sgd_step, tags.sgd_cost = step, cost
+
+    def _cost_matrix(self, n_labels):
+        """The (n_labels, n_labels) cost matrix as float64, checked as ``_cost_rows``."""
+        return np.ascontiguousarray(self._cost_rows(np.arange(n_labels), n_labels),
+                                    dtype=np.float64)
+
     def _augmented(self, unary, y):
         """``U + c(y*_t, .)``: unary potentials plus each token's cost row."""
         return unary + self._cost_rows(y, unary.shape[1])
@@ -243,6 +264,13 @@ class SoftmaxMargin(CostSensitiveLoss):
         if sample_weight is not None:
             own = own * np.repeat(sample_weight, np.diff(offsets))
         return (value + float(own.sum()), *grads)
+
+    def fused_value_and_grad(self, objective, theta):
+        # Docstring inherited: the log-likelihood's kernel on the features
+        # widened by the cost columns (losses/_fused.py).
+        if not applies(self, SoftmaxMargin, objective):
+            return None
+        return softmax_margin(objective, theta, self._cost_matrix(objective.n_labels))
 
     def enumerated_loss(self, paths, scores, gold, token_weight=None):
         # Docstring inherited: log sum_y exp(score(y) + cost(gold, y)) - score(gold), Eq. 6.
@@ -333,6 +361,13 @@ class Risk(_ExpectedCostLoss):
         d_unary, d_T, d_start, d_end = marginals_vjp(
             unary, transition, start, end, offsets, cost_rows, n_threads=n_threads)
         return value, d_unary, d_T, d_start, d_end
+
+    def fused_value_and_grad(self, objective, theta):
+        # Docstring inherited: marginal_loss_features_batch (losses/_fused.py).
+        if not applies(self, Risk, objective):
+            return None
+        return marginal_loss(objective, theta, self, RISK,
+                             cost=self._cost_matrix(objective.n_labels))
 
     def enumerated_loss(self, paths, scores, gold, token_weight=None):
         # Docstring inherited: E_p[cost(gold, .)], Eq. 5.

@@ -31,6 +31,22 @@ class ConditionalLogLikelihood(BaseLoss):
 
     name = "cll"
 
+    def __loss_tags__(self):
+        # Docstring inherited: the kernels' capabilities, of this exact class
+        # (a subclass may change value_and_grad).
+        tags = super().__loss_tags__()
+        own = type(self) is ConditionalLogLikelihood
+        tags.label_bigrams = tags.cll_blocks = own
+        tags.sgd_step = "sum" if own else None
+        return tags
+
+    def fused_value_and_grad(self, objective, theta):
+        # Docstring inherited: the objective's own kernel (CRFObjective.cll_value_and_grad),
+        # label bigrams included; exact class only.
+        if type(self) is not ConditionalLogLikelihood:
+            return None
+        return objective.cll_value_and_grad(theta)
+
     def value_and_grad(self, unary, transition, start, end, y, offsets,
                        sample_weight=None, n_threads=1):
         # Docstring inherited from BaseLoss.

@@ -65,6 +65,10 @@ class MaxMargin(CostSensitiveLoss):
         tags = super().__loss_tags__()
         tags.smooth = False
         tags.default_solver = "sgd"
+        # The kernels' capabilities, of the exact classes (a subclass may change value_and_grad).
+        tags.label_bigrams = type(self) in (MaxMargin, MIRA)
+        if type(self) is MaxMargin:
+            self._declare_sgd_step(tags, "max")
         return tags
 
     def value_and_grad(self, unary, transition, start, end, y, offsets,
@@ -104,6 +108,7 @@ class StructuredPerceptron(BaseLoss):
         tags = super().__loss_tags__()
         tags.smooth = False
         tags.default_solver = "perceptron"
+        tags.label_bigrams = type(self) is StructuredPerceptron  # not a subclass's
         return tags
 
     def value_and_grad(self, unary, transition, start, end, y, offsets,

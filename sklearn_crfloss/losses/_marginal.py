@@ -26,6 +26,7 @@ from scipy.special import expit, logsumexp
 from .._utils import Interval, StrOptions, validate_parameter_constraints
 from ..inference import PositionTransitions, forward_backward, marginals_vjp, position_gold_counts
 from ._base import BaseLoss, enumerated_gold_score, enumerated_marginals, gold_counts
+from ._fused import LABELWISE_MODES, MIXED, POINTWISE, applies, marginal_loss
 
 __all__ = ["LabelwiseAccuracyLoss", "MixedLoss", "PointwiseLoss"]
 
@@ -40,7 +41,7 @@ _TINY = 1e-300
 def token_weights(y, offsets, sample_weight, token_weight):
     """Per-token weight: sample_weight of the token's sequence times token_weight.
 
-    Also used by the fused kernels' path (``sklearn_crfloss._model._fused_paths``).
+    Also used by the fused evaluations (``losses/_fused.py``).
 
     Raises
     ------
@@ -97,7 +98,15 @@ class _MarginalLoss(BaseLoss):
         tags.convex = False
         tags.needs_init = True
         tags.supports_token_weight = True
+        # The kernels' capabilities, of the exact classes (a subclass may change value_and_grad).
+        tags.label_bigrams = type(self) in (PointwiseLoss, LabelwiseAccuracyLoss, MixedLoss)
         return tags
+
+    def _fused_marginal(self, objective, theta, mode, alpha=0.0, lam=0.0):
+        """``marginal_loss_features_batch`` in ``mode`` with the objective's token weights."""
+        w = token_weights(objective.y, objective.offsets, objective.sample_weight,
+                          objective.token_weight)
+        return marginal_loss(objective, theta, self, mode, alpha, token_weight=w, lam=lam)
 
 
 class PointwiseLoss(_MarginalLoss):
@@ -143,6 +152,12 @@ class PointwiseLoss(_MarginalLoss):
         value, grad_mu = _pointwise(unary, transition, start, end, y, offsets, w, n_threads)
         return (value, *marginals_vjp(unary, transition, start, end, offsets, grad_mu,
                                       n_threads=n_threads))
+
+    def fused_value_and_grad(self, objective, theta):
+        # Docstring inherited: marginal_loss_features_batch (losses/_fused.py).
+        if not applies(self, PointwiseLoss, objective):
+            return None
+        return self._fused_marginal(objective, theta, POINTWISE)
 
     def enumerated_loss(self, paths, scores, gold, token_weight=None):
         # Docstring inherited: Definition 2, -sum_t w_t log p(y_t = y*_t | x).
@@ -251,6 +266,16 @@ class MixedLoss(_MarginalLoss):
         mix = 1.0 - lam
         return (lam * l1 + mix * l0, lam * d_unary + mix * pU, lam * d_trans + mix * pT,
                 lam * d_start + mix * ps, lam * d_end + mix * pe)
+
+    def fused_value_and_grad(self, objective, theta):
+        # Docstring inherited: the log-likelihood's kernel at lam = 1, else
+        # marginal_loss_features_batch (losses/_fused.py).
+        if not applies(self, MixedLoss, objective):
+            return None
+        lam = self._lambda()
+        if lam == 1.0:
+            return objective.cll_value_and_grad(theta)
+        return self._fused_marginal(objective, theta, MIXED, lam=lam)
 
     def enumerated_loss(self, paths, scores, gold, token_weight=None):
         # Docstring inherited: Definition 3, lam (log Z - score(y*)) + (1 - lam) pointwise.
@@ -390,6 +415,14 @@ class LabelwiseAccuracyLoss(_MarginalLoss):
             grad_mu[rows, rival] += w * dq
         return (value, *marginals_vjp(unary, transition, start, end, offsets, grad_mu,
                                       n_threads=n_threads))
+
+    def fused_value_and_grad(self, objective, theta):
+        # Docstring inherited: marginal_loss_features_batch in the mode of q,
+        # with the last alpha (losses/_fused.py).
+        if not applies(self, LabelwiseAccuracyLoss, objective):
+            return None
+        return self._fused_marginal(objective, theta, LABELWISE_MODES[self.q],
+                                    alpha=float(self.stages()[-1].alpha))
 
     def enumerated_loss(self, paths, scores, gold, token_weight=None):
         # Docstring inherited: sum_t w_t (1 - Q(.)) with the last alpha (Eqs. (9)-(10)).

@@ -145,13 +145,17 @@ class _SmoothedErrorLoss(BaseLoss):
     and start from a CLL fit.
     """
 
+    saturation_ = None  # set by every value_and_grad
+
     def __loss_tags__(self):
         # Docstring inherited.
         tags = super().__loss_tags__()
         tags.convex, tags.smooth, tags.needs_init = False, False, True
+        tags.reports_saturation = True
         # Suzuki et al. (2006), footnote 2: online GPD for ten iterations (from
         # zero only), then QuickProp; see :class:`sklearn_crfloss.solvers.Suzuki2006`.
         tags.default_solver = "suzuki2006"
+        tags.label_bigrams = type(self) in (MinimumClassificationError, SegmentFScoreMCE)  # exact
         return tags
 
     _parameter_constraints: dict = {
@@ -236,11 +240,11 @@ class MinimumClassificationError(_SmoothedErrorLoss):
 
     Attributes
     ----------
-    saturation_ : float
-        Set by every :meth:`value_and_grad`: the weighted share of the
-        sequences whose smoothed loss has almost no gradient (``dl/dd``
-        below about 1% of its largest value). ``CRFTagger.fit`` warns when
-        it exceeds 95% at the start of training.
+    saturation_ : float or None
+        Set by every :meth:`value_and_grad` (None before): the weighted
+        share of the sequences whose smoothed loss has almost no gradient
+        (``dl/dd`` below about 1% of its largest value). ``CRFTagger.fit``
+        warns when it exceeds 95% at the start of training.
 
     Raises
     ------
@@ -563,11 +567,11 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
     ----------
     classes_ : ndarray of shape (n_labels,)
         Label names of the label indices, set by :meth:`set_classes`.
-    saturation_ : float
-        Set by every :meth:`value_and_grad`: the weighted share of the gold
-        and false positive segments whose smoothed loss has almost no
-        gradient (``dl/dd`` below about 1% of its largest value).
-        ``CRFTagger.fit`` warns when it exceeds 95% at the start.
+    saturation_ : float or None
+        Set by every :meth:`value_and_grad` (None before): the weighted
+        share of the gold and false positive segments whose smoothed loss
+        has almost no gradient (``dl/dd`` below about 1% of its largest
+        value). ``CRFTagger.fit`` warns when it exceeds 95% at the start.
 
     Raises
     ------
@@ -595,7 +599,7 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
     def __loss_tags__(self):
         # Docstring inherited: a ratio of corpus-level sums, not a sum over sequences.
         tags = super().__loss_tags__()
-        tags.additive = False
+        tags.additive, tags.trusted_evaluation = False, True  # value_and_grad_trusted
         # The SGD epochs from a fit too: they won on the development split
         # (see :class:`sklearn_crfloss.solvers.GPDQuickProp`).
         tags.default_solver = "gpd_quickprop"
@@ -646,7 +650,7 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         # The per-fit caches of the gold segments and chunk masks are rebuilt
         # on demand; pickles and copies of a fitted estimator do not carry them.
         state = dict(super().__getstate__())
-        for key in ("_gold_cache", "_events_cache", "_decoder_cache", "_chunk_structure"):
+        for key in ("_gold_cache", "_events_cache", "_decoder_cache"):
             state.pop(key, None)
         return state
 
@@ -704,9 +708,8 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         c = Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
         unary, transition, start, end, offsets = c[:5]
         y = c.labels(y, "y")
-        fused = fused_value_and_grad(self, unary, transition, start, end, y, offsets,
-                                     sample_weight, c.n_threads, beta=_beta(self),
-                                     saturated_z=_SATURATED_Z)
+        fused = self._one_call(unary, transition, start, end, y, offsets, sample_weight,
+                               c.n_threads)
         if fused is not None:  # the common case, in one compiled call
             return fused
         n_seq = offsets.shape[0] - 1
@@ -717,7 +720,7 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         if self.segment_match == "chunks":
             m_g, fp_seq, m_f, gradient = chunk_margins(
                 self, self._chunk_events(), unary, transition, start, end, y, offsets, gold,
-                n_threads)
+                n_threads, self._segments)
         else:
             m_g, fp_seq, m_f, gradient = self._label_margins(c, y, gold)
         wg = w[gseq]
@@ -756,17 +759,22 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         grad = gradient(coef_g, coef_f)
         return (value,) + tuple(grad)
 
-    def _value_and_grad_trusted(self, unary, transition, start, end, y, offsets,
-                                sample_weight=None, n_threads=1):
+    def value_and_grad_trusted(self, unary, transition, start, end, y, offsets,
+                               sample_weight=None, n_threads=1):
         """:meth:`value_and_grad` on potentials, labels and offsets that an SGD
         solver built from checked data: the compiled call without checking them."""
-        fused = None
-        if type(self).value_and_grad is SegmentFScoreMCE.value_and_grad:
-            fused = fused_value_and_grad(self, unary, transition, start, end, y, offsets,
-                                         sample_weight, n_threads, beta=_beta(self),
-                                         saturated_z=_SATURATED_Z)
+        fused = (self._one_call(unary, transition, start, end, y, offsets, sample_weight, n_threads)
+                 if type(self).value_and_grad is SegmentFScoreMCE.value_and_grad else None)
         return fused if fused is not None else self.value_and_grad(
             unary, transition, start, end, y, offsets, sample_weight, n_threads)
+
+    def _one_call(self, unary, transition, start, end, y, offsets, sample_weight, n_threads):
+        """``_mce_f_fast.fused_value_and_grad`` if the fast and fused paths are on, else None."""
+        if self._fast_path and self._fused_path:
+            return fused_value_and_grad(self, unary, transition, start, end, y, offsets,
+                                        sample_weight, n_threads, beta=_beta(self),
+                                        saturated_z=_SATURATED_Z, decoder=self._decoder)
+        return None
 
     def _chunk_events(self):
         """:class:`ChunkEvents` of ``classes_`` and ``scheme``, cached."""
@@ -780,7 +788,7 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         :func:`~sklearn_crfloss.losses._chunks.chunk_margins` does.
         """
         if self._fast_path:  # the same margins, each kernel run once
-            return label_margins(self, c, y, gold)
+            return label_margins(self, c, y, gold, self._segments)
         unary, transition, start, end, offsets = c[:5]
         n_threads = c.n_threads
         gseq, gbeg, gend, gkey, _ = gold

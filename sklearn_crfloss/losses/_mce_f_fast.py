@@ -225,7 +225,7 @@ def path_gradient(c, add):
     return d_unary, d_trans, boundary[:L], boundary[L:]
 
 
-def label_margins(loss, c, y, gold):
+def label_margins(loss, c, y, gold, segments):
     """Margins of the gold and false positive segments, and their gradient.
 
     The fast path of ``SegmentFScoreMCE._label_margins`` (the segments
@@ -234,13 +234,16 @@ def label_margins(loss, c, y, gold):
     Parameters
     ----------
     loss : SegmentFScoreMCE
-        Its ``false_positives`` and its segment decoder (``_segments``).
+        Its ``false_positives``.
     c : Chain
         The checked potentials (``Chain.checked``) and thread count.
     y : ndarray of intp of shape (n_tokens,)
         The gold labels, checked (``c.labels``).
     gold : tuple
         ``loss._gold_segments(y, c.offsets)``.
+    segments : callable
+        ``segments(labels, offsets)``: the (seq, begin, stop, key, type)
+        arrays of the segments of label paths, as the loss decodes them.
 
     Returns
     -------
@@ -260,7 +263,7 @@ def label_margins(loss, c, y, gold):
                               loss.false_positives != "viterbi", wrong_path, np.zeros(c.n_seq),
                               c.n_threads, *off)
     gseq, gbeg, gend, gkey, _ = gold
-    wseq, wbeg, wend, wkey, _ = loss._segments(wrong_path, c.offsets)
+    wseq, wbeg, wend, wkey, _ = segments(wrong_path, c.offsets)
     if gkey.shape[0] and np.all(gkey[1:] > gkey[:-1]):  # sorted (the decoder's order)
         keep = gkey[np.minimum(np.searchsorted(gkey, wkey), gkey.shape[0] - 1)] != wkey
     else:
@@ -311,7 +314,7 @@ def stack_segments(first, second=None):
 
 
 def fused_value_and_grad(loss, unary, transition, start, end, y, offsets, sample_weight=None,
-                         n_threads=1, *, beta, saturated_z):
+                         n_threads=1, *, beta, saturated_z, decoder):
     """MCE-F's value and gradient in one compiled call, where it applies.
 
     :meth:`SegmentFScoreMCE.value_and_grad
@@ -328,8 +331,7 @@ def fused_value_and_grad(loss, unary, transition, start, end, y, offsets, sample
     Parameters
     ----------
     loss : SegmentFScoreMCE
-        Its parameters, ``classes_`` and segment decoder; ``saturation_``
-        is set.
+        Its parameters and ``classes_``; ``saturation_`` is set.
     unary : ndarray of float64 of shape (n_tokens, n_labels)
     transition : ndarray of float64 of shape (n_labels, n_labels)
     start, end : ndarray of float64 of shape (n_labels,)
@@ -348,13 +350,16 @@ def fused_value_and_grad(loss, unary, transition, start, end, y, offsets, sample
     saturated_z : float
         The smoothing's saturation threshold (``_SATURATED_Z`` of the loss
         module).
+    decoder : callable
+        ``decoder()``: the loss's :class:`~sklearn_crfloss.losses._chunks.ChunkDecoder`
+        of ``classes_`` (called only where the case applies).
 
     Returns
     -------
     tuple (value, d_unary, d_transition, d_start, d_end) or None
         None where the case does not apply (another ``segment_match``,
-        position-dependent transitions, the fast path off, no or mismatched
-        ``classes_``); the caller then takes the Python path.
+        position-dependent transitions, no or mismatched ``classes_``); the
+        caller then takes the Python path.
 
     Raises
     ------
@@ -365,7 +370,7 @@ def fused_value_and_grad(loss, unary, transition, start, end, y, offsets, sample
         to 0 (``saturation_`` is set first).
     """
     classes = getattr(loss, "classes_", None)
-    if (not (loss._fast_path and loss._fused_path) or loss.segment_match != "labels"
+    if (loss.segment_match != "labels"
             or type(transition) is not np.ndarray or classes is None
             or len(classes) != unary.shape[1]):
         return None
@@ -376,13 +381,13 @@ def fused_value_and_grad(loss, unary, transition, start, end, y, offsets, sample
         if w.shape != (offsets.shape[0] - 1,):
             raise ValueError(f"sample_weight must have shape ({offsets.shape[0] - 1},) (one "
                              f"weight per sequence), got {w.shape}")
-    decoder = loss._decoder()
+    decoder = decoder()
     kept = _kept_tables(unary)  # (None: the kernel allocates them)
     grad = (np.empty((n_tokens, L)), np.empty((L, L)), np.empty(L), np.empty(L))
     value, loss.saturation_, defined = mce_f_labels_batch(
         unary, transition, start, end, offsets, y, w, float(loss.alpha), beta,
         float(loss.gamma) ** 2, _FALSE_POSITIVES[loss.false_positives], saturated_z,
-        decoder._start_events, decoder._end_events, decoder.label_type, *grad,
+        decoder.start_events, decoder.end_events, decoder.label_type, *grad,
         accumulator_blocks(n_threads, L * L + 2 * L), n_threads,
         None if kept is None else (kept[0].alpha, kept[0].beta, kept[0].bp_fwd,
                                    kept[0].bp_bwd, *kept[1]))

@@ -53,7 +53,6 @@ from .._utils import Interval, StrOptions, validate_parameter_constraints
 from .._model import pack_blocks, split_bigram_columns
 from .._model import kernel_csr
 from ._sgd_loops import batch_potentials, sgd_pass, sgd_step
-from ..losses import ConditionalLogLikelihood, MaxMargin, SoftmaxMargin
 from ..exceptions import UndefinedLossError
 from ..losses import get_loss_tags
 from ..priors import GaussianPrior, NoPrior
@@ -66,22 +65,24 @@ from ._sgd_blocks import ScaledBlocks
 __all__ = ["SGD", "SGDState"]
 
 _KIND_SUM, _KIND_MAX = 0, 1
+_KINDS = {"sum": _KIND_SUM, "max": _KIND_MAX}
 
 
 def _compiled_kind(loss, n_labels):
     """(kind, cost matrix or None) of the compiled loop for ``loss``, or (None, None).
 
-    Exact types only: a subclass may change ``value_and_grad``.
+    The loss's record declares its step (``sgd_step``, ``sgd_cost``: exact
+    classes only, a subclass may change ``value_and_grad``).
     """
-    if type(loss) is ConditionalLogLikelihood:
-        return _KIND_SUM, None
-    if type(loss) in (SoftmaxMargin, MaxMargin):
-        cost = getattr(loss, "cost_matrix_", None)
-        if cost is None or cost.shape != (n_labels, n_labels):
-            return None, None  # not prepared with set_classes: the generic path
-        kind = _KIND_SUM if type(loss) is SoftmaxMargin else _KIND_MAX
-        return kind, np.ascontiguousarray(cost, dtype=np.float64)
-    return None, None
+    tags = get_loss_tags(loss)
+    if tags.sgd_step is None:
+        return None, None
+    cost = tags.sgd_cost
+    if cost is None:
+        return _KINDS[tags.sgd_step], None
+    if cost.shape != (n_labels, n_labels):
+        return None, None  # not prepared for these labels: the generic path
+    return _KINDS[tags.sgd_step], np.ascontiguousarray(cost, dtype=np.float64)
 
 
 def _report_undefined(counts, batch, monitor, often=0.05):
@@ -119,7 +120,7 @@ class _ScaledModel:
 
         # Minibatches on which the loss was undefined: [enlarged, skipped, steps].
         self.undefined = [0, 0, 0]
-        X = objective._X  # as stored (int8 indicators stay int8: no float64 copy)
+        X = objective.stored_X  # int8 indicators stay int8: no float64 copy
         L = layout.n_labels
         self.blocks = None  # observation-dependent label bigrams (ScaledBlocks)
         if layout.n_bigram:
@@ -127,6 +128,7 @@ class _ScaledModel:
         self.layout = layout
         self.L = L
         self.loss = loss
+        self.trusted = get_loss_tags(loss).trusted_evaluation  # value_and_grad_trusted
         self.kind = kind
         self.cost = np.zeros((0, L)) if cost is None else cost
         # The rows of W are kept by decreasing attribute frequency (the
@@ -255,7 +257,8 @@ class _ScaledModel:
         if self.token_weight is not None:
             extra["token_weight"] = self.token_weight[rows]
         # Built here from checked data: a loss may skip checking it again.
-        value_and_grad = getattr(self.loss, "_value_and_grad_trusted", self.loss.value_and_grad)
+        value_and_grad = (self.loss.value_and_grad_trusted if self.trusted
+                          else self.loss.value_and_grad)
         try:
             value, d_unary, d_T, d_start, d_end = value_and_grad(
                 unary, transition, tail[L * L:L * L + L], tail[L * L + L:],
@@ -702,7 +705,7 @@ class SGD(BaseSolver):
             state.rng = random_generator(self.random_state)
             state.average_start = self._average_start(n_seq) if state.BW.shape[0] else None
         columns = np.asarray(bigram_columns, dtype=np.intp)
-        data = SimpleNamespace(_X=X, y=y, offsets=offsets, sample_weight=sample_weight,
+        data = SimpleNamespace(stored_X=X, y=y, offsets=offsets, sample_weight=sample_weight,
                                token_weight=None, layout=SimpleNamespace(
                                    n_labels=L, n_bigram=columns.shape[0],
                                    bigram_columns=columns))

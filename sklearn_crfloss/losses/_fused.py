@@ -1,21 +1,28 @@
-"""Fused evaluations of the losses other than the log-likelihood.
+"""The losses' fused evaluations: a compiled kernel on the objective's features.
 
 :meth:`CRFObjective.loss_value_and_grad
-<sklearn_crfloss._model._objective.CRFObjective.loss_value_and_grad>` asks
-:func:`fused_value_and_grad` first; it returns ``None`` for a loss that has
-no fused kernel, which then takes the general path (``U = X @ W``, the
-loss's ``value_and_grad``, ``X.T @ dU``). A fused evaluation makes one pass
-over the features per sequence and builds no (n_tokens, n_labels) array:
+<sklearn_crfloss._model.CRFObjective.loss_value_and_grad>` asks the loss's
+``fused_value_and_grad(objective, theta)`` first (:class:`BaseLoss`'s
+returns ``None``); a loss with a fused kernel overrides it and calls one of
+the functions here, which read the objective only through its public
+members (``csr``, ``state_weights``, ``kernel_weights``,
+``sequence_weights``, ``cll_value_and_grad``, ``kept``, ...). Otherwise the
+loss takes the general path (``U = X @ W``, the loss's ``value_and_grad``,
+``X.T @ dU``). A fused evaluation makes one pass over the features per
+sequence and builds no (n_tokens, n_labels) array:
 
+* the conditional log-likelihood runs the objective's own kernel
+  (:meth:`~sklearn_crfloss._model.CRFObjective.cll_value_and_grad`,
+  label bigrams included);
 * softmax-margin (Gimpel & Smith 2010, Eq. 6) is the conditional
   log-likelihood on ``U + cost(y*_t, .)``: the log-likelihood's own kernel,
   on the features with one more column per token, the indicator of its gold
-  label, whose weights are the rows of the cost matrix;
+  label, whose weights are the rows of the cost matrix (:func:`softmax_margin`);
 * risk (Eq. 5), labelwise accuracy (Gross et al. 2006, Eqs. (9)-(10) and
   footnote 5) and the pointwise log loss (Tsuboi & Kashima, Definition 2)
-  run ``_fused_losses.marginal_loss_features_batch``: forward-backward,
-  the loss's dl/dmu and the marginals' vector-Jacobian product per
-  sequence (see its design notes);
+  run ``_fused_losses.marginal_loss_features_batch`` (:func:`marginal_loss`):
+  forward-backward, the loss's dl/dmu and the marginals' vector-Jacobian
+  product per sequence (see its design notes);
 * the λ-mixed loss (Tsuboi & Kashima, Definition 3) runs the same kernel:
   ``(1 - λ)`` times the pointwise terms plus ``λ`` times the log-likelihood's
   log Z and expected counts, from the same forward-backward; the observed
@@ -23,11 +30,13 @@ over the features per sequence and builds no (n_tokens, n_labels) array:
   own kernel. When a sequence leaves the scaled passes, the whole
   evaluation takes the general path.
 
-Only the exact loss classes take the fused path (a subclass may change
-``value_and_grad``). The kernels take the plain (n_labels, n_labels)
-transition matrix of the objective's layout. Gradients equal those of the general path up to
-rounding (tests/test_fused_losses.py). A sequence that the scaled passes
-cannot do (potentials of magnitude ~700) is evaluated by the general path.
+Only the exact loss classes take the fused path (:func:`applies`: a
+subclass may change ``value_and_grad``), and, but for the log-likelihood,
+only without observation-dependent label bigrams: the kernels take the plain
+(n_labels, n_labels) transition matrix of the objective's layout. Gradients
+equal those of the general path up to rounding (tests/test_fused_losses.py).
+A sequence that the scaled passes cannot do (potentials of magnitude ~700) is
+evaluated by the general path.
 """
 
 import numpy as np
@@ -35,62 +44,32 @@ import numpy as np
 from .._chain import Accumulators, exp_potentials, row_width
 from .._chain import fused_scratch_width
 from .._chain import marginal_loss_features_batch, pair_gradient
-from ..losses import get_loss_tags
-from ..losses import Risk, SoftmaxMargin
-from ..losses import LabelwiseAccuracyLoss, MixedLoss, PointwiseLoss, token_weights
+from ._base import get_loss_tags
 
-__all__ = ["fused_value_and_grad"]
+__all__ = ["LABELWISE_MODES", "MIXED", "POINTWISE", "RISK", "CostColumns", "applies",
+           "marginal_loss", "softmax_margin"]
 
-# The kernel's mode of each labelwise ``q`` (see _ext/_fused_losses.pyx).
-_LABELWISE_MODES = {"sigmoid": 1, "identity": 2, "log": 3}
+# The kernel's modes (see _ext/_fused_losses.pyx): the risk, each labelwise
+# ``q``, the pointwise log loss, the λ-mixed loss.
+RISK = 0
+LABELWISE_MODES = {"sigmoid": 1, "identity": 2, "log": 3}
+POINTWISE = 3
+MIXED = 4
 
 
-def fused_value_and_grad(objective, theta, loss):
-    """``loss``'s value and gradient at ``theta`` by a fused kernel, or None.
+def applies(loss, cls, objective):
+    """Whether ``loss`` takes the fused kernel of ``cls`` on ``objective``.
 
-    Parameters
-    ----------
-    objective : CRFObjective
-        The bound training data.
-    theta : ndarray of float64 of shape (n_params,)
-    loss : loss object
-
-    Returns
-    -------
-    (float, ndarray of shape (n_params,)) or None
-        None when ``loss`` has no fused kernel, or the objective has
-        observation-dependent label bigrams (its ``bigram`` attribute is
-        set): the kernels take one transition matrix for every position.
+    Exact types only (a subclass may change ``value_and_grad``), and no
+    observation-dependent label bigrams (the objective's ``bigram`` is
+    None): the kernels take one transition matrix for every position.
     """
-    if getattr(objective, "bigram", None) is not None:
-        return None  # position-dependent transitions: the general path
-    kind = type(loss)
-    if kind is SoftmaxMargin:
-        return _softmax_margin(objective, theta, loss)
-    if kind is Risk:
-        return _marginal_loss(objective, theta, loss, 0, 0.0, _cost_matrix(loss, objective))
-    if kind is LabelwiseAccuracyLoss:
-        return _marginal_loss(objective, theta, loss, _LABELWISE_MODES[loss.q],
-                              float(loss.stages()[-1].alpha), None)
-    if kind is PointwiseLoss:
-        return _marginal_loss(objective, theta, loss, 3, 0.0, None)
-    if kind is MixedLoss:
-        lam = loss._lambda()
-        if lam == 1.0:
-            return objective._cll_value_and_grad(theta)
-        return _marginal_loss(objective, theta, loss, 4, 0.0, None, lam=lam)
-    return None
-
-
-def _cost_matrix(loss, objective):
-    """The loss's (n_labels, n_labels) cost matrix, checked as the general path checks it."""
-    L = objective.n_labels
-    return np.ascontiguousarray(loss._cost_rows(np.arange(L), L), dtype=np.float64)
+    return type(loss) is cls and objective.bigram is None
 
 
 def _sequence_token_weights(objective):
     """Every token's sequence weight (ones without sample_weight)."""
-    return np.repeat(objective._sequence_weights(), np.diff(objective.offsets))
+    return np.repeat(objective.sequence_weights(), np.diff(objective.offsets))
 
 
 class CostColumns:
@@ -122,7 +101,7 @@ class CostColumns:
     """
 
     def __init__(self, objective, cost):
-        indptr, indices, data, binary = objective._csr
+        indptr, indices, data, binary = objective.csr
         n_tokens, L = objective.n_tokens, objective.n_labels
         y = np.asarray(objective.y, dtype=np.intp)
         extra = indptr[1:] + np.arange(n_tokens)  # each row's last slot in the widened CSR
@@ -137,7 +116,7 @@ class CostColumns:
             new_data[extra] = 1.0
             data = new_data
         self.csr = (indptr + np.arange(n_tokens + 1), new_indices, data, binary)
-        weights = objective._weights
+        weights = objective.state_weights
         self._n_hot = weights.W_hot.shape[0]
         self.code = np.concatenate([weights.code,
                                     -(self._n_hot + np.arange(L, dtype=np.int64) + 1)])
@@ -150,22 +129,44 @@ class CostColumns:
         return self._W_hot, np.zeros((hot_acc.shape[0],) + self._W_hot.shape)
 
 
-def _softmax_margin(objective, theta, loss):
-    """Softmax-margin: the log-likelihood kernel on the cost-widened features."""
-    cost = _cost_matrix(loss, objective)
-    key = ("cost", cost.tobytes())
-    columns = objective._fused_cache.get(key)
-    if columns is None:
-        objective._fused_cache.clear()  # one cost at a time is kept
-        columns = objective._fused_cache[key] = CostColumns(objective, cost)
-    return objective._cll_value_and_grad(theta, extra_columns=columns)
+def softmax_margin(objective, theta, cost):
+    """Softmax-margin with ``cost``: the log-likelihood kernel on the cost-widened features.
+
+    The widened features are kept by the objective (:meth:`kept`) for the
+    next evaluation with the same cost.
+    """
+    columns = objective.kept(("cost", cost.tobytes()), lambda: CostColumns(objective, cost))
+    return objective.cll_value_and_grad(theta, extra_columns=columns)
 
 
-def _marginal_loss(objective, theta, loss, mode, alpha, cost, lam=0.0):
+def marginal_loss(objective, theta, loss, mode, alpha=0.0, cost=None, token_weight=None,
+                  lam=0.0):
     """Risk, labelwise, pointwise or mixed by ``marginal_loss_features_batch``.
 
-    Mode 4 (mixed, weight ``lam`` of the log-likelihood) returns None when a
-    sequence fails the scaled passes: the caller then takes the general path.
+    Parameters
+    ----------
+    objective : CRFObjective
+    theta : ndarray of float64 of shape (n_params,)
+    loss : loss object
+        Its ``value_and_grad`` evaluates the sequences the kernel leaves to
+        log space.
+    mode : int
+        :data:`RISK`, one of :data:`LABELWISE_MODES`, :data:`POINTWISE` or
+        :data:`MIXED`.
+    alpha : float, default=0.0
+        The labelwise sigmoid's sharpness.
+    cost : ndarray of shape (n_labels, n_labels) or None
+        The risk's cost matrix.
+    token_weight : ndarray of shape (n_tokens,) or None
+        Each token's weight; None: its sequence's weight (the risk).
+    lam : float, default=0.0
+        The log-likelihood's weight (mode :data:`MIXED`).
+
+    Returns
+    -------
+    (float, ndarray of shape (n_params,)) or None
+        None in mode :data:`MIXED` when a sequence fails the scaled passes:
+        the caller then takes the general path.
     """
     layout = objective.layout
     L = objective.n_labels
@@ -173,11 +174,8 @@ def _marginal_loss(objective, theta, loss, mode, alpha, cost, lam=0.0):
     n_state = layout.n_state
     offsets = objective.offsets
     y = np.ascontiguousarray(objective.y, dtype=np.intp)
-    if mode == 0:  # the risk takes no token weights
+    if token_weight is None:  # the risk takes no token weights
         token_weight = _sequence_token_weights(objective)
-    else:
-        token_weight = token_weights(y, offsets, objective.sample_weight,
-                                      objective.token_weight)
     transition, start, end = (np.ascontiguousarray(a, dtype=np.float64)
                               for a in layout.unpack_tail(theta))
     exp_trans, exp_start, exp_end, shifts = exp_potentials(transition, start, end)
@@ -189,19 +187,20 @@ def _marginal_loss(objective, theta, loss, mode, alpha, cost, lam=0.0):
     values = np.zeros(n_seq)
     failed = np.zeros(n_seq, dtype=np.int8)
     grad = np.empty(objective.n_params)
-    grad_acc, hot_acc = objective._weights.accumulators(objective.n_threads, grad[:n_state])
+    state_weights = objective.state_weights
+    grad_acc, hot_acc = state_weights.accumulators(objective.n_threads, grad[:n_state])
     acc = Accumulators(objective.n_threads, L)
     max_length = int(np.diff(offsets).max())
     scratch = np.empty((objective.n_threads, fused_scratch_width(L, max_length)))
     n_failed = marginal_loss_features_batch(
-        *objective._csr, *objective._weights.weights(objective._state(theta)), transition,
+        *objective.csr, *objective.kernel_weights(theta), transition,
         start, E, np.ascontiguousarray(E.T), es, ee, offsets, y, token_weight,
         np.zeros((1, 1)) if cost is None else cost, mode, alpha, values, grad_acc, hot_acc,
         acc.pair, acc.boundary, scratch, max_length, failed, objective.n_threads,
-        objective._sequence_weights(), lam)
-    if mode == 4 and n_failed:
+        objective.sequence_weights(), lam)
+    if mode == MIXED and n_failed:
         return None
-    objective._weights.gradient(grad_acc, hot_acc, grad[:n_state])
+    state_weights.gradient(grad_acc, hot_acc, grad[:n_state])
     d_trans, d_start, d_end = acc.counts(exp_trans, 0)
     value = float(values.sum())
     if n_failed:
@@ -210,8 +209,8 @@ def _marginal_loss(objective, theta, loss, mode, alpha, cost, lam=0.0):
         grad[:n_state] += g_state
         d_trans, d_start, d_end = d_trans + tail[0], d_start + tail[1], d_end + tail[2]
     grad[n_state:] = layout.pack_tail(d_trans, d_start, d_end)
-    if mode == 4:  # the log-likelihood's shifts and observed counts
-        weights = objective._sequence_weights()
+    if mode == MIXED:  # the log-likelihood's shifts and observed counts
+        weights = objective.sequence_weights()
         lengths = np.diff(offsets)
         observed = objective.observed_counts()
         value += lam * (float(np.dot(weights, shifts[1] + shifts[2] + (lengths - 1) * shifts[0]))
@@ -238,11 +237,12 @@ def _general_on(objective, theta, loss, sequences):
     value, d_unary, d_trans, d_start, d_end = loss.value_and_grad(
         np.ascontiguousarray(unary[rows]), transition, start, end, objective.y[rows],
         sub_offsets, sample_weight=sample_weight, n_threads=objective.n_threads, **extra)
+    state_weights = objective.state_weights
     g_state = np.empty(objective.layout.n_state)
-    acc, hot_acc = objective._weights.accumulators(1, g_state)
+    acc, hot_acc = state_weights.accumulators(1, g_state)
     X = objective.X[rows]  # float64 CSR
     pair_gradient(X.indptr.astype(np.intp), X.indices.astype(np.int32), X.data, False,
-                  objective._weights.code,
+                  state_weights.code,
                   np.ascontiguousarray(d_unary, dtype=np.float64), acc, hot_acc, 1)
-    objective._weights.gradient(acc, hot_acc, g_state)
+    state_weights.gradient(acc, hot_acc, g_state)
     return value, g_state, (d_trans, d_start, d_end)
