@@ -45,7 +45,7 @@ from .decoding import CONSTRAINTS, DECODERS, check_decoding, decode, get_allowed
 from .inference import forward_backward, sequence_scores
 from .losses import LOSSES
 from .losses import get_loss_tags
-from .priors import PRIORS
+from .priors import PRIORS, get_prior_tags
 from .solvers import SOLVERS
 from .solvers import FitInfo, hold_out, stage_summary
 from ._training import (early_stopping_scoring, train_stages, warn_if_iob1_segments,
@@ -519,7 +519,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
                              None if dense else observed_pairs(Xc, y_enc, n_labels), labels=labels,
                              boundary=self.boundary_potentials, loss=loss, solver=solver,
                              estimator=self)
-        if hasattr(prior, "bind"):
+        if get_prior_tags(prior).needs_bind:
             prior = prior.bind(Xc, y_enc, offsets, layout)
         objective = make_objective(Xc, y_enc, offsets, layout, sample_weight=sample_weight,
                                    token_weight=token_weight,

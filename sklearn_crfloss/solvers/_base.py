@@ -4,7 +4,12 @@ from sklearn.base import BaseEstimator
 
 from ..losses import get_loss_tags
 
-__all__ = ["BaseSolver"]
+__all__ = ["BaseSolver", "prior_name"]
+
+
+def prior_name(tags, prior):
+    """A prior's name for a message: its declared ``tags.name``, else the object itself."""
+    return prior if tags.name is None else tags.name
 
 
 class BaseSolver(BaseEstimator):

@@ -14,6 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._utils import resolve
 from ..losses import get_loss_tags
+from ..priors import get_prior_tags
 from ._base import BaseSolver
 from ._lbfgs import LBFGS
 from ._online import MIRA, StructuredPerceptron
@@ -391,9 +392,7 @@ def default_solver(loss, prior):
     str or tuple
         A name of :data:`SOLVERS` or a schedule (for :func:`make_solver`).
     """
-    from ..priors import LaplacianPrior
-
     default = get_loss_tags(loss).default_solver
-    if isinstance(default, str) and default == "lbfgs" and isinstance(prior, LaplacianPrior):
+    if isinstance(default, str) and default == "lbfgs" and get_prior_tags(prior).l1:
         return "owlqn"
     return default
