@@ -46,9 +46,9 @@ from .inference import forward_backward, sequence_scores
 from .losses import LOSSES
 from .losses import get_loss_tags
 from .priors import PRIORS, get_prior_tags
-from .solvers import SOLVERS
-from .solvers import FitInfo, hold_out, stage_summary
-from ._training import (early_stopping_scoring, train_stages, warn_if_iob1_segments,
+from .solvers import SOLVERS, get_solver_tags, solvers_with
+from .solvers import FitInfo, hold_out
+from ._training import (StageSettings, early_stopping_scoring, train_stages, warn_if_iob1_segments,
                         warn_if_unscaled)
 
 __all__ = ["CRFTagger"]
@@ -490,7 +490,9 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
 
     def _components(self):
         """The resolved loss, prior and solver (ValueError on a bad combination)."""
-        return resolve_components(self)
+        return resolve_components(self.loss, self.prior, self.solver, average=self.average,
+                                  eta0=self.eta0, random_state=self.random_state,
+                                  init=self.init, warm=self.warm_start and hasattr(self, "coef_"))
 
     def _fit_vectorized(self, features, Xc, offsets, classes, y_enc, sample_weight=None,
                         token_weight=None, *, components=None, labels=None,
@@ -517,8 +519,10 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         dense = self.all_possible_states or solver.dense_states
         layout = make_layout(features, Xc.shape[1], n_labels,
                              None if dense else observed_pairs(Xc, y_enc, n_labels), labels=labels,
-                             boundary=self.boundary_potentials, loss=loss, solver=solver,
-                             estimator=self)
+                             boundary=self.boundary_potentials, loss=loss,
+                             solver_tags=get_solver_tags(solver),
+                             warm=self.warm_start and hasattr(self, "coef_"),
+                             solvers_with=solvers_with)
         if get_prior_tags(prior).needs_bind:
             prior = prior.bind(Xc, y_enc, offsets, layout)
         objective = make_objective(Xc, y_enc, offsets, layout, sample_weight=sample_weight,
@@ -543,11 +547,6 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
                                time.perf_counter() - t0), flush=True)
         return self
 
-    def _stage_done(self, stage, monitor, solver_name, seconds):
-        """Print the ``verbose >= 2`` summary line of one training stage."""
-        if self.verbose >= 2:
-            print(stage_summary(stage, monitor, solver_name, seconds), flush=True)
-
     def _snapshot(self, features, classes, layout, theta, loss, prior, info=None):
         """A fitted copy of the estimator holding ``theta`` (the callback's model, the fit's)."""
         model = copy.copy(self)
@@ -557,7 +556,10 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
     def _train(self, objective, loss, prior, solver, x0, from_zero, validation=None,
                snapshot=None):
         """Run the training stages (:func:`~._training.train_stages`)."""
-        return train_stages(self, objective, loss, prior, solver, x0, from_zero,
+        settings = StageSettings(C=self.C, init=self.init, init_C=self.init_C, tol=self.tol,
+                                 max_iter=self.max_iter, verbose=self.verbose,
+                                 callback=self.callback, n_iter_no_change=self.n_iter_no_change)
+        return train_stages(settings, objective, loss, prior, solver, x0, from_zero,
                             validation=validation, snapshot=snapshot)
 
     def _set_fitted(self, features, classes, layout, theta, info, loss, prior):

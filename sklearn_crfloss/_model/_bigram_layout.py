@@ -61,10 +61,6 @@ bigram_attributes_ : ndarray of object of shape (n_bigram,) or None
     (:class:`~sklearn_crfloss.features.TemplateFeatures` writes CRF++'s
     ``B01:%x[0,1]`` as the key ``'~B01'``). None without them.""")
 
-#: Solvers that take the bigram blocks: the batch solvers (through
-#: ``CRFObjective.value_and_grad``), SGD and the online rules (token-wise
-#: matrices, ``_bigram_rows``).
-BIGRAM_SOLVERS = ("lbfgs", "owlqn", "rprop", "quickprop", "sgd", "perceptron", "mira")
 
 
 def bigram_columns(attributes):
@@ -160,23 +156,35 @@ class BigramLayout(ParameterLayout):
                          "bigrams (bigram attributes); fit from scratch.")
 
 
-#: Solvers that train the blocks of LOPTagger's label experts: the batch
-#: solvers, whose steps are made of the objective's gradient, which is 0 on
-#: the blocks' entries outside the expert's labels (``_lop_parts``).
-LABEL_EXPERT_SOLVERS = ("lbfgs", "owlqn", "rprop", "quickprop")
-
-
-def _takes_bigrams(solver):
-    """Whether ``solver`` trains bigram blocks: one of :data:`BIGRAM_SOLVERS`, or a schedule
-    (:class:`~sklearn_crfloss.solvers.Schedule`, bound) whose every stage does."""
-    if hasattr(solver, "for_start"):  # a schedule, as fit binds it
-        return all(_takes_bigrams(stage) for stage, _ in solver.stages_)
-    return solver.name in BIGRAM_SOLVERS
-
-
-def make_layout(features, n_features, n_labels, state_index, *, labels, boundary, loss, solver,
-                estimator):
+def make_layout(features, n_features, n_labels, state_index, *, labels, boundary, loss,
+                solver_tags, warm, solvers_with):
     """The parameter layout of a fit: with bigram blocks if the attributes have any.
+
+    Parameters
+    ----------
+    features : SequenceVectorizer
+        The fitted vectoriser (its ``attributes`` name the bigram ones).
+    n_features, n_labels : int
+    state_index : ndarray of intp or None
+        The trained (attribute, label) pairs; None: all.
+    labels : ndarray of bool or None
+        A label expert's label mask (LOPTagger), or None.
+    boundary : bool
+        Whether start and end potentials are trained.
+    loss : loss object
+    solver_tags : SolverTags
+        The solver's record (``takes_bigrams``; ``trains_label_experts``
+        for a label expert).
+    warm : bool
+        Whether training continues a previous fit (``warm_start``).
+    solvers_with : callable
+        ``solvers_with(tag)``: the names of the registered solvers whose
+        record sets ``tag`` (:func:`sklearn_crfloss.solvers.solvers_with`),
+        for the message.
+
+    Returns
+    -------
+    ParameterLayout or BigramLayout
 
     Raises
     ------
@@ -191,17 +199,19 @@ def make_layout(features, n_features, n_labels, state_index, *, labels, boundary
     problem = None
     if type(loss) not in BIGRAM_LOSSES:
         problem = f"the loss {get_loss_tags(loss).name or type(loss).__name__!r}"
-    elif not _takes_bigrams(solver):
-        problem = f"the solver {solver.name!r}"
-    elif labels is not None and solver.name not in LABEL_EXPERT_SOLVERS:
-        problem = (f"the label experts of LOPTagger with the solver {solver.name!r} (they "
-                   f"train the blocks with {', '.join(map(repr, LABEL_EXPERT_SOLVERS))})")
-    elif estimator.warm_start and hasattr(estimator, "coef_"):
+    elif not solver_tags.takes_bigrams:
+        problem = f"the solver {solver_tags.name!r}"
+    elif labels is not None and not solver_tags.trains_label_experts:
+        problem = (f"the label experts of LOPTagger with the solver {solver_tags.name!r} (they "
+                   "train the blocks with "
+                   f"{', '.join(map(repr, solvers_with('trains_label_experts')))})")
+    elif warm:
         problem = "warm_start=True"
     if problem is None:
         return BigramLayout(n_features, n_labels, state_index, columns, boundary, labels)
     remedy = (f"train them with loss {', '.join(repr(c.name) for c in BIGRAM_LOSSES)} and "
-              f"solver {', '.join(map(repr, BIGRAM_SOLVERS))} (or a schedule of them)"
+              f"solver {', '.join(map(repr, solvers_with('takes_bigrams')))} "
+              "(or a schedule of them)"
               if labels is None
               else "use another expert set")
     raise ValueError(

@@ -38,6 +38,12 @@ class StepRuleSolver(BaseSolver):
     #: Halvings of a proposed step before the gradient fall-back.
     max_halvings = 5
 
+    def __solver_tags__(self):
+        # Docstring inherited.
+        tags = super().__solver_tags__()
+        tags.takes_bigrams = tags.trains_label_experts = True
+        return tags
+
     def check(self, loss, prior):
         # Docstring inherited.
         super().check(loss, prior)

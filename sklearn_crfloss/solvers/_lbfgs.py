@@ -123,6 +123,12 @@ class LBFGS(BaseSolver):
         self.max_corrections = max_corrections
         self.backend = backend
 
+    def __solver_tags__(self):
+        # Docstring inherited.
+        tags = super().__solver_tags__()
+        tags.takes_bigrams = tags.trains_label_experts = tags.line_search = True
+        return tags
+
     def check(self, loss, prior):
         # Docstring inherited.
         super().check(loss, prior)

@@ -235,6 +235,12 @@ class OWLQN(BaseSolver):
         self.epsilon = epsilon
         self.max_linesearch = max_linesearch
 
+    def __solver_tags__(self):
+        # Docstring inherited.
+        tags = super().__solver_tags__()
+        tags.takes_bigrams = tags.trains_label_experts = tags.line_search = True
+        return tags
+
     def check(self, loss, prior):
         # Docstring inherited.
         super().check(loss, prior)

@@ -551,6 +551,32 @@ class SGD(BaseSolver):
         self.batch_size = batch_size
         self.random_state = random_state
 
+    def __solver_tags__(self):
+        # Docstring inherited.
+        tags = super().__solver_tags__()
+        tags.online = tags.takes_bigrams = tags.shard_epochs = True
+        return tags
+
+    def new_state(self, n_features, n_labels, all_states):
+        """The state of a run of :meth:`partial_solve` (``partial_fit``), before any batch.
+
+        Parameters
+        ----------
+        n_features, n_labels : int
+        all_states : bool
+            Whether every (attribute, label) pair is trained, or those
+            observed.
+
+        Returns
+        -------
+        SGDState
+        """
+        return SGDState(n_features, n_labels, all_states, bool(self.average))
+
+    def parameters_of(self, state):
+        """``(W, transition, start, end, blocks)`` of ``state``: averaged once averaging began."""
+        return state.parameters()
+
     def check(self, loss, prior):
         # Docstring inherited.
         super().check(loss, prior)
