@@ -33,8 +33,8 @@ from ..losses import MIRA, MaxMargin, StructuredPerceptron
 from ..losses import LabelwiseAccuracyLoss, MixedLoss, PointwiseLoss
 from ..losses import MinimumClassificationError, SegmentFScoreMCE
 
-__all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "bigram_columns", "check_no_bigrams",
-           "make_layout", "model_transitions", "saved_layout", "set_bigram_state"]
+__all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "bigram_columns", "bigram_state",
+           "check_no_bigrams", "make_layout", "model_transitions", "saved_layout"]
 
 #: Losses whose ``value_and_grad`` takes
 #: :class:`~sklearn_crfloss.inference.PositionTransitions` (through
@@ -306,35 +306,50 @@ class BigramGroups:
         return flat.sum(axis=0).reshape(L, L), np.asarray(self.rows.T @ flat).ravel()
 
 
-def set_bigram_state(estimator, layout, theta):
-    """Set the fitted ``bigram_attributes_`` and ``bigram_coef_`` (None without bigrams)."""
+def bigram_state(layout, theta, attributes):
+    """The fitted ``bigram_attributes_`` and ``bigram_coef_`` (None, None without bigrams).
+
+    Parameters
+    ----------
+    layout : ParameterLayout or BigramLayout
+    theta : ndarray of float64 of shape (layout.n_params,)
+    attributes : ndarray of str of shape (n_features,)
+        The fitted ``attributes_``.
+
+    Returns
+    -------
+    bigram_attributes : ndarray of object or None
+    bigram_coef : ndarray of shape (n_bigram, n_labels, n_labels) or None
+    """
     if layout.n_bigram:
-        estimator.bigram_attributes_ = estimator.attributes_[layout.bigram_columns]
-        estimator.bigram_coef_ = np.array(layout.bigram_weights(theta))
-    else:
-        estimator.bigram_attributes_ = estimator.bigram_coef_ = None
+        return attributes[layout.bigram_columns], np.array(layout.bigram_weights(theta))
+    return None, None
 
 
-def model_transitions(estimator, X, offsets):
+def model_transitions(X, offsets, transition, bigram_coef, attributes):
     """A fitted tagger's transitions for the rows of X: ``transition_`` or position-dependent.
 
     Parameters
     ----------
-    estimator : CRFTagger
-        Fitted.
     X : scipy.sparse matrix of shape (n_tokens, n_features)
         The vectorised sequences.
     offsets : ndarray of intp of shape (n_sequences + 1,)
+    transition : ndarray of shape (n_labels, n_labels)
+        The fitted ``transition_``.
+    bigram_coef : ndarray of shape (n_bigram, n_labels, n_labels) or None
+        The fitted ``bigram_coef_`` (None without bigram attributes, and in
+        models of older versions).
+    attributes : ndarray of str of shape (n_features,)
+        The fitted ``attributes_``.
 
     Returns
     -------
     ndarray of shape (n_labels, n_labels) or PositionTransitions
     """
-    if getattr(estimator, "bigram_coef_", None) is None:  # (None in models of older versions)
-        return estimator.transition_
-    columns = bigram_columns(estimator.attributes_)
-    return BigramGroups(X, offsets, columns).transitions(estimator.transition_,
-                                                         estimator.bigram_coef_)
+    if bigram_coef is None:
+        return transition
+    columns = bigram_columns(attributes)
+    return BigramGroups(X, offsets, columns).transitions(transition, bigram_coef)
 
 
 def saved_layout(blocks, attributes, n_labels, state_index, where):
