@@ -28,13 +28,13 @@ from ._data import names_like
 from ._training import FIT_DOC, check_validation_set, keyword_only_after_y, validation_score
 from ._evaluation import check_scorer_call
 from ._lop import make_objective
-from ._model import BIGRAM_DOC, make_layout, model_transitions, set_bigram_state
+from ._model import BIGRAM_DOC, bigram_state, make_layout, model_transitions
 from ._model import observed_pairs
 from ._training import PartialFitMixin
 from ._data import is_stream, vectorize_stream
 from ._utils import VersionedStateMixin
 from ._utils import RegisteredParamsMixin
-from ._training import publish, snapshot_methods
+from ._training import fitted_state, snapshot_methods
 from ._training import TAG_SCHEME_DOC, to_model_labels, to_training_labels, to_user_labels
 from ._data import (check_sample_weight, check_sequences, check_token_weight,
                           encode_known_labels, encode_labels)
@@ -45,10 +45,10 @@ from .decoding import CONSTRAINTS, DECODERS, check_decoding, decode, get_allowed
 from .inference import forward_backward, sequence_scores
 from .losses import LOSSES
 from .losses import get_loss_tags
-from .priors import PRIORS
-from .solvers import SOLVERS
-from .solvers import FitInfo, hold_out, stage_summary
-from ._training import (early_stopping_scoring, train_stages, warn_if_iob1_segments,
+from .priors import PRIORS, get_prior_tags
+from .solvers import SOLVERS, get_solver_tags, solvers_with
+from .solvers import FitInfo, hold_out
+from ._training import (StageSettings, early_stopping_scoring, train_stages, warn_if_iob1_segments,
                         warn_if_unscaled)
 
 __all__ = ["CRFTagger"]
@@ -460,12 +460,20 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
             passed positionally.
         """
         if is_stream(X):
-            return self._fit_vectorized(*vectorize_stream(X, y, sample_weight, token_weight, self))
+            validate_params(self)
+            return self._fit_vectorized(*vectorize_stream(
+                X, y, sample_weight, token_weight, min_freq=self.min_freq,
+                feature_hashing=self.feature_hashing))
         validate_params(self)
         loss, prior, solver = self._components()
         kind, tokens, offsets = check_sequences(X)
         lengths = np.diff(offsets)
-        classes, y_enc = encode_labels(to_training_labels(self, y), lengths)
+        y_train, schemes = to_training_labels(self.tag_scheme, y)
+        if schemes is None:
+            self.__dict__.pop("_tag_schemes", None)
+        else:
+            self._tag_schemes = schemes  # published as tag_schemes_ by _set_fitted
+        classes, y_enc = encode_labels(y_train, lengths)
         warn_if_iob1_segments(loss, y, self.tag_scheme)
         sample_weight = check_sample_weight(sample_weight, lengths.shape[0])
         token_weight = check_token_weight(token_weight, lengths)
@@ -490,7 +498,9 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
 
     def _components(self):
         """The resolved loss, prior and solver (ValueError on a bad combination)."""
-        return resolve_components(self)
+        return resolve_components(self.loss, self.prior, self.solver, average=self.average,
+                                  eta0=self.eta0, random_state=self.random_state,
+                                  init=self.init, warm=self.warm_start and hasattr(self, "coef_"))
 
     def _fit_vectorized(self, features, Xc, offsets, classes, y_enc, sample_weight=None,
                         token_weight=None, *, components=None, labels=None,
@@ -517,9 +527,11 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         dense = self.all_possible_states or solver.dense_states
         layout = make_layout(features, Xc.shape[1], n_labels,
                              None if dense else observed_pairs(Xc, y_enc, n_labels), labels=labels,
-                             boundary=self.boundary_potentials, loss=loss, solver=solver,
-                             estimator=self)
-        if hasattr(prior, "bind"):
+                             boundary=self.boundary_potentials, loss=loss,
+                             solver_tags=get_solver_tags(solver),
+                             warm=self.warm_start and hasattr(self, "coef_"),
+                             solvers_with=solvers_with)
+        if get_prior_tags(prior).needs_bind:
             prior = prior.bind(Xc, y_enc, offsets, layout)
         objective = make_objective(Xc, y_enc, offsets, layout, sample_weight=sample_weight,
                                    token_weight=token_weight,
@@ -529,24 +541,23 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
                            self.coef_, self.transition_, self.start_, self.end_)
               if warm else layout.zeros())
         validation = (None if held_out is None else validation_score(
-            self, held_out, layout, classes, loss,
-            early_stopping_scoring(self.scoring, y_enc, offsets, classes)))
+            held_out, layout, classes, loss,
+            early_stopping_scoring(self.scoring, y_enc, offsets, classes),
+            decoder=self.decoder, constraints=self.constraints, n_jobs=self.n_jobs))
         t0 = time.perf_counter()
         if self.verbose:
-            print_header(self, loss, prior, solver, Xc, offsets, n_labels, layout.n_params)
+            print_header(loss, prior, solver, Xc, offsets, n_labels, layout.n_params, C=self.C,
+                         init=self.init, tol=self.tol, max_iter=self.max_iter)
         theta, info = self._train(
             objective, loss, prior, solver, x0, from_zero=not warm, validation=validation,
             snapshot=lambda t: self._snapshot(features, classes, layout, t, loss, prior))
-        publish(self, self._snapshot(features, classes, layout, theta, loss, prior, info))
+        staged = self._snapshot(features, classes, layout, theta, loss, prior, info)
+        # one C-level update of __dict__: atomic for other threads (see _fitted_state)
+        self.__dict__.update(fitted_state(vars(staged), self.get_params(deep=False)))
         if self.verbose:
             print(info.summary(self.objective_, info.init_n_iter > 0,
                                time.perf_counter() - t0), flush=True)
         return self
-
-    def _stage_done(self, stage, monitor, solver_name, seconds):
-        """Print the ``verbose >= 2`` summary line of one training stage."""
-        if self.verbose >= 2:
-            print(stage_summary(stage, monitor, solver_name, seconds), flush=True)
 
     def _snapshot(self, features, classes, layout, theta, loss, prior, info=None):
         """A fitted copy of the estimator holding ``theta`` (the callback's model, the fit's)."""
@@ -557,7 +568,10 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
     def _train(self, objective, loss, prior, solver, x0, from_zero, validation=None,
                snapshot=None):
         """Run the training stages (:func:`~._training.train_stages`)."""
-        return train_stages(self, objective, loss, prior, solver, x0, from_zero,
+        settings = StageSettings(C=self.C, init=self.init, init_C=self.init_C, tol=self.tol,
+                                 max_iter=self.max_iter, verbose=self.verbose,
+                                 callback=self.callback, n_iter_no_change=self.n_iter_no_change)
+        return train_stages(settings, objective, loss, prior, solver, x0, from_zero,
                             validation=validation, snapshot=snapshot)
 
     def _set_fitted(self, features, classes, layout, theta, info, loss, prior):
@@ -586,7 +600,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         self._loss = loss
         self._prior = prior
         self.tag_schemes_ = self.__dict__.pop("_tag_schemes", None)
-        set_bigram_state(self, layout, theta)
+        self.bigram_attributes_, self.bigram_coef_ = bigram_state(layout, theta, self.attributes_)
 
     # -------------------------------------------------------------- predict
 
@@ -607,7 +621,8 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
     def _potentials(self, X):
         """Unary potentials (n_tokens, n_classes), offsets and transitions of X."""
         Xc, offsets = self._vectorize(X)
-        return self._unary(Xc), offsets, model_transitions(self, Xc, offsets)
+        return self._unary(Xc), offsets, model_transitions(
+            Xc, offsets, self.transition_, getattr(self, "bigram_coef_", None), self.attributes_)
 
     def _split(self, values, offsets):
         return np.split(values, offsets[1:-1]) if offsets.shape[0] > 1 else []
@@ -615,7 +630,7 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
     def _split_labels(self, path, offsets):
         """Label indices of all tokens -> one list of labels (Python objects) per sequence."""
         labels = self.classes_[path].tolist()
-        return to_user_labels(self, [labels[a:b] for a, b in zip(offsets[:-1], offsets[1:])])
+        return to_user_labels(getattr(self, "tag_schemes_", None), [labels[a:b] for a, b in zip(offsets[:-1], offsets[1:])])
 
     def _decode_paths(self, unary, offsets, transition=None):
         """Label indices of the decoded sequences (``decoder``, ``constraints``) and scores."""
@@ -774,7 +789,8 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         if y is None:
             path, _ = self._decode_paths(unary, offsets, T)
         else:
-            path = encode_known_labels(to_model_labels(self, y), np.diff(offsets), self.classes_)
+            path = encode_known_labels(to_model_labels(getattr(self, "tag_schemes_", None), y),
+                                       np.diff(offsets), self.classes_)
         scores = sequence_scores(unary, T, self.start_, self.end_, path, offsets)
         return scores - self._log_z(unary, offsets, T)
 

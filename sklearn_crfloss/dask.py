@@ -45,7 +45,7 @@ from ._data import hashed_counts, renumber_sequences
 from ._data import SequenceVectorizer, attribute_counts, column_counts
 from ._dask import (RETRIES, DistributedObjective, ParameterMixing, WorkerData,
                            assign_groups, select_sequences)
-from .solvers import SGD
+from .solvers import get_solver_tags, solvers_with
 from .losses import get_loss_tags
 
 __all__ = ["DaskCRFTagger", "DistributedObjective"]
@@ -325,10 +325,11 @@ class DaskCRFTagger(CRFTagger):
         if not tags.additive:
             raise ValueError(f"DaskCRFTagger sums the loss over the partitions: loss="
                              f"{tags.name or loss!r} is not a sum over sequences.")
-        mixing = isinstance(solver, SGD)  # iterative parameter mixing
-        if not mixing and (solver.dense_states or getattr(solver, "unit", "iter") != "iter"):
+        solver_tags = get_solver_tags(solver)
+        mixing = solver_tags.shard_epochs  # iterative parameter mixing
+        if not mixing and (solver.dense_states or solver_tags.unit != "iter"):
             raise ValueError(f"DaskCRFTagger trains with batch solvers (e.g. 'lbfgs', "
-                             f"'owlqn') or 'sgd', not {getattr(solver, 'name', solver)!r}.")
+                             f"'owlqn') or 'sgd', not {solver_tags.name or solver!r}.")
         client = self._client()
         X_parts, y_parts, w_parts = self._bags(client, X, y, sample_weight)
         from distributed import wait
@@ -414,8 +415,10 @@ class DaskCRFTagger(CRFTagger):
                 seen[p] = True
             state_index = np.flatnonzero(seen)
         layout = make_layout(features, features.n_features, L, state_index, labels=None,
-                             boundary=self.boundary_potentials, loss=loss, solver=solver,
-                             estimator=self)
+                             boundary=self.boundary_potentials, loss=loss,
+                             solver_tags=solver_tags,
+                             warm=self.warm_start and hasattr(self, "coef_"),
+                             solvers_with=solvers_with)
         if tags.needs_classes:
             loss.set_classes(classes)
         # The sequences redistributed once: each worker gets its share of the

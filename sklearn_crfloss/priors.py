@@ -34,9 +34,15 @@ is used as before):
     :class:`LaplacianPrior` uses it for the split ``w = w+ - w-``,
     ``w+, w- >= 0``, which makes the non-differentiable ``|w|`` linear and
     leaves exact zeros at the optimum.
+
+What the solvers and the estimator read from a prior is one record,
+:class:`PriorTags`, returned by ``__prior_tags__`` and read through
+:func:`get_prior_tags` (as :class:`~sklearn_crfloss.losses.LossTags` is for
+losses).
 """
 
 import copy
+from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
@@ -55,9 +61,89 @@ __all__ = [
     "LaplacianPrior",
     "NoPrior",
     "Parametrisation",
+    "PriorTags",
     "confidence_weights",
     "get_prior",
+    "get_prior_tags",
 ]
+
+
+@dataclass
+class PriorTags:
+    """The capabilities of a prior that training reads (``BasePrior.__prior_tags__``).
+
+    Parameters
+    ----------
+    name : str or None, default=None
+        The registry name (``CRFTagger(prior=name)``); None for a prior that
+        is not registered.
+    smooth : bool, default=True
+        Whether the penalty is differentiable everywhere. A prior that is
+        not gives a :class:`Parametrisation` in which it is
+        (``parametrisation(n_params)``), which L-BFGS optimises; the
+        Quickprop and Rprop solvers refuse it.
+    l1 : bool, default=False
+        Whether the penalty has an L1 part (:class:`LaplacianPrior`,
+        :class:`ElasticNetPrior`): a smooth loss then trains with OWL-QN
+        by default, which takes that part in its orthant-wise steps.
+    l1_ratio : float, default=1.0
+        The share of the L1 part in the penalty (``l1_ratio / C`` is its
+        coefficient); read when ``l1`` is set.
+    l2_part : bool, default=False
+        Whether a prior with an L1 part has a smooth part too, given by
+        ``smooth_value_and_grad(theta, C)`` (the elastic net's L2 term).
+    zero : bool, default=False
+        Whether the penalty is identically 0 (:class:`NoPrior`).
+    weight_decay : bool, default=False
+        Whether the penalty is ``||theta||^2 / (2 C)`` exactly (a zero-mean
+        :class:`GaussianPrior`, not feature-dependent), which the SGD solver
+        applies in closed form as a scale of the weights.
+    needs_bind : bool, default=False
+        Whether training calls ``bind(X, y, offsets, layout)`` with the
+        vectorised training data and uses the prior it returns.
+        :class:`BasePrior` declares True.
+    """
+
+    name: str = None
+    smooth: bool = True
+    l1: bool = False
+    l1_ratio: float = 1.0
+    l2_part: bool = False
+    zero: bool = False
+    weight_decay: bool = False
+    needs_bind: bool = False
+
+
+def get_prior_tags(prior):
+    """The declared capabilities of a prior: ``prior.__prior_tags__()``.
+
+    The one place where the defaults of a prior object that declares no
+    record (an object with ``value_and_grad`` only) are set: its optional
+    hooks ``bind`` and ``parametrisation`` are read as in the module
+    docstring.
+
+    Parameters
+    ----------
+    prior : prior object
+
+    Returns
+    -------
+    PriorTags
+
+    Examples
+    --------
+    >>> from sklearn_crfloss.priors import get_prior, get_prior_tags
+    >>> tags = get_prior_tags(get_prior("elasticnet"))
+    >>> tags.smooth, tags.l1, tags.l1_ratio, tags.l2_part
+    (False, True, 0.5, True)
+    """
+    method = getattr(type(prior), "__prior_tags__", None)
+    if method is None:
+        parametrisation = getattr(prior, "parametrisation", None)
+        return PriorTags(name=getattr(prior, "name", None),
+                         smooth=parametrisation is None or parametrisation(1) is None,
+                         needs_bind=hasattr(prior, "bind"))
+    return method(prior)
 
 
 class BasePrior(BaseEstimator):
@@ -78,6 +164,21 @@ class BasePrior(BaseEstimator):
     _parameter_constraints: dict = {}
 
     name = None
+
+    def __prior_tags__(self):
+        """The prior's declared capabilities (see :class:`PriorTags`).
+
+        Override it in a subclass to change fields: call
+        ``super().__prior_tags__()``, set them, return the record.
+
+        Returns
+        -------
+        PriorTags
+            Here: ``name`` from the class attribute, ``smooth`` when
+            :meth:`parametrisation` is None, ``needs_bind=True``, the
+            other fields at their defaults.
+        """
+        return PriorTags(name=self.name, smooth=self.parametrisation(1) is None, needs_bind=True)
 
     def value_and_grad(self, theta, C):
         """Penalty (negative log prior up to a constant) and its gradient.
@@ -329,6 +430,12 @@ class GaussianPrior(BasePrior):
         self.mean = mean
         self.feature_dependent = feature_dependent
 
+    def __prior_tags__(self):
+        # Docstring inherited.
+        tags = super().__prior_tags__()
+        tags.weight_decay = not np.any(self.mean) and not self.feature_dependent
+        return tags
+
     def value_and_grad(self, theta, C):
         # Docstring inherited.
         mean = np.asarray(self.mean, dtype=np.float64)
@@ -377,6 +484,12 @@ class LaplacianPrior(BasePrior):
 
     def __init__(self, feature_dependent=False):
         self.feature_dependent = feature_dependent
+
+    def __prior_tags__(self):
+        # Docstring inherited.
+        tags = super().__prior_tags__()
+        tags.l1 = True
+        return tags
 
     def value_and_grad(self, theta, C):
         # Docstring inherited.
@@ -473,6 +586,13 @@ class ElasticNetPrior(LaplacianPrior):
     def __init__(self, l1_ratio=0.5, feature_dependent=False):
         self.l1_ratio = l1_ratio
         self.feature_dependent = feature_dependent
+
+    def __prior_tags__(self):
+        # Docstring inherited.
+        tags = super().__prior_tags__()
+        tags.l1_ratio = self.l1_ratio
+        tags.l2_part = True
+        return tags
 
     def value_and_grad(self, theta, C):
         # Docstring inherited.
@@ -578,6 +698,12 @@ class NoPrior(BasePrior):
     """
 
     name = "none"
+
+    def __prior_tags__(self):
+        # Docstring inherited.
+        tags = super().__prior_tags__()
+        tags.zero = True
+        return tags
 
     def value_and_grad(self, theta, C):
         # Docstring inherited.

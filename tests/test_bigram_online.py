@@ -200,8 +200,12 @@ def test_lop_pool_sums_the_experts_position_transitions():
     assert lop.score(Ft, yt) == 1.0  # the bigrams' experts dominate the pool
     pool = lop.pool_
     Xc, offsets = _vectorised(pool, Ft)
-    got = model_transitions(pool, Xc, offsets).dense()
-    expected = sum(w * np.broadcast_to(model_transitions(e, Xc[:, cols], offsets).dense()
+    def transitions(model, X):
+        return model_transitions(X, offsets, model.transition_, model.bigram_coef_,
+                                 model.attributes_)
+
+    got = transitions(pool, Xc).dense()
+    expected = sum(w * np.broadcast_to(transitions(e, Xc[:, cols]).dense()
                                        if e.bigram_coef_ is not None else e.transition_,
                                        got.shape)
                    for w, e, cols in zip(lop.weights_, lop.experts_, lop.expert_columns_))

@@ -34,6 +34,7 @@ from joblib import effective_n_jobs
 from .._chain import CHUNK, N_BLOCKS, Accumulators, exp_potentials, row_width
 from .._model import CRFObjective
 from ..losses import get_loss_tags
+from ..priors import get_prior_tags
 
 __all__ = ["DistributedObjective", "Evaluator", "ParameterMixing", "WorkerData",
            "assign_groups", "select_sequences", "touched_parameters"]
@@ -579,8 +580,6 @@ class ParameterMixing:
         """
         from sklearn.utils import check_random_state
 
-        from ..priors import NoPrior
-
         sgd = self.sgd
         self.check(loss, prior)
         n_total = objective.n_sequences
@@ -592,7 +591,7 @@ class ParameterMixing:
                 _shard_epoch, objective.parts[0], sgd, theta, loss, prior, C, n_total, 0, None,
                 [seeds[0], 0]))[3]
         self.eta0_ = eta0
-        lam = 0.0 if isinstance(prior, NoPrior) else 1.0 / (C * n_total)
+        lam = 0.0 if get_prior_tags(prior).zero else 1.0 / (C * n_total)
         average = sgd.average is not False
         total, n_averaged, stopped = None, 0, False
         for epoch in range(monitor.max_iter):

@@ -18,7 +18,6 @@ from itertools import islice
 import numpy as np
 import scipy.sparse as sp
 
-from .._utils import validate_params
 from ._validation import check_sample_weight, check_sequences, encode_labels
 from ._vectorize import SequenceVectorizer, attribute_counts
 
@@ -87,7 +86,8 @@ def _check_chunk(x_chunk, start, kind=None, n_features=None):
         raise renumber_sequences(exc, start) from exc
 
 
-def vectorize_stream(X, y, sample_weight, token_weight, estimator, chunk_size=None):
+def vectorize_stream(X, y, sample_weight, token_weight, *, min_freq, feature_hashing,
+                     chunk_size=None):
     """The training data of a stream, as ``CRFTagger`` trains on them.
 
     Parameters
@@ -100,9 +100,8 @@ def vectorize_stream(X, y, sample_weight, token_weight, estimator, chunk_size=No
     sample_weight : array-like of shape (n_sequences,) or None
     token_weight : None
         Not supported with a stream (a ValueError otherwise).
-    estimator : CRFTagger
-        Its parameters are checked, and ``min_freq`` and
-        ``feature_hashing`` read.
+    min_freq, feature_hashing
+        The estimator's (validated) parameters of those names.
     chunk_size : int or None, default=None
         Sequences per chunk; None: :data:`CHUNK_SIZE`.
 
@@ -124,9 +123,7 @@ def vectorize_stream(X, y, sample_weight, token_weight, estimator, chunk_size=No
     TypeError
         On a sequence or label sequence of the wrong type.
     """
-    validate_params(estimator)
     chunk_size = CHUNK_SIZE if chunk_size is None else chunk_size
-    min_freq, feature_hashing = estimator.min_freq, estimator.feature_hashing
     if token_weight is not None:
         raise ValueError("token_weight is not supported when X is a stream; pass lists.")
     one_pass = feature_hashing is not None and min_freq == 1

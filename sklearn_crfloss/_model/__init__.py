@@ -10,8 +10,8 @@ online solvers one sequence's rows and transitions.
 """
 
 from ._bigram_layout import (
-    BIGRAM_DOC, BigramGroups, BigramLayout, bigram_columns, make_layout, model_transitions,
-    saved_layout, set_bigram_state,
+    BIGRAM_DOC, BigramGroups, BigramLayout, bigram_columns, bigram_state, make_layout,
+    model_transitions, saved_layout,
 )
 from ._bigram_rows import (
     local_chain, local_columns, local_transitions, pack_blocks, split_bigram_columns,
@@ -20,7 +20,7 @@ from ._objective import CRFObjective, kernel_csr
 from ._parameters import ParameterLayout, observed_pairs
 
 __all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "CRFObjective",
-           "ParameterLayout", "bigram_columns", "kernel_csr", "local_chain",
+           "ParameterLayout", "bigram_columns", "bigram_state", "kernel_csr", "local_chain",
            "local_columns", "local_transitions", "make_layout", "model_transitions",
-           "observed_pairs", "pack_blocks", "saved_layout", "set_bigram_state",
+           "observed_pairs", "pack_blocks", "saved_layout",
            "split_bigram_columns"]

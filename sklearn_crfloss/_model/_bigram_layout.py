@@ -28,8 +28,8 @@ from .._data import BIGRAM_PREFIX
 from ._parameters import ParameterLayout
 from ..losses import LOSSES, get_loss_tags
 
-__all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "bigram_columns", "check_no_bigrams",
-           "make_layout", "model_transitions", "saved_layout", "set_bigram_state"]
+__all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "bigram_columns", "bigram_state",
+           "check_no_bigrams", "make_layout", "model_transitions", "saved_layout"]
 
 #: The fitted attributes of CRFTagger's docstring that concern transitions.
 BIGRAM_DOC = dict(transition_attributes="""\
@@ -49,10 +49,6 @@ bigram_attributes_ : ndarray of object of shape (n_bigram,) or None
     (:class:`~sklearn_crfloss.features.TemplateFeatures` writes CRF++'s
     ``B01:%x[0,1]`` as the key ``'~B01'``). None without them.""")
 
-#: Solvers that take the bigram blocks: the batch solvers (through
-#: ``CRFObjective.value_and_grad``), SGD and the online rules (token-wise
-#: matrices, ``_bigram_rows``).
-BIGRAM_SOLVERS = ("lbfgs", "owlqn", "rprop", "quickprop", "sgd", "perceptron", "mira")
 
 
 def bigram_columns(attributes):
@@ -148,23 +144,35 @@ class BigramLayout(ParameterLayout):
                          "bigrams (bigram attributes); fit from scratch.")
 
 
-#: Solvers that train the blocks of LOPTagger's label experts: the batch
-#: solvers, whose steps are made of the objective's gradient, which is 0 on
-#: the blocks' entries outside the expert's labels (``_lop_parts``).
-LABEL_EXPERT_SOLVERS = ("lbfgs", "owlqn", "rprop", "quickprop")
-
-
-def _takes_bigrams(solver):
-    """Whether ``solver`` trains bigram blocks: one of :data:`BIGRAM_SOLVERS`, or a schedule
-    (:class:`~sklearn_crfloss.solvers.Schedule`, bound) whose every stage does."""
-    if hasattr(solver, "for_start"):  # a schedule, as fit binds it
-        return all(_takes_bigrams(stage) for stage, _ in solver.stages_)
-    return solver.name in BIGRAM_SOLVERS
-
-
-def make_layout(features, n_features, n_labels, state_index, *, labels, boundary, loss, solver,
-                estimator):
+def make_layout(features, n_features, n_labels, state_index, *, labels, boundary, loss,
+                solver_tags, warm, solvers_with):
     """The parameter layout of a fit: with bigram blocks if the attributes have any.
+
+    Parameters
+    ----------
+    features : SequenceVectorizer
+        The fitted vectoriser (its ``attributes`` name the bigram ones).
+    n_features, n_labels : int
+    state_index : ndarray of intp or None
+        The trained (attribute, label) pairs; None: all.
+    labels : ndarray of bool or None
+        A label expert's label mask (LOPTagger), or None.
+    boundary : bool
+        Whether start and end potentials are trained.
+    loss : loss object
+    solver_tags : SolverTags
+        The solver's record (``takes_bigrams``; ``trains_label_experts``
+        for a label expert).
+    warm : bool
+        Whether training continues a previous fit (``warm_start``).
+    solvers_with : callable
+        ``solvers_with(tag)``: the names of the registered solvers whose
+        record sets ``tag`` (:func:`sklearn_crfloss.solvers.solvers_with`),
+        for the message.
+
+    Returns
+    -------
+    ParameterLayout or BigramLayout
 
     Raises
     ------
@@ -179,17 +187,19 @@ def make_layout(features, n_features, n_labels, state_index, *, labels, boundary
     problem = None
     if not get_loss_tags(loss).label_bigrams:  # declared by the loss (LossTags)
         problem = f"the loss {get_loss_tags(loss).name or type(loss).__name__!r}"
-    elif not _takes_bigrams(solver):
-        problem = f"the solver {solver.name!r}"
-    elif labels is not None and solver.name not in LABEL_EXPERT_SOLVERS:
-        problem = (f"the label experts of LOPTagger with the solver {solver.name!r} (they "
-                   f"train the blocks with {', '.join(map(repr, LABEL_EXPERT_SOLVERS))})")
-    elif estimator.warm_start and hasattr(estimator, "coef_"):
+    elif not solver_tags.takes_bigrams:
+        problem = f"the solver {solver_tags.name!r}"
+    elif labels is not None and not solver_tags.trains_label_experts:
+        problem = (f"the label experts of LOPTagger with the solver {solver_tags.name!r} (they "
+                   "train the blocks with "
+                   f"{', '.join(map(repr, solvers_with('trains_label_experts')))})")
+    elif warm:
         problem = "warm_start=True"
     if problem is None:
         return BigramLayout(n_features, n_labels, state_index, columns, boundary, labels)
     remedy = (f"train them with loss {', '.join(map(repr, _bigram_loss_names()))} and "
-              f"solver {', '.join(map(repr, BIGRAM_SOLVERS))} (or a schedule of them)"
+              f"solver {', '.join(map(repr, solvers_with('takes_bigrams')))} "
+              "(or a schedule of them)"
               if labels is None
               else "use another expert set")
     raise ValueError(
@@ -289,35 +299,50 @@ class BigramGroups:
         return flat.sum(axis=0).reshape(L, L), np.asarray(self.rows.T @ flat).ravel()
 
 
-def set_bigram_state(estimator, layout, theta):
-    """Set the fitted ``bigram_attributes_`` and ``bigram_coef_`` (None without bigrams)."""
+def bigram_state(layout, theta, attributes):
+    """The fitted ``bigram_attributes_`` and ``bigram_coef_`` (None, None without bigrams).
+
+    Parameters
+    ----------
+    layout : ParameterLayout or BigramLayout
+    theta : ndarray of float64 of shape (layout.n_params,)
+    attributes : ndarray of str of shape (n_features,)
+        The fitted ``attributes_``.
+
+    Returns
+    -------
+    bigram_attributes : ndarray of object or None
+    bigram_coef : ndarray of shape (n_bigram, n_labels, n_labels) or None
+    """
     if layout.n_bigram:
-        estimator.bigram_attributes_ = estimator.attributes_[layout.bigram_columns]
-        estimator.bigram_coef_ = np.array(layout.bigram_weights(theta))
-    else:
-        estimator.bigram_attributes_ = estimator.bigram_coef_ = None
+        return attributes[layout.bigram_columns], np.array(layout.bigram_weights(theta))
+    return None, None
 
 
-def model_transitions(estimator, X, offsets):
+def model_transitions(X, offsets, transition, bigram_coef, attributes):
     """A fitted tagger's transitions for the rows of X: ``transition_`` or position-dependent.
 
     Parameters
     ----------
-    estimator : CRFTagger
-        Fitted.
     X : scipy.sparse matrix of shape (n_tokens, n_features)
         The vectorised sequences.
     offsets : ndarray of intp of shape (n_sequences + 1,)
+    transition : ndarray of shape (n_labels, n_labels)
+        The fitted ``transition_``.
+    bigram_coef : ndarray of shape (n_bigram, n_labels, n_labels) or None
+        The fitted ``bigram_coef_`` (None without bigram attributes, and in
+        models of older versions).
+    attributes : ndarray of str of shape (n_features,)
+        The fitted ``attributes_``.
 
     Returns
     -------
     ndarray of shape (n_labels, n_labels) or PositionTransitions
     """
-    if getattr(estimator, "bigram_coef_", None) is None:  # (None in models of older versions)
-        return estimator.transition_
-    columns = bigram_columns(estimator.attributes_)
-    return BigramGroups(X, offsets, columns).transitions(estimator.transition_,
-                                                         estimator.bigram_coef_)
+    if bigram_coef is None:
+        return transition
+    columns = bigram_columns(attributes)
+    return BigramGroups(X, offsets, columns).transitions(transition, bigram_coef)
 
 
 def saved_layout(blocks, attributes, n_labels, state_index, where):

@@ -9,14 +9,15 @@ one assignment; ``_tag_scheme`` converts label schemes; ``_verbose`` prints.
 
 from ._components import check_token_weight_use, resolve_components
 from ._fit_args import FIT_DOC, check_validation_set, keyword_only_after_y, validation_score
-from ._fitted_state import publish, snapshot_methods
+from ._fitted_state import fitted_state, snapshot_methods
 from ._partial_fit import PartialFitMixin
-from ._stages import early_stopping_scoring, train_stages, warn_if_iob1_segments, warn_if_unscaled
+from ._stages import (StageSettings, early_stopping_scoring, train_stages, warn_if_iob1_segments,
+                      warn_if_unscaled)
 from ._tag_scheme import TAG_SCHEME_DOC, to_model_labels, to_training_labels, to_user_labels
 from ._verbose import print_header
 
-__all__ = ["FIT_DOC", "PartialFitMixin", "TAG_SCHEME_DOC", "check_token_weight_use",
+__all__ = ["FIT_DOC", "PartialFitMixin", "StageSettings", "TAG_SCHEME_DOC", "check_token_weight_use",
            "check_validation_set", "early_stopping_scoring", "keyword_only_after_y",
-           "print_header", "publish", "resolve_components", "snapshot_methods",
+           "fitted_state", "print_header", "resolve_components", "snapshot_methods",
            "to_model_labels", "to_training_labels", "to_user_labels", "train_stages",
            "validation_score", "warn_if_iob1_segments", "warn_if_unscaled"]

@@ -8,21 +8,28 @@ what they need from a loss through its declared record
 """
 
 from ..losses import get_loss
-from ..losses import get_loss_tags
+from ..losses import get_loss_tags, loss_for_start
 from ..priors import get_prior
-from ..solvers import default_solver, make_solver
+from ..solvers import default_solver, make_solver, solver_for_start
 
 __all__ = ["check_token_weight_use", "resolve_components"]
 
 
-def resolve_components(est):
+def resolve_components(loss, prior, solver, *, average, eta0, random_state, init, warm):
     """The resolved loss, prior and solver of an estimator's parameters.
 
     Parameters
     ----------
-    est : CRFTagger
-        Its ``loss``, ``prior``, ``solver``, ``average``, ``eta0``,
-        ``random_state``, ``init`` and ``warm_start`` are read.
+    loss, prior, solver
+        The estimator's ``loss``, ``prior`` and ``solver`` parameters
+        (names, objects, or None for the loss's default solver).
+    average, eta0, random_state
+        The estimator's parameters of those names, for a named solver.
+    init : {'auto', 'cll'} or None
+        The estimator's ``init``.
+    warm : bool
+        Whether training continues a previous fit (``warm_start=True`` on
+        a fitted estimator).
 
     Returns
     -------
@@ -37,28 +44,26 @@ def resolve_components(est):
     TypeError
         If a component is neither a name nor an object of the contract.
     """
-    loss = get_loss(est.loss)
-    prior = get_prior(est.prior)
+    spec = solver
+    loss = get_loss(loss)
+    prior = get_prior(prior)
     tags = get_loss_tags(loss)  # a schedule's values are checked here, before any training
-    spec = default_solver(loss, prior) if est.solver is None else est.solver
-    solver = make_solver(spec, average=est.average, eta0=est.eta0,
-                         random_state=est.random_state)
-    warm = est.warm_start and hasattr(est, "coef_")
-    from_zero = not (warm or starts_from_cll(est, tags, warm))
-    if hasattr(solver, "for_start"):  # a schedule's warm-up runs from zero only
-        solver = solver.for_start(from_zero=from_zero)
-    if hasattr(loss, "for_start"):  # MCE-F's beta='auto'
-        loss = loss.for_start(from_zero=from_zero)
+    spec = default_solver(loss, prior) if spec is None else spec
+    solver = make_solver(spec, average=average, eta0=eta0, random_state=random_state)
+    from_zero = not (warm or starts_from_cll(init, tags, warm))
+    solver = solver_for_start(solver, from_zero)  # a schedule's warm-up runs from zero only
+    loss = loss_for_start(loss, from_zero)  # MCE-F's beta='auto'
     solver.check(loss, prior)
     return loss, prior, solver
 
 
-def starts_from_cll(est, tags, warm):
+def starts_from_cll(init, tags, warm):
     """Whether training runs a CLL stage first (``init='cll'``, or ``'auto'``).
 
     Parameters
     ----------
-    est : CRFTagger
+    init : {'auto', 'cll'} or None
+        The estimator's ``init``.
     tags : LossTags
         The loss's tags (:func:`~sklearn_crfloss.losses.get_loss_tags`).
     warm : bool
@@ -73,9 +78,9 @@ def starts_from_cll(est, tags, warm):
         warm-starts: Suzuki et al. (2006) start MCE and MCE-F from the MAP
         model (their Table 2), which scored higher than a start from zero.
     """
-    if est.init is None or (tags.name or "") == "cll":
+    if init is None or (tags.name or "") == "cll":
         return False
-    return est.init == "cll" or (tags.needs_init and not warm)
+    return init == "cll" or (tags.needs_init and not warm)
 
 
 def check_token_weight_use(loss, solver):

@@ -228,13 +228,12 @@ class _WeightedAccuracy(HeldOutScore):
         return float(np.dot(path == obj.y, self.token_weight) / total) if total else 1.0
 
 
-def validation_score(estimator, held_out, layout, classes, loss, scoring):
+def validation_score(held_out, layout, classes, loss, scoring, *, decoder, constraints,
+                     n_jobs):
     """The held-out score of early stopping (:class:`~sklearn_crfloss.solvers.HeldOutScore`).
 
     Parameters
     ----------
-    estimator : CRFTagger
-        Its ``decoder``, ``constraints`` and ``n_jobs`` are used.
     held_out : ValidationSet or tuple
         The given validation set, or ``(X, y, offsets)`` of the sequences
         held out at random.
@@ -246,6 +245,9 @@ def validation_score(estimator, held_out, layout, classes, loss, scoring):
     scoring : {'f1', 'accuracy', 'loss'}
         The held-out score (the estimator's ``scoring`` resolved for the
         training labels).
+    decoder, constraints, n_jobs
+        The estimator's parameters of those names (the decoding of the
+        held-out sequences).
 
     Returns
     -------
@@ -254,13 +256,13 @@ def validation_score(estimator, held_out, layout, classes, loss, scoring):
         (``'loss'``: the weighted loss; ``'accuracy'``: each token weighted
         by its sequence's weight).
     """
-    n_threads = effective_n_jobs(estimator.n_jobs)
+    n_threads = effective_n_jobs(n_jobs)
     weight = getattr(held_out, "sample_weight", None)
     if isinstance(held_out, ValidationSet):
         held_out = (held_out.X, held_out.y, held_out.offsets)
     objective = CRFObjective(*held_out, layout, sample_weight=weight, n_threads=n_threads)
     args = (objective, scoring, classes,
-            partial(decode, estimator.decoder, estimator.constraints, classes,
+            partial(decode, decoder, constraints, classes,
                     n_threads=n_threads), loss)
     if weight is not None and scoring == "accuracy":
         return _WeightedAccuracy(*args, sample_weight=weight)

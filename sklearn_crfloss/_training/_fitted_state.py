@@ -1,8 +1,8 @@
 """Fitted state published at once, read at once.
 
 A fit builds the whole fitted state on a private copy of the estimator and
-then publishes it with :func:`publish`, one ``dict.update`` of the
-estimator's ``__dict__``; a prediction method decorated with
+then publishes it, :func:`fitted_state` of the copy, with one
+``dict.update`` of the estimator's ``__dict__``; a prediction method decorated with
 :func:`on_snapshot` runs on a copy of the estimator's ``__dict__`` taken
 in one step. Both steps are single operations on a dict whose keys are
 strings, which CPython runs without releasing the global interpreter
@@ -13,35 +13,35 @@ estimator sees the old model or the new one, never ``coef_`` of one and
 
 import functools
 
-__all__ = ["on_snapshot", "publish", "snapshot_methods"]
+__all__ = ["fitted_state", "on_snapshot", "snapshot_methods"]
 
 
-def publish(estimator, staged):
-    """Swap the fitted state of ``staged`` into ``estimator`` in one assignment.
+def fitted_state(staged, params):
+    """The fitted state a fit set on its copy of the estimator, to publish at once.
+
+    The estimator publishes it with ``self.__dict__.update(...)``, one
+    C-level update: atomic for other threads.
 
     Parameters
     ----------
-    estimator : BaseEstimator
-        The estimator a user holds.
-    staged : BaseEstimator
-        A shallow copy of it (``copy.copy``) on which the fit set its state.
+    staged : dict
+        ``vars()`` of a shallow copy of the estimator (``copy.copy``) on
+        which the fit set its state.
+    params : dict
+        The estimator's ``get_params(deep=False)``: the entries left out.
 
     Returns
     -------
-    BaseEstimator
-        ``estimator``.
+    dict
     """
-    params = estimator.get_params(deep=False)
-    fitted = {k: v for k, v in vars(staged).items() if k not in params}
-    estimator.__dict__.update(fitted)  # one C-level update: atomic for other threads
-    return estimator
+    return {k: v for k, v in staged.items() if k not in params}
 
 
 def on_snapshot(method):
     """Decorator: run ``method`` on a consistent snapshot of the estimator.
 
     The snapshot is a new instance whose ``__dict__`` is a copy of the
-    estimator's, taken in one step, so a concurrent :func:`publish` is
+    estimator's, taken in one step, so a concurrent publication of a fit is
     either wholly before or wholly after it.
 
     Parameters

@@ -26,15 +26,10 @@ from .._data import SequenceVectorizer
 from ..losses import get_loss
 from ..losses import get_loss_tags
 from ..priors import get_prior
-from ..solvers import SGD, default_solver, make_solver
+from ..solvers import default_solver, get_solver_tags, make_solver
 from ..solvers import FitInfo
-from ..solvers import OnlineState
-from ..solvers import SGDState
 
 __all__ = ["PartialFit", "PartialFitMixin", "check_classes"]
-
-#: The solvers that ``partial_fit`` continues (one epoch per call).
-ONLINE_SOLVERS = ("sgd", "perceptron", "mira")
 
 
 def check_classes(classes):
@@ -66,29 +61,41 @@ def check_classes(classes):
     return out
 
 
-def online_solver(estimator, loss, prior):
+def online_solver(spec, loss, prior, *, average, eta0, random_state):
     """The online solver ``partial_fit`` runs for the estimator's ``solver`` and ``loss``.
 
     ``solver=None``: the loss's own rule (the perceptron, MIRA) or SGD for
     every other loss. A named or given ``'sgd'``, ``'perceptron'`` or
     ``'mira'`` is used as ``fit`` would.
 
+    Parameters
+    ----------
+    spec : str, solver object, list or None
+        The estimator's ``solver``.
+    loss, prior
+        The resolved loss and prior.
+    average, eta0, random_state
+        The estimator's parameters of those names.
+
+    Returns
+    -------
+    solver object
+        One whose record declares ``online`` (:class:`SolverTags`).
+
     Raises
     ------
     ValueError
         If ``solver`` is a batch solver or a schedule.
     """
-    spec = estimator.solver
+    given = spec
     if spec is None:
         rule = default_solver(loss, prior)
         spec = rule if isinstance(rule, str) and rule in ("perceptron", "mira") else "sgd"
-    solver = make_solver(spec, average=estimator.average, eta0=estimator.eta0,
-                         random_state=estimator.random_state)
-    if getattr(solver, "name", None) not in ONLINE_SOLVERS or not hasattr(solver,
-                                                                            "partial_solve"):
+    solver = make_solver(spec, average=average, eta0=eta0, random_state=random_state)
+    if not get_solver_tags(solver).online:
         raise ValueError(
             "partial_fit trains with an online solver, one epoch per call: solver=None, "
-            f"'sgd', 'perceptron' or 'mira', not {estimator.solver!r} (use fit for batch "
+            f"'sgd', 'perceptron' or 'mira', not {given!r} (use fit for batch "
             "solvers).")
     solver.check(loss, prior)
     return solver
@@ -99,12 +106,12 @@ class PartialFit:
 
     Parameters
     ----------
-    estimator : CRFTagger
-        Its parameters (``loss``, ``prior``, ``C``, ``solver``, ``average``,
-        ``eta0``, ``random_state``, ``feature_hashing``,
-        ``all_possible_states``) are read once, at the first call.
     classes : array-like
         Every label the stream may hold.
+    loss, prior, C, solver, average, eta0, random_state, feature_hashing, \
+all_possible_states, min_freq, boundary_potentials
+        The estimator's parameters of those names, read once, at the first
+        call (:data:`PARAMETERS`).
 
     Raises
     ------
@@ -114,26 +121,32 @@ class PartialFit:
         loss/prior the solver refuses.
     """
 
-    def __init__(self, estimator, classes):
-        if estimator.min_freq > 1:
+    #: The estimator parameters ``partial_fit`` reads (the keyword arguments).
+    PARAMETERS = ("loss", "prior", "C", "solver", "average", "eta0", "random_state",
+                  "feature_hashing", "all_possible_states", "min_freq", "boundary_potentials")
+
+    def __init__(self, classes, *, loss, prior, C, solver, average, eta0, random_state,
+                 feature_hashing, all_possible_states, min_freq, boundary_potentials=True):
+        if min_freq > 1:
             raise ValueError(
-                f"partial_fit cannot apply min_freq={estimator.min_freq}: the attribute "
+                f"partial_fit cannot apply min_freq={min_freq}: the attribute "
                 "counts of the whole stream are not known while it is read. Use min_freq=1 "
                 "(with feature_hashing to bound the memory), or fit on a re-iterable stream.")
-        if not getattr(estimator, "boundary_potentials", True):
+        if not boundary_potentials:
             raise ValueError(
                 "partial_fit trains the start and end potentials: boundary_potentials=False "
                 "is supported by fit only.")
         self.classes = check_classes(classes)
-        self.loss = get_loss(estimator.loss)
+        self.loss = get_loss(loss)
         tags = get_loss_tags(self.loss)  # stages checked here, as in fit; trains the loss itself
-        self.prior = get_prior(estimator.prior)
+        self.prior = get_prior(prior)
         if tags.needs_classes:
             self.loss.set_classes(self.classes)
-        self.solver = online_solver(estimator, self.loss, self.prior)
-        self.C = float(estimator.C)
-        self.all_states = bool(estimator.all_possible_states)
-        self.features = SequenceVectorizer(1, estimator.feature_hashing)
+        self.solver = online_solver(solver, self.loss, self.prior, average=average, eta0=eta0,
+                                    random_state=random_state)
+        self.C = float(C)
+        self.all_states = bool(all_possible_states)
+        self.features = SequenceVectorizer(1, feature_hashing)
         self.run = None  # the solver's state, made at the first batch
         self.info = FitInfo(converged=False)
         self.coef = None  # the estimator's coef_ after the last call (fit replaces it)
@@ -181,10 +194,7 @@ class PartialFit:
         columns = bigram_columns(features.attributes)  # (new ones after the old ones)
         L = self.classes.shape[0]
         if first:
-            if isinstance(self.solver, SGD):
-                self.run = SGDState(Xc.shape[1], L, self.all_states, bool(self.solver.average))
-            else:
-                self.run = OnlineState(Xc.shape[1], L)
+            self.run = self.solver.new_state(Xc.shape[1], L, self.all_states)
         self.features = features
         self.run.grow(Xc.shape[1], columns.shape[0])
         self.run.observe(Xc, y_enc)
@@ -202,12 +212,10 @@ class PartialFit:
 
     def fitted(self):
         """The arguments of the estimator's fitted state for the current parameters."""
-        if isinstance(self.run, SGDState):
-            W, T, s, e, *blocks = self.run.parameters()
-            state_index = None if self.all_states else np.flatnonzero(self.run.mask)
-        else:
-            W, T, s, e, *blocks = self.solver.parameters_of(self.run)
-            state_index = None
+        W, T, s, e, *blocks = self.solver.parameters_of(self.run)
+        # (the online rules train every pair; SGD those observed, or all)
+        dense = self.all_states or self.solver.dense_states
+        state_index = None if dense else np.flatnonzero(self.run.mask)
         columns = bigram_columns(self.features.attributes)
         layout = (BigramLayout(W.shape[0], W.shape[1], state_index, columns) if columns.shape[0]
                   else ParameterLayout(W.shape[0], W.shape[1], state_index))
@@ -285,7 +293,9 @@ class PartialFitMixin:
             if classes is None:
                 raise ValueError("classes must be given on the first call to partial_fit: "
                                  "every label the batches may hold.")
-            state = PartialFit(self, classes)
+            params = self.get_params(deep=False)
+            state = PartialFit(classes, **{name: params[name] for name in PartialFit.PARAMETERS
+                                           if name in params})
         elif classes is not None and not np.array_equal(check_classes(classes), state.classes):
             raise ValueError(f"classes={list(classes)!r} differs from the first call's "
                              f"{state.classes.tolist()!r}.")

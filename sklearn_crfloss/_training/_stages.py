@@ -10,6 +10,7 @@ objective recorded as ``objective_`` is the one at the returned parameters.
 
 import time
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -19,13 +20,10 @@ from ._components import starts_from_cll
 from ..losses import ConditionalLogLikelihood
 from ..losses import get_loss_tags
 from ..solvers import ConvergenceMonitor, default_solver, make_solver
-from ..solvers import FitInfo, takes_model
+from ..solvers import FitInfo, get_solver_tags, stage_summary, takes_model
 
-__all__ = ["early_stopping_scoring", "run_stage", "train_stages", "warn_if_iob1_segments",
+__all__ = ["StageSettings", "early_stopping_scoring", "run_stage", "train_stages", "warn_if_iob1_segments",
            "warn_if_unscaled"]
-
-#: Solvers that follow their own update rule rather than minimise the objective.
-_OWN_RULE = ("perceptron", "mira")
 
 #: Relative fall of the objective below which a stage from zero made no progress.
 _NO_PROGRESS = 1e-6
@@ -235,7 +233,8 @@ def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
         theta = monitor.result(solver.solve(objective, loss, prior, C, x0, monitor))
     value = float(objective.value_and_grad(theta, loss, prior, C)[0])
     tolerance = 1e-12 * max(abs(start_value), 1.0)
-    if (solver.name not in _OWN_RULE and not monitor.early_stopped
+    own_rule = get_solver_tags(solver).own_rule  # (the perceptron, MIRA)
+    if (not own_rule and not monitor.early_stopped
             and value > start_value + tolerance):
         message = (f"the objective at the solver's result, {value:.10g}, is above the "
                    f"{start_value:.10g} it started from; the starting parameters are kept")
@@ -244,7 +243,7 @@ def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
                       "scale of numeric features.", ConvergenceWarning, stacklevel=4)
         theta, value = np.array(x0, dtype=np.float64), start_value
     name = tags.name or type(loss).__name__
-    if (not np.any(x0) and name != "cll" and solver.name not in _OWN_RULE
+    if (not np.any(x0) and name != "cll" and not own_rule
             and not monitor.early_stopped
             and start_value - value <= _NO_PROGRESS * max(abs(start_value), 1.0)):
         # From zero every label sequence has the same score: a loss with a
@@ -261,16 +260,48 @@ def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
     return theta, value
 
 
-def train_stages(est, objective, loss, prior, solver, x0, from_zero, validation=None,
-                 snapshot=None):
-    """Run the training stages of ``est``; the final parameters and a :class:`FitInfo`.
+@dataclass
+class StageSettings:
+    """The estimator's parameters that :func:`train_stages` reads.
 
     Parameters
     ----------
-    est : CRFTagger
-        Its parameters (``init``, ``init_C``, ``C``, ``tol``, ``max_iter``,
-        ``verbose``, ``callback``, ``n_iter_no_change``) and its
-        ``_stage_done`` verbose hook.
+    C : float
+    init : {'auto', 'cll'} or None
+    init_C : float or None
+    tol : float
+    max_iter : int or None
+    verbose : int
+        ``>= 2``: a summary line after every stage.
+    callback : callable or None
+    n_iter_no_change : int
+        As the estimator's parameters of these names.
+    """
+
+    C: float
+    init: str
+    init_C: float
+    tol: float
+    max_iter: int
+    verbose: int
+    callback: object
+    n_iter_no_change: int
+
+
+def _stage_done(verbose, stage, monitor, solver_name, seconds):
+    """Print the ``verbose >= 2`` summary line of one training stage."""
+    if verbose >= 2:
+        print(stage_summary(stage, monitor, solver_name, seconds), flush=True)
+
+
+def train_stages(settings, objective, loss, prior, solver, x0, from_zero, validation=None,
+                 snapshot=None):
+    """Run the training stages; the final parameters and a :class:`FitInfo`.
+
+    Parameters
+    ----------
+    settings : StageSettings
+        The estimator's training parameters.
     objective : CRFObjective
     loss, prior, solver
         The resolved components.
@@ -287,23 +318,25 @@ def train_stages(est, objective, loss, prior, solver, x0, from_zero, validation=
     theta : ndarray of float64 of shape (n_params,)
     info : FitInfo
     """
-    C = float(est.C)
+    C = float(settings.C)
     tags = get_loss_tags(loss)
     name = tags.name or type(loss).__name__
-    if starts_from_cll(est, tags, warm=not from_zero) and name != "cll":
+    if starts_from_cll(settings.init, tags, warm=not from_zero) and name != "cll":
         t0 = time.perf_counter()
         cll = ConditionalLogLikelihood()
         init_solver = make_solver(default_solver(cll, prior))
-        monitor = ConvergenceMonitor(est.tol, est.max_iter or init_solver.default_max_iter,
-                                     verbose=est.verbose, stage="init='cll'")
-        init_C = C if est.init_C is None else float(est.init_C)
+        monitor = ConvergenceMonitor(settings.tol,
+                                     settings.max_iter or init_solver.default_max_iter,
+                                     verbose=settings.verbose, stage="init='cll'")
+        init_C = C if settings.init_C is None else float(settings.init_C)
         x0, _ = run_stage(init_solver, objective, cll, prior, init_C, x0, monitor,
                           stage="init='cll'")
         init_n_iter = monitor.n_iter
-        est._stage_done("init='cll'", monitor, init_solver.name, time.perf_counter() - t0)
+        _stage_done(settings.verbose, "init='cll'", monitor, init_solver.name,
+                    time.perf_counter() - t0)
     else:
         init_n_iter = 0
-        if (from_zero and solver.name in ("lbfgs", "owlqn")
+        if (from_zero and get_solver_tags(solver).line_search
                 and tags.needs_init and not tags.smooth):
             warnings.warn(
                 f"loss={name!r} starts from zero parameters, where every label sequence "
@@ -315,19 +348,19 @@ def train_stages(est, objective, loss, prior, solver, x0, from_zero, validation=
     stages = tags.stages
     info = FitInfo(init_n_iter=init_n_iter,
                    validation_scores=None if validation is None else [])
-    callback, on_params = est.callback, None
+    callback, on_params = settings.callback, None
     if callback is not None and snapshot is not None and takes_model(callback):
         def on_params(k, theta, value):
-            est.callback(k, value, snapshot(theta))
+            settings.callback(k, value, snapshot(theta))
         callback = None
     for k, stage in enumerate(stages):
         # Every stage is named (in warnings and verbose lines), also a single one.
         stage_name = f"loss={name!r}" + (f" {k + 1}/{len(stages)}" if len(stages) > 1 else "")
         t0 = time.perf_counter()
         monitor = ConvergenceMonitor(
-            est.tol, est.max_iter or solver.default_max_iter, verbose=est.verbose,
+            settings.tol, settings.max_iter or solver.default_max_iter, verbose=settings.verbose,
             callback=callback, on_params=on_params, validation=validation,
-            n_iter_no_change=est.n_iter_no_change, unit=getattr(solver, "unit", "iter"),
+            n_iter_no_change=settings.n_iter_no_change, unit=get_solver_tags(solver).unit,
             stage=stage_name)
         x0, info.objective = run_stage(solver, objective, stage, prior, C, x0, monitor,
                                        stage=stage_name)
@@ -339,6 +372,6 @@ def train_stages(est, objective, loss, prior, solver, x0, from_zero, validation=
         if validation is not None:
             info.validation_scores += monitor.validation_scores
             info.best_validation_score = monitor.best_score
-        est._stage_done(stage_name, monitor, solver.name, time.perf_counter() - t0)
+        _stage_done(settings.verbose, stage_name, monitor, solver.name, time.perf_counter() - t0)
     return x0, info
 

@@ -32,18 +32,17 @@ TAG_SCHEME_DOC = dict(
 )
 
 
-def to_training_labels(estimator, y):
-    """The label sequences to train on, in ``estimator.tag_scheme``.
+def to_training_labels(tag_scheme, y):
+    """The label sequences to train on, in ``tag_scheme``, and the two schemes.
 
-    With a ``tag_scheme``, sets ``estimator._tag_schemes`` to ``(detected
-    scheme, tag_scheme)``, which ``_set_fitted`` removes and publishes as
-    ``tag_schemes_`` once training has succeeded (an interrupted fit leaves
-    ``tag_schemes_`` as it was); without, removes it.
+    The estimator keeps the schemes until training has succeeded, then
+    publishes them as ``tag_schemes_`` (an interrupted fit leaves
+    ``tag_schemes_`` as it was).
 
     Parameters
     ----------
-    estimator : CRFTagger
-        Its ``tag_scheme`` is the training scheme.
+    tag_scheme : str or None
+        The estimator's ``tag_scheme``: the training scheme.
     y : list of label sequences
         The labels given to ``fit``.
 
@@ -52,6 +51,8 @@ def to_training_labels(estimator, y):
     y_train : list of label sequences
         ``y`` itself if ``tag_scheme`` is None or the detected scheme,
         else ``y`` converted to ``tag_scheme``.
+    schemes : tuple of (str, str) or None
+        ``(detected scheme, tag_scheme)``; None without a ``tag_scheme``.
 
     Raises
     ------
@@ -59,13 +60,11 @@ def to_training_labels(estimator, y):
         If a label is in no chunk tagging scheme (the message names the
         sequence).
     """
-    tag_scheme = estimator.tag_scheme
     if tag_scheme is None:
-        estimator.__dict__.pop("_tag_schemes", None)
-        return y
+        return y, None
     source = detect_scheme(y)
-    estimator._tag_schemes = (source, tag_scheme)
-    return y if source == tag_scheme else convert_scheme(y, tag_scheme, source=source)
+    y_train = y if source == tag_scheme else convert_scheme(y, tag_scheme, source=source)
+    return y_train, (source, tag_scheme)
 
 
 def _convert(y, schemes, forward):
@@ -75,11 +74,17 @@ def _convert(y, schemes, forward):
     return convert_scheme(y, target, source=source)
 
 
-def to_user_labels(estimator, y):
-    """Decoded label sequences (training scheme) in the scheme of the fit labels."""
-    return _convert(y, getattr(estimator, "tag_schemes_", None), forward=False)
+def to_user_labels(schemes, y):
+    """Decoded label sequences (training scheme) in the scheme of the fit labels.
+
+    ``schemes`` is the fitted ``tag_schemes_`` (None: ``y`` itself).
+    """
+    return _convert(y, schemes, forward=False)
 
 
-def to_model_labels(estimator, y):
-    """Label sequences in the scheme of the fit labels, in the training scheme."""
-    return _convert(y, getattr(estimator, "tag_schemes_", None), forward=True)
+def to_model_labels(schemes, y):
+    """Label sequences in the scheme of the fit labels, in the training scheme.
+
+    ``schemes`` is the fitted ``tag_schemes_`` (None: ``y`` itself).
+    """
+    return _convert(y, schemes, forward=True)

@@ -3,13 +3,17 @@
 __all__ = ["print_header"]
 
 
-def print_header(estimator, loss, prior, solver, Xc, offsets, n_labels, n_params):
-    """Print what is trained, how, and on how much data (``verbose >= 1``)."""
+def print_header(loss, prior, solver, Xc, offsets, n_labels, n_params, *, C, init, tol,
+                 max_iter):
+    """Print what is trained, how, and on how much data (``verbose >= 1``).
+
+    ``C``, ``init``, ``tol`` and ``max_iter`` are the estimator's parameters.
+    """
     def name(obj):
         return repr(getattr(obj, "name", None) or type(obj).__name__)
 
-    print(f"CRFTagger: loss={name(loss)}, prior={name(prior)}, C={float(estimator.C):g}, "
-          f"solver={name(solver)}, init={estimator.init!r}, tol={estimator.tol:g}, "
-          f"max_iter={estimator.max_iter or solver.default_max_iter} per stage", flush=True)
+    print(f"CRFTagger: loss={name(loss)}, prior={name(prior)}, C={float(C):g}, "
+          f"solver={name(solver)}, init={init!r}, tol={tol:g}, "
+          f"max_iter={max_iter or solver.default_max_iter} per stage", flush=True)
     print(f"data: {offsets.shape[0] - 1} sequences, {Xc.shape[0]} tokens, "
           f"{Xc.shape[1]} attributes, {n_labels} labels, {n_params} parameters", flush=True)

@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator
 
 from ..inference import inner_positions
 
-__all__ = ["BaseLoss", "LossTags", "get_loss_tags"]
+__all__ = ["BaseLoss", "LossTags", "get_loss_tags", "loss_for_start"]
 
 
 class BaseLoss(BaseEstimator):
@@ -430,6 +430,28 @@ def get_loss_tags(loss):
     if tags.stages is None:
         tags.stages = [loss]
     return tags
+
+
+def loss_for_start(loss, from_zero):
+    """The loss to train from zero parameters or from a fit: ``loss.for_start(from_zero)``.
+
+    A loss with a setting that depends on the start (MCE-F's
+    ``beta='auto'``) resolves it in ``for_start``; a loss without that
+    hook is itself.
+
+    Parameters
+    ----------
+    loss : loss object
+        The estimator's own copy (``for_start`` may set it).
+    from_zero : bool
+        Whether training starts from zero parameters.
+
+    Returns
+    -------
+    loss object
+    """
+    for_start = getattr(loss, "for_start", None)
+    return loss if for_start is None else for_start(from_zero=from_zero)
 
 
 def gold_counts(y, offsets, n_labels, sample_weight=None):

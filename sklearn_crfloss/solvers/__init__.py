@@ -13,7 +13,7 @@ To add a solver: subclass :class:`BaseSolver`, implement ``solve`` (and
 ``check`` for the losses and priors it cannot train), register it here.
 """
 
-from ._base import BaseSolver
+from ._base import BaseSolver, SolverTags, get_solver_tags, solver_for_start
 from ._lbfgs import LBFGS, minimize_lbfgs
 from ._monitor import (ConvergenceMonitor, FitInfo, HeldOutScore, hold_out, stage_summary,
                        take_sequences, takes_model)
@@ -21,9 +21,12 @@ from ._online import MIRA, OnlineState, StructuredPerceptron
 from ._owlqn import OWLQN, minimize_liblbfgs
 from ._quickprop import QuickProp
 from ._rprop import Rprop
-from ._schedule import SOLVERS, GPDQuickProp, Schedule, Suzuki2006, default_solver, make_solver
+from ._schedule import (SOLVERS, GPDQuickProp, Schedule, Suzuki2006, default_solver, make_solver,
+                        solvers_with)
 from ._sgd import SGD, SGDState
 
 __all__ = ["BaseSolver", "ConvergenceMonitor", "GPDQuickProp", "HeldOutScore", "LBFGS", "MIRA",
            "OWLQN", "QuickProp", "Rprop", "SGD", "SOLVERS", "Schedule", "StructuredPerceptron",
-           "Suzuki2006", "default_solver", "make_solver", "minimize_lbfgs", "minimize_liblbfgs"]
+           "Suzuki2006", "default_solver", "make_solver", "minimize_lbfgs", "minimize_liblbfgs",
+           # the declared capabilities of a solver
+           "SolverTags", "get_solver_tags", "solver_for_start", "solvers_with"]

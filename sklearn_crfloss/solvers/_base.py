@@ -1,10 +1,117 @@
-"""The solver contract: how a loss and a prior on bound data are minimised."""
+"""The solver contract: how a loss and a prior on bound data are minimised.
+
+What the estimators read from a solver besides ``solve`` and ``check`` is
+one record, :class:`SolverTags`, returned by ``__solver_tags__`` and read
+through :func:`get_solver_tags` (as :class:`~sklearn_crfloss.losses.LossTags`
+is for losses).
+"""
+
+from dataclasses import dataclass
 
 from sklearn.base import BaseEstimator
 
 from ..losses import get_loss_tags
 
-__all__ = ["BaseSolver"]
+__all__ = ["BaseSolver", "SolverTags", "get_solver_tags", "prior_name", "solver_for_start"]
+
+
+@dataclass
+class SolverTags:
+    """The capabilities of a solver that training reads (``BaseSolver.__solver_tags__``).
+
+    Parameters
+    ----------
+    name : str or None, default=None
+        The registry name (``CRFTagger(solver=name)``).
+    unit : str, default='iter'
+        What one report to the monitor counts (``'iter'``, ``'epoch'``).
+    own_rule : bool, default=False
+        Whether it follows its own update rule rather than minimise the
+        objective (the perceptron, MIRA): training then does not check that
+        the objective fell.
+    online : bool, default=False
+        Whether ``partial_fit`` continues it, one epoch per call: it has
+        ``new_state(n_features, n_labels, all_states)``,
+        ``partial_solve(...)`` on that state and ``parameters_of(state)``.
+    takes_bigrams : bool, default=False
+        Whether it trains the blocks of observation-dependent label bigrams
+        (a schedule: whether every stage does).
+    trains_label_experts : bool, default=False
+        Whether it trains bigram blocks of ``LOPTagger``'s label experts: a
+        batch solver, whose steps are made of the objective's gradient,
+        which is 0 on the blocks' entries outside an expert's labels.
+    line_search : bool, default=False
+        Whether it is a quasi-Newton method with a line search (L-BFGS,
+        OWL-QN), which usually stops at once from a point where the
+        (sub)gradient gives no descent.
+    shard_epochs : bool, default=False
+        Whether it has ``shard_epoch``, with which
+        :class:`~sklearn_crfloss.dask.DaskCRFTagger` trains by iterative
+        parameter mixing (SGD).
+    """
+
+    name: str = None
+    unit: str = "iter"
+    own_rule: bool = False
+    online: bool = False
+    takes_bigrams: bool = False
+    trains_label_experts: bool = False
+    line_search: bool = False
+    shard_epochs: bool = False
+
+
+def get_solver_tags(solver):
+    """The declared capabilities of a solver: ``solver.__solver_tags__()``.
+
+    The one place where the defaults of a solver object that declares no
+    record (an object with BaseSolver's interface only) are set: its
+    ``name`` and ``unit`` are read, the other fields are False.
+
+    Parameters
+    ----------
+    solver : solver object
+
+    Returns
+    -------
+    SolverTags
+
+    Examples
+    --------
+    >>> from sklearn_crfloss.solvers import get_solver_tags, make_solver
+    >>> tags = get_solver_tags(make_solver("sgd"))
+    >>> tags.unit, tags.online, tags.takes_bigrams
+    ('epoch', True, True)
+    """
+    method = getattr(type(solver), "__solver_tags__", None)
+    if method is None:
+        return SolverTags(name=getattr(solver, "name", None), unit=getattr(solver, "unit", "iter"))
+    return method(solver)
+
+
+def solver_for_start(solver, from_zero):
+    """The solver that trains from zero parameters or from a fit.
+
+    A schedule drops its warm-up stages when training starts from a fit
+    (:meth:`Schedule.for_start <sklearn_crfloss.solvers.Schedule.for_start>`);
+    a solver without ``for_start`` is itself.
+
+    Parameters
+    ----------
+    solver : solver object
+    from_zero : bool
+        Whether training starts from zero parameters.
+
+    Returns
+    -------
+    solver object
+    """
+    for_start = getattr(solver, "for_start", None)
+    return solver if for_start is None else for_start(from_zero=from_zero)
+
+
+def prior_name(tags, prior):
+    """A prior's name for a message: its declared ``tags.name``, else the object itself."""
+    return prior if tags.name is None else tags.name
 
 
 class BaseSolver(BaseEstimator):
@@ -50,6 +157,20 @@ class BaseSolver(BaseEstimator):
     dense_states = False
     default_max_iter = 1000
     unit = "iter"
+
+    def __solver_tags__(self):
+        """The solver's declared capabilities (see :class:`SolverTags`).
+
+        Override it in a subclass to change fields: call
+        ``super().__solver_tags__()``, set them, return the record.
+
+        Returns
+        -------
+        SolverTags
+            Here: ``name`` and ``unit`` from the class attributes, the
+            other fields at their defaults.
+        """
+        return SolverTags(name=self.name, unit=self.unit)
 
     def check(self, loss, prior):
         """Raise ValueError if this solver cannot train ``loss`` with ``prior``.

@@ -18,7 +18,8 @@ a step across a jump that raises the objective is shortened.
 import numpy as np
 
 from ..exceptions import UndefinedLossError
-from ._base import BaseSolver
+from ..priors import get_prior_tags
+from ._base import BaseSolver, prior_name
 
 __all__ = []
 
@@ -37,13 +38,20 @@ class StepRuleSolver(BaseSolver):
     #: Halvings of a proposed step before the gradient fall-back.
     max_halvings = 5
 
+    def __solver_tags__(self):
+        # Docstring inherited.
+        tags = super().__solver_tags__()
+        tags.takes_bigrams = tags.trains_label_experts = True
+        return tags
+
     def check(self, loss, prior):
         # Docstring inherited.
         super().check(loss, prior)
-        if hasattr(prior, "parametrisation") and prior.parametrisation(1) is not None:
+        tags = get_prior_tags(prior)
+        if not tags.smooth:
             raise ValueError(
                 f"solver={self.name!r} needs a prior that is differentiable everywhere; "
-                f"prior={getattr(prior, 'name', prior)!r} is not at 0 (its subgradient "
+                f"prior={prior_name(tags, prior)!r} is not at 0 (its subgradient "
                 "makes the weights oscillate around 0 instead of reaching it): use "
                 "solver='owlqn' or 'lbfgs'.")
 

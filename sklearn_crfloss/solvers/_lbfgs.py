@@ -7,6 +7,7 @@ from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
 from .._utils import Interval, StrOptions
+from ..priors import get_prior_tags
 from ._base import BaseSolver
 from ._owlqn import check_line_search_loss, minimize_liblbfgs
 
@@ -122,6 +123,12 @@ class LBFGS(BaseSolver):
         self.max_corrections = max_corrections
         self.backend = backend
 
+    def __solver_tags__(self):
+        # Docstring inherited.
+        tags = super().__solver_tags__()
+        tags.takes_bigrams = tags.trains_label_experts = tags.line_search = True
+        return tags
+
     def check(self, loss, prior):
         # Docstring inherited.
         super().check(loss, prior)
@@ -129,8 +136,8 @@ class LBFGS(BaseSolver):
 
     def solve(self, objective, loss, prior, C, x0, monitor):
         # Docstring inherited.
-        par = prior.parametrisation(objective.n_params) if hasattr(
-            prior, "parametrisation") else None
+        par = (None if get_prior_tags(prior).smooth
+               else prior.parametrisation(objective.n_params))
         if par is None:
             fun = lambda x: objective.value_and_grad(x, loss, prior, C)  # noqa: E731
             if self.backend == "liblbfgs":

@@ -62,6 +62,17 @@ class _OnlineSolver(BaseSolver):
     dense_states = True
     default_max_iter = 10
 
+    def __solver_tags__(self):
+        # Docstring inherited.
+        tags = super().__solver_tags__()
+        tags.online = tags.takes_bigrams = True
+        return tags
+
+    def new_state(self, n_features, n_labels, all_states):
+        """A new :class:`OnlineState` for :meth:`partial_solve` (``all_states`` is ignored:
+        the online rules train every (attribute, label) pair)."""
+        return OnlineState(n_features, n_labels)
+
     def solve(self, objective, loss, prior, C, x0, monitor):
         # Docstring inherited.
         X, y, offsets = objective.X, objective.y, objective.offsets
@@ -193,6 +204,12 @@ class _MistakeDriven(_OnlineSolver):
     def __init__(self, average=True, random_state=None):
         self.average = average
         self.random_state = random_state
+
+    def __solver_tags__(self):
+        # Docstring inherited.
+        tags = super().__solver_tags__()
+        tags.own_rule = True
+        return tags
 
     def check(self, loss, prior):
         # Docstring inherited.

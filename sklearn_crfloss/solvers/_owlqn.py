@@ -6,7 +6,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ..losses import get_loss_tags
-from ._base import BaseSolver
+from ..priors import get_prior_tags
+from ._base import BaseSolver, prior_name
 
 __all__ = ["OWLQN", "minimize_liblbfgs"]
 
@@ -234,30 +235,33 @@ class OWLQN(BaseSolver):
         self.epsilon = epsilon
         self.max_linesearch = max_linesearch
 
+    def __solver_tags__(self):
+        # Docstring inherited.
+        tags = super().__solver_tags__()
+        tags.takes_bigrams = tags.trains_label_experts = tags.line_search = True
+        return tags
+
     def check(self, loss, prior):
         # Docstring inherited.
-        from ..priors import LaplacianPrior
-
         super().check(loss, prior)
         check_line_search_loss(loss, "OWL-QN")
-        if (not isinstance(prior, LaplacianPrior) and hasattr(prior, "parametrisation")
-                and prior.parametrisation(1) is not None):
+        tags = get_prior_tags(prior)
+        if not tags.l1 and not tags.smooth:
             raise ValueError(f"solver='owlqn' trains prior='l1' or a differentiable prior, "
-                             f"not {getattr(prior, 'name', prior)!r}.")
+                             f"not {prior_name(tags, prior)!r}.")
 
     def solve(self, objective, loss, prior, C, x0, monitor):
         # Docstring inherited.
-        from ..priors import LaplacianPrior
-
         options = dict(max_corrections=self.max_corrections, epsilon=self.epsilon,
                        max_linesearch=self.max_linesearch)
-        if not isinstance(prior, LaplacianPrior):
+        tags = get_prior_tags(prior)
+        if not tags.l1:
             return minimize_liblbfgs(lambda x: objective.value_and_grad(x, loss, prior, C),
                                      x0, monitor, **options)
         # An elastic net: its L1 share in the orthant-wise steps, its L2 part
         # in the smooth objective (as CRFsuite and Wapiti).
-        l1 = float(getattr(prior, "l1_ratio", 1.0)) / C
-        smooth = getattr(prior, "smooth_value_and_grad", None)
+        l1 = float(tags.l1_ratio) / C
+        smooth = prior.smooth_value_and_grad if tags.l2_part else None
 
         def smooth_fun(theta):
             value, grad = objective.loss_value_and_grad(theta, loss)

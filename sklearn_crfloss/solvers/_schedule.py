@@ -14,7 +14,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._utils import resolve
 from ..losses import get_loss_tags
-from ._base import BaseSolver
+from ..priors import get_prior_tags
+from ._base import BaseSolver, get_solver_tags
 from ._lbfgs import LBFGS
 from ._online import MIRA, StructuredPerceptron
 from ._owlqn import OWLQN
@@ -212,6 +213,12 @@ class Schedule(BaseSolver):
 
     default_max_iter = None
 
+    def __solver_tags__(self):
+        # Docstring inherited: takes bigrams if every stage does.
+        tags = super().__solver_tags__()
+        tags.takes_bigrams = all(get_solver_tags(s).takes_bigrams for s, _ in self._bound())
+        return tags
+
     def check(self, loss, prior):
         # Docstring inherited: every stage's check.
         for solver, _ in self._bound():
@@ -323,6 +330,23 @@ SOLVERS = {
     "gpd_quickprop": GPDQuickProp,
 }
 
+
+def solvers_with(tag):
+    """The names of the registered solvers (not schedules) whose record sets ``tag``.
+
+    Parameters
+    ----------
+    tag : str
+        A boolean field of :class:`SolverTags`, e.g. ``'takes_bigrams'``.
+
+    Returns
+    -------
+    tuple of str
+        In the order of :data:`SOLVERS` (for messages that list them).
+    """
+    return tuple(name for name, cls in SOLVERS.items()
+                 if not issubclass(cls, Schedule) and getattr(get_solver_tags(cls()), tag))
+
 # What CRFTagger reads of a solver besides ``solve`` (BaseSolver defines them all).
 _SOLVER_INTERFACE = ("check", "name", "dense_states", "default_max_iter")
 
@@ -391,9 +415,7 @@ def default_solver(loss, prior):
     str or tuple
         A name of :data:`SOLVERS` or a schedule (for :func:`make_solver`).
     """
-    from ..priors import LaplacianPrior
-
     default = get_loss_tags(loss).default_solver
-    if isinstance(default, str) and default == "lbfgs" and isinstance(prior, LaplacianPrior):
+    if isinstance(default, str) and default == "lbfgs" and get_prior_tags(prior).l1:
         return "owlqn"
     return default

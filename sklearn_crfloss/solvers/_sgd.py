@@ -55,7 +55,7 @@ from .._model import kernel_csr
 from ._sgd_loops import batch_potentials, sgd_pass, sgd_step
 from ..exceptions import UndefinedLossError
 from ..losses import get_loss_tags
-from ..priors import GaussianPrior, NoPrior
+from ..priors import get_prior_tags
 from .._data import column_counts
 from ._base import BaseSolver
 from ._monitor import take_sequences
@@ -554,13 +554,37 @@ class SGD(BaseSolver):
         self.batch_size = batch_size
         self.random_state = random_state
 
+    def __solver_tags__(self):
+        # Docstring inherited.
+        tags = super().__solver_tags__()
+        tags.online = tags.takes_bigrams = tags.shard_epochs = True
+        return tags
+
+    def new_state(self, n_features, n_labels, all_states):
+        """The state of a run of :meth:`partial_solve` (``partial_fit``), before any batch.
+
+        Parameters
+        ----------
+        n_features, n_labels : int
+        all_states : bool
+            Whether every (attribute, label) pair is trained, or those
+            observed.
+
+        Returns
+        -------
+        SGDState
+        """
+        return SGDState(n_features, n_labels, all_states, bool(self.average))
+
+    def parameters_of(self, state):
+        """``(W, transition, start, end, blocks)`` of ``state``: averaged once averaging began."""
+        return state.parameters()
+
     def check(self, loss, prior):
         # Docstring inherited.
         super().check(loss, prior)
-        ok = isinstance(prior, NoPrior) or (
-            isinstance(prior, GaussianPrior) and not np.any(prior.mean)
-            and not prior.feature_dependent)
-        if not ok:
+        tags = get_prior_tags(prior)
+        if not (tags.zero or tags.weight_decay):
             raise ValueError(
                 "solver='sgd' applies the prior as a scale of the weights: it supports "
                 f"prior='l2' (zero mean, not feature-dependent) or 'none', not {prior!r}.")
@@ -586,7 +610,7 @@ class SGD(BaseSolver):
         n_seq = objective.offsets.shape[0] - 1
         model, batch = self._start(objective, x0, loss, self._average_start(n_seq))
         rng = random_generator(self.random_state)
-        lam = 0.0 if isinstance(prior, NoPrior) else 1.0 / (C * n_seq)
+        lam = 0.0 if get_prior_tags(prior).zero else 1.0 / (C * n_seq)
         lam_s = lam if lam > 0 else 1.0 / n_seq
         power = (self.power_t if self.power_t is not None
                  else (0.75 if model.average_start is not None else 1.0))
@@ -653,7 +677,7 @@ class SGD(BaseSolver):
         self.check(loss, prior)
         n_seq = objective.offsets.shape[0] - 1
         model, batch = self._start(objective, theta, loss, None)
-        lam = 0.0 if isinstance(prior, NoPrior) else 1.0 / (C * n_total)
+        lam = 0.0 if get_prior_tags(prior).zero else 1.0 / (C * n_total)
         lam_s = lam if lam > 0 else 1.0 / n_total
         if eta0 is None:
             return theta, 0.0, self._calibrate(model, rng, lam, lam_s, batch,
@@ -711,7 +735,7 @@ class SGD(BaseSolver):
                                    bigram_columns=columns))
         model = _ScaledModel(data, None, loss, kind, cost, state.average_start, resume=state)
         state.n_seen += n_seq
-        lam = 0.0 if isinstance(prior, NoPrior) else 1.0 / (C * state.n_seen)
+        lam = 0.0 if get_prior_tags(prior).zero else 1.0 / (C * state.n_seen)
         lam_s = lam if lam > 0 else 1.0 / state.n_seen
         power = (self.power_t if self.power_t is not None
                  else (0.75 if state.average_start is not None else 1.0))
