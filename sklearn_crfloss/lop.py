@@ -40,7 +40,7 @@ from ._model import pack_blocks
 from ._model import BigramLayout
 from ._lop import count_trained, expert_parts, pool_blocks
 from ._model import ParameterLayout
-from ._utils import VersionedStateMixin
+from ._utils import SequenceTaggerTagsMixin, VersionedStateMixin
 from ._tagger import CRFTagger
 from .solvers import FitInfo, take_sequences
 from ._data import check_sequences, encode_labels
@@ -191,7 +191,7 @@ def _boundary_positions(firsts, lasts):
     return out
 
 
-class LOPTagger(VersionedStateMixin, BaseEstimator):
+class LOPTagger(SequenceTaggerTagsMixin, VersionedStateMixin, BaseEstimator):
     """Logarithmic opinion pool of CRF experts (LOP-CRF).
 
     Smith & Osborne (2005), section 4; weight training from Smith, Cohn &
@@ -634,14 +634,6 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
         """Token accuracy of :meth:`predict`."""
         check_is_fitted(self)
         return self.pool_.score(X, y)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.sparse = True
-        tags.target_tags.required = True
-        tags.target_tags.one_d_labels = False
-        return tags
 
 
 def entity_type(label):
