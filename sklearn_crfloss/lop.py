@@ -45,7 +45,7 @@ from ._tagger import CRFTagger
 from .solvers import FitInfo, take_sequences
 from ._data import check_sequences, encode_labels
 from ._data import SequenceVectorizer
-from .inference import PositionTransitions, forward_backward
+from .inference import PositionTransitions
 from .losses import ConditionalLogLikelihood, get_loss
 from .priors import get_prior
 from .segments import split_label
@@ -762,9 +762,3 @@ def _fit_weights(blocks, max_iter, tol):
 
     monitor = ConvergenceMonitor(tol, max_iter, stage="LOP weights")
     return softmax(minimize_lbfgs(fun, np.zeros(len(blocks[0][0])), monitor)), monitor
-
-
-# Exposed for tests: the pool's marginals by forward-backward on summed potentials.
-def _pool_marginals(weights, parts, offsets):
-    U, T, s, e = _pool_potentials(weights, parts)
-    return forward_backward(np.ascontiguousarray(U), T, s, e, offsets).marginals
