@@ -547,13 +547,8 @@ class DaskCRFTagger(CRFTagger):
     def predict_marginals(self, X):
         """Posterior marginals of every label at every token; a bag of them for a bag.
 
-        Parameters
-        ----------
-        X : dask.bag.Bag or list of sequences
-
-        Returns
-        -------
-        dask.bag.Bag or list of ndarray of shape (n_tokens_i, n_classes)
+        As :meth:`predict`, each element an ndarray of shape (n_tokens_i,
+        n_classes) instead of a label list.
         """
         return self._on_bag(X, "predict_marginals")
 
