@@ -71,7 +71,8 @@ def attribute_counts(tokens):
     Parameters
     ----------
     tokens : list of dict
-        Feature dicts of the tokens of a chunk.
+        Feature dicts of the tokens of a chunk, its sequences laid end to
+        end (nested dicts allowed, as :func:`join_nested_keys` takes them).
 
     Returns
     -------
