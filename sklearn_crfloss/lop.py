@@ -363,16 +363,10 @@ class LOPTagger(SequenceTaggerTagsMixin, VersionedStateMixin, BaseEstimator):
     def __init__(self, *, experts="simple", weights="uniform", estimator=None, reduced=None,
                  positions=None, max_iter=200, tol=1e-7, n_jobs=None, random_state=None,
                  cv=3):
-        self.experts = experts
-        self.weights = weights
-        self.estimator = estimator
-        self.reduced = reduced
-        self.positions = positions
-        self.max_iter = max_iter
-        self.tol = tol
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.cv = cv
+        self.experts, self.weights, self.estimator = experts, weights, estimator
+        self.reduced, self.positions = reduced, positions
+        self.max_iter, self.tol, self.n_jobs = max_iter, tol, n_jobs
+        self.random_state, self.cv = random_state, cv
 
     # ------------------------------------------------------------ expert sets
 
