@@ -292,10 +292,9 @@ cdef extern from *:
     #include <stddef.h>
     /* Outputs per block of vec_mat_padded: the block's sums stay in
        registers over the rows of M. With AVX, 32 (4 zmm or 8 ymm): enough
-       independent multiply-adds per row to hide their latency (1.3-1.5x
-       faster than blocks of 8 at L = 44..500 with -march=native on an
-       AVX-512 CPU). Without (portable flags), 8 (4 xmm), but see
-       CRF_DISPATCH below. */
+       independent multiply-adds per row to hide their latency (faster
+       than blocks of 8 at L = 44..500 with -march=native). Without
+       (portable flags), 8 (4 xmm), but see CRF_DISPATCH below. */
     #if defined(__AVX__)
     #define CRF_VM_WIDTH 32
     #else
@@ -376,8 +375,8 @@ cdef extern from *:
         }
     }
     /* 1 where max_plus_step calls crf_max_plus (to pick the AVX2 version at
-       run time); elsewhere it keeps its own loop, which measured ~10% faster
-       than this one at L = 22..100 with -march=native. */
+       run time); elsewhere it keeps its own loop, faster than this one with
+       -march=native. */
     #ifdef CRF_DISPATCH
     #define CRF_HAS_DISPATCH 1
     #else
@@ -523,9 +522,8 @@ cdef extern from *:
 # How far ahead (in stored entries of X) the feature helpers prefetch: the
 # attribute's code PREFETCH_FAR entries ahead, its weights (or gradient)
 # PREFETCH_NEAR entries ahead. Rare attributes are cache misses that the
-# hardware cannot predict; the index arrays say what comes next. (CoNLL-2000,
-# CPU s of the fused CLL kernel, variants interleaved in one process: no
-# prefetch 0.206, 16/8 0.166, 32/16 0.157, 40/16 0.155, 64/24 0.162.)
+# hardware cannot predict; the index arrays say what comes next. (The
+# distances were chosen by timing the fused CLL kernel on CoNLL-2000.)
 cdef enum:
     PREFETCH_NEAR = 16
     PREFETCH_FAR = 32

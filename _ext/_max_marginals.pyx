@@ -72,7 +72,7 @@ cdef extern from *:
        transitions, rounded as ((T + U) + beta) as the other kernels do.
        arg[j] = the first such i (strict '>' over increasing i: the smallest
        label among ties), 0 where every candidate is -inf. The same values
-       and arguments as _chain.pxd's max_plus_step, 2-4x faster at L = 22. */
+       and arguments as _chain.pxd's max_plus_step, in fewer instructions. */
     #if defined(__AVX512F__)
     #define CRF_MP_VN 8
     #elif defined(__AVX__)

@@ -29,10 +29,9 @@
 #   (gather_token), the scaled forward-backward with the edge's own matrix
 #   (padded rows of Lp doubles; the forward products register-blocked by
 #   vec_mat_padded, the backward ones row dot products of the same matrix,
-#   which the forward pass of the sequence has just brought into the cache:
-#   a transposed copy measured no faster), the pair sums per matrix and the
-#   weighted node marginals scattered into the state-weight gradient
-#   (scatter_token). The table is a few MB on CoNLL-2000 (about a thousand
+#   which the forward pass of the sequence has just brought into the cache),
+#   the pair sums per matrix and the weighted node marginals scattered into
+#   the state-weight gradient (scatter_token). The table is a few MB on CoNLL-2000 (about a thousand
 #   matrices) and is read once per edge; no (n_tokens, L) or (n_tokens, L, L)
 #   array is built.
 # * Sequences are taken in chunks of CHUNK = 8; chunk c adds into
@@ -41,16 +40,12 @@
 #   the sums, rounding included, do not depend on the number of threads.
 #   The loop is block-major (a thread runs the chunks of one block, then of
 #   the next), so that the per-matrix sums of one block are written at a
-#   time, not those of all blocks in turn: on full CoNLL-2000 (1,095
-#   matrices, 4 blocks of 4.6 MB) an evaluation took 0.238 s against 0.274 s
-#   with the chunks in the dense kernel's order (same sums, bit for bit).
-# * Measured on 2,000 CoNLL-2000 sentences (878 matrices, 22 labels), perf
-#   samples of the kernel: with one matrix for every edge instead of the
-#   table it takes about 0.8x the time, without the pair sums about 0.8x:
-#   the cache misses on the table and on the per-matrix sums are the cost
-#   over the dense kernel. Software prefetching of the next edge's matrix
+#   time, not those of all blocks in turn (same sums, bit for bit, as with
+#   the chunks in the dense kernel's order).
+# * The cache misses on the table and on the per-matrix sums are the cost
+#   over the dense kernel; software prefetching of the next edge's matrix
 #   and sums, and a transposed copy of the table for the backward products,
-#   measured no faster.
+#   did not lower it (benchmarks/README.md, issue 23).
 
 import numpy as np
 

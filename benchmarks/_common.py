@@ -24,6 +24,7 @@ __all__ = [
     "Timer",
     "command_line",
     "conll2000_run",
+    "parse_conll2000_run",
     "run_forked",
     "format_table",
     "paired_tests_line",
@@ -301,10 +302,12 @@ def training_objective(crf, F, y, n_threads=1):
     return objective, theta, y_enc, offsets
 
 
-def conll2000_run():
+def conll2000_run(train_sentences=None):
     """Print the command line and the machine; the CoNLL-2000 train and test sets.
 
-    Returns ``(X_train, y_train, X_test, y_test)`` (token tuples and labels).
+    Returns ``(X_train, y_train, X_test, y_test)`` (token tuples and labels),
+    the training set cut to its first ``train_sentences`` if that is given
+    (not None or 0).
     """
     from sklearn_crfloss.datasets import load_conll2000
 
@@ -312,7 +315,20 @@ def conll2000_run():
     print(machine_info())
     X_train, y_train = load_conll2000("train", download_if_missing=False)
     X_test, y_test = load_conll2000("test", download_if_missing=False)
+    if train_sentences:
+        X_train, y_train = X_train[:train_sentences], y_train[:train_sentences]
     return X_train, y_train, X_test, y_test
+
+
+def parse_conll2000_run(parser, modules=("sklearn_crfloss", "numpy", "scipy")):
+    """The arguments of ``parser`` (which has ``--train-sentences``), the run
+    header (:func:`print_run_header`) printed, and :func:`conll2000_run`'s sets.
+
+    Returns ``(args, X_train, y_train, X_test, y_test)``.
+    """
+    args = parser.parse_args()
+    print_run_header(list(modules))
+    return (args, *conll2000_run(args.train_sentences))
 
 
 def print_run_header(modules):

@@ -59,11 +59,7 @@ def main():
                         default=["plain", "bigram"],
                         help="--kernel-epochs: which templates (plain alone runs with the "
                              "kernel of a build without bigram support too)")
-    args = parser.parse_args()
-    _common.print_run_header(["sklearn_crfloss", "numpy", "scipy"])
-    X_train, y_train, X_test, y_test = _common.conll2000_run()
-    if args.train_sentences:
-        X_train, y_train = X_train[:args.train_sentences], y_train[:args.train_sentences]
+    args, X_train, y_train, X_test, y_test = _common.parse_conll2000_run(parser)
     if args.kernel_epochs:
         for name, template in [("plain", CONLL2000_TEMPLATE),
                                ("+ B01, B02", CONLL2000_TEMPLATE + BIGRAM_LINES)]:

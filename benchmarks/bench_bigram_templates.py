@@ -54,11 +54,7 @@ def main():
     parser.add_argument("--compare-kernel", default=None,
                         help="with --plain-only: another build's _forward_backward*.so, whose "
                              "fused kernel is timed alternately with this one's")
-    args = parser.parse_args()
-    _common.print_run_header(["sklearn_crfloss", "numpy", "scipy"])
-    X_train, y_train, X_test, y_test = _common.conll2000_run()
-    if args.train_sentences:
-        X_train, y_train = X_train[:args.train_sentences], y_train[:args.train_sentences]
+    args, X_train, y_train, X_test, y_test = _common.parse_conll2000_run(parser)
     if args.plain_only:
         features = TemplateFeatures(CONLL2000_TEMPLATE).fit([])
         F_train, F_test = features.transform(X_train), features.transform(X_test)

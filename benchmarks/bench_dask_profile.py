@@ -78,9 +78,10 @@ def main(argv=None):
     from sklearn_crfloss.losses import get_loss
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--partitions", type=int, default=4)
-    parser.add_argument("--evaluations", type=int, default=20)
+    parser.add_argument("--workers", type=int, default=2, help="LocalCluster processes")
+    parser.add_argument("--partitions", type=int, default=4, help="of the training bags")
+    parser.add_argument("--evaluations", type=int, default=20,
+                        help="objective evaluations timed")
     args = parser.parse_args(argv)
     X_train, y_train, _, _ = _common.conll2000_run()
     objectives = {}

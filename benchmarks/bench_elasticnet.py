@@ -117,12 +117,13 @@ def run_crfsuite(args, F_train, y_train, F_test, y_test):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--c1", type=float, default=0.1)
-    p.add_argument("--c2", type=float, default=0.1)
-    p.add_argument("--n-jobs", type=int, default=1)
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--c1", type=float, default=0.1, help="CRFsuite's L1 coefficient")
+    p.add_argument("--c2", type=float, default=0.1, help="CRFsuite's L2 coefficient")
+    p.add_argument("--n-jobs", type=int, default=1, help="our kernel threads")
     p.add_argument("--max-iter", type=int, default=1000)
-    p.add_argument("--tol", type=float, default=1e-5)
+    p.add_argument("--tol", type=float, default=1e-5,
+                   help="relative improvement over 10 iterations (CRFsuite's delta)")
     p.add_argument("--train-sentences", type=int, default=None)
     args = p.parse_args(argv)
 

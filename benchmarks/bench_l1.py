@@ -91,9 +91,9 @@ def run_crfsuite(args, F_train, y_train, F_test, y_test):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--C", type=float, default=1.0, help="prior='l1' C; CRFsuite c1 = 1/C")
-    p.add_argument("--n-jobs", type=int, default=2)
+    p.add_argument("--n-jobs", type=int, default=2, help="CRFTagger's kernel threads")
     p.add_argument("--max-iter", type=int, default=1000)
-    p.add_argument("--tol", type=float, default=1e-5)
+    p.add_argument("--tol", type=float, default=1e-5, help="tol; CRFsuite delta (period 10)")
     p.add_argument("--solvers", nargs="+", default=["owlqn", "lbfgs"],
                    choices=["owlqn", "lbfgs"])
     p.add_argument("--train-sentences", type=int, default=None)

@@ -41,40 +41,26 @@ from sklearn_crfloss.lop import LOPTagger, template_positions
 from sklearn_crfloss.metrics import segment_f1_score, token_accuracy
 from sklearn_crfloss.priors import GaussianPrior, HyperbolicPrior, LaplacianPrior
 
+
+def _template(lower, shape, suffix, pos=None):
+    """A CRF++ template over the columns given: the lower-cased word in a window
+    of 5 and its bigrams around the token, the word (column 0), the POS tags
+    in a window of 3 (if any), the shape in a window of 3 and the suffix."""
+    words = [f"%x[-2,{lower}]", f"%x[-1,{lower}]", "%x[0,0]", f"%x[1,{lower}]",
+             f"%x[2,{lower}]", f"%x[0,{lower}]", f"%x[-1,{lower}]/%x[0,{lower}]",
+             f"%x[0,{lower}]/%x[1,{lower}]"]
+    rows = [f"U0{i}:{x}" for i, x in enumerate(words)]
+    if pos is not None:
+        rows += [f"U1{i}:%x[{o},{pos}]" for i, o in enumerate((-1, 0, 1))]
+    rows += [f"U2{i}:%x[{o},{shape}]" for i, o in enumerate((-1, 0, 1))]
+    return "\n".join(rows + [f"U23:%x[0,{suffix}]"]) + "\n"
+
+
 # Columns: 0 word, 1 POS, 2 lower-cased word, 3 word shape, 4 3-suffix.
-NER_TEMPLATE = """\
-U00:%x[-2,2]
-U01:%x[-1,2]
-U02:%x[0,0]
-U03:%x[1,2]
-U04:%x[2,2]
-U05:%x[0,2]
-U06:%x[-1,2]/%x[0,2]
-U07:%x[0,2]/%x[1,2]
-U10:%x[-1,1]
-U11:%x[0,1]
-U12:%x[1,1]
-U20:%x[-1,3]
-U21:%x[0,3]
-U22:%x[1,3]
-U23:%x[0,4]
-"""
+NER_TEMPLATE = _template(lower=2, shape=3, suffix=4, pos=1)
 
 # Words only (section 5.2): columns 0 word, 1 lower-cased, 2 shape, 3 3-suffix.
-POS_TEMPLATE = """\
-U00:%x[-2,1]
-U01:%x[-1,1]
-U02:%x[0,0]
-U03:%x[1,1]
-U04:%x[2,1]
-U05:%x[0,1]
-U06:%x[-1,1]/%x[0,1]
-U07:%x[0,1]/%x[1,1]
-U20:%x[-1,2]
-U21:%x[0,2]
-U22:%x[1,2]
-U23:%x[0,3]
-"""
+POS_TEMPLATE = _template(lower=1, shape=2, suffix=3)
 
 
 def shape(w):

@@ -44,16 +44,9 @@ from sklearn_crfloss.metrics import segment_f1_score
 
 def token_features(sentence, t):
     word, pos = sentence[t][0], sentence[t][1]
-    feats = {
-        "bias": 1.0,
-        "w": word.lower(),
-        "suf3": word[-3:],
-        "suf2": word[-2:],
-        "title": word.istitle(),
-        "upper": word.isupper(),
-        "digit": word.isdigit(),
-        "pos": pos,
-    }
+    feats = {"bias": 1.0, "w": word.lower(), "suf3": word[-3:], "suf2": word[-2:],
+             "title": word.istitle(), "upper": word.isupper(), "digit": word.isdigit(),
+             "pos": pos}
     for offset, name in ((-1, "prev"), (1, "next")):
         k = t + offset
         if 0 <= k < len(sentence):

@@ -33,7 +33,7 @@ from ._model import observed_pairs
 from ._training import PartialFitMixin
 from ._data import is_stream, vectorize_stream
 from ._utils import VersionedStateMixin
-from ._utils import RegisteredParamsMixin
+from ._utils import RegisteredParamsMixin, SequenceTaggerTagsMixin
 from ._training import fitted_state, snapshot_methods
 from ._training import TAG_SCHEME_DOC, to_model_labels, to_training_labels, to_user_labels
 from ._data import (check_sample_weight, check_sequences, check_token_weight,
@@ -57,7 +57,8 @@ __all__ = ["CRFTagger"]
 @fill_doc(**TAG_SCHEME_DOC, **BIGRAM_DOC)
 @snapshot_methods("decode", "predict_nbest", "sequence_log_proba", "predict_marginals",
                   "top_state_features", "explain")  # consistent with a concurrent refit
-class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, BaseEstimator):
+class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
+                RegisteredParamsMixin, BaseEstimator):
     """Linear-chain conditional random field for sequence labelling.
 
     A first-order linear-chain CRF scores a label sequence ``y`` of a
@@ -880,11 +881,3 @@ class CRFTagger(PartialFitMixin, VersionedStateMixin, RegisteredParamsMixin, Bas
         from .metrics import token_accuracy
 
         return token_accuracy(y, self.predict(X))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.sparse = True
-        tags.target_tags.required = True
-        tags.target_tags.one_d_labels = False
-        return tags

@@ -160,6 +160,35 @@ def _predict_partition(X, model, method):
     return getattr(model, method)(list(X))
 
 
+def _submitter(client):
+    """``submit(fn, *args, where=None)``: a task on ``client``, retried, not pure.
+
+    ``where``: a future whose holder should run the task (no transfer of it:
+    the scheduler underrates the size of object arrays); awaited first, for
+    its holder to be known.
+    """
+    from distributed import wait
+
+    def submit(fn, *args, where=None):
+        workers = None
+        if where is not None:
+            wait([where])
+            holders = client.who_has([where]).get(where.key)
+            workers = list(holders) if holders else None
+        return client.submit(fn, *args, pure=False, retries=RETRIES, workers=workers,
+                             allow_other_workers=workers is not None)
+
+    return submit
+
+
+class _Partitions:
+    """The partitions of a fit: the delayed X parts, their futures and sizes."""
+
+    def __init__(self, X_parts, X_f, y_f, w_f, sizes, starts):
+        self.X_parts, self.X_f, self.y_f, self.w_f = X_parts, X_f, y_f, w_f
+        self.sizes, self.starts = sizes, starts
+
+
 class DaskCRFTagger(CRFTagger):
     """DaskCRFTagger(*, client=None, **params)
 
@@ -331,22 +360,41 @@ class DaskCRFTagger(CRFTagger):
             raise ValueError(f"DaskCRFTagger trains with batch solvers (e.g. 'lbfgs', "
                              f"'owlqn') or 'sgd', not {solver_tags.name or solver!r}.")
         client = self._client()
+        submit = _submitter(client)
+        data = self._partitions(client, submit, X, y, sample_weight)
+        t0 = time.perf_counter()
+        dense = self.all_possible_states or solver.dense_states
+        parts, summaries, kind, classes = self._check_on_workers(client, submit, data, dense)
+        features = self._fit_vocabulary(summaries, kind)
+        shards, state_index = self._vectorise_on_workers(client, submit, data, parts, summaries,
+                                                         kind, classes, features, dense)
+        layout = make_layout(features, features.n_features, classes.shape[0], state_index,
+                             labels=None, boundary=self.boundary_potentials, loss=loss,
+                             solver_tags=solver_tags,
+                             warm=self.warm_start and hasattr(self, "coef_"),
+                             solvers_with=solvers_with)
+        if tags.needs_classes:
+            loss.set_classes(classes)
+        objective = self._objective(client, submit, shards, data, layout, mixing)
+        del parts, shards  # they live on in the workers' data (and their graph)
+        if self.verbose >= 2:
+            print(f"vectorised {int(np.sum(data.sizes))} sequences in {len(data.X_parts)} "
+                  f"partitions on {len(objective.parts)} workers into {features.n_features} "
+                  f"attributes in {time.perf_counter() - t0:.2f} s", flush=True)
+        # 3. Train here, each evaluation summed from the workers.
+        if mixing:
+            solver = ParameterMixing(solver)
+        theta, info = self._train(
+            objective, loss, prior, solver, layout.zeros(), from_zero=True,
+            snapshot=lambda t: self._snapshot(features, classes, layout, t, loss, prior))
+        self._set_fitted(features, classes, layout, theta, info, loss, prior)
+        self.n_partitions_ = len(data.X_parts)
+        self.n_evaluations_ = objective.n_evaluations
+        return self
+
+    def _partitions(self, client, submit, X, y, sample_weight):
+        """The partitions of X, y and the weights, computed on the workers and kept there."""
         X_parts, y_parts, w_parts = self._bags(client, X, y, sample_weight)
-        from distributed import wait
-
-        def submit(fn, *args, where=None):
-            # ``where``: a future whose holder should run the task (no transfer of
-            # it: the scheduler underrates the size of object arrays); awaited
-            # first, for its holder to be known.
-            workers = None
-            if where is not None:
-                wait([where])
-                holders = client.who_has([where]).get(where.key)
-                workers = list(holders) if holders else None
-            return client.submit(fn, *args, pure=False, retries=RETRIES, workers=workers,
-                                 allow_other_workers=workers is not None)
-
-        # The partitions, computed on the workers and kept there.
         X_f = client.compute(X_parts, retries=RETRIES)
         y_f = client.compute(y_parts, retries=RETRIES)
         w_f = None if w_parts is None else client.compute(w_parts, retries=RETRIES)
@@ -355,17 +403,23 @@ class DaskCRFTagger(CRFTagger):
         if sample_weight is not None and w_f is None:
             weights = check_sample_weight(sample_weight, int(np.sum(sizes)))
             w_f = [weights[a:a + n] for a, n in zip(starts, sizes)]
-        t0 = time.perf_counter()
-        # 1. Check, vectorise on the partition's own vocabulary, count attributes and labels.
+        return _Partitions(X_parts, X_f, y_f, w_f, sizes, starts)
+
+    def _check_on_workers(self, client, submit, data, dense):
+        """1. Check, vectorise on the partition's own vocabulary, count attributes and labels.
+
+        Returns the parts (futures of :func:`_local`), their summaries, the
+        kind of X ('dict' or arrays) and the sorted labels.
+        """
         own_vocabulary = self.feature_hashing is None
-        dense = self.all_possible_states or solver.dense_states
-        parts = [submit(_local, xp, yp, None if w_f is None else w_f[i], starts[i],
-                        own_vocabulary, self.min_freq > 1, not dense, where=xp)
-                 for i, (xp, yp) in enumerate(zip(X_f, y_f))]
-        del X_f, y_f, w_f  # the partitions live on in the parts (and their graph)
+        parts = [submit(_local, xp, yp, None if data.w_f is None else data.w_f[i],
+                        data.starts[i], own_vocabulary, self.min_freq > 1, not dense, where=xp)
+                 for i, (xp, yp) in enumerate(zip(data.X_f, data.y_f))]
+        # The partitions live on in the parts (and their graph).
+        data.X_f = data.y_f = data.w_f = None
         summaries = client.gather([submit(operator.itemgetter("summary"), part, where=part)
                                    for part in parts])
-        kinds = {s[0] for s, n in zip(summaries, sizes) if n}
+        kinds = {s[0] for s, n in zip(summaries, data.sizes) if n}
         if not kinds:
             raise ValueError("X holds no sequence.")
         if len(kinds) > 1:
@@ -375,6 +429,10 @@ class DaskCRFTagger(CRFTagger):
         if classes.shape[0] < 2:
             raise ValueError(f"y has a single label {classes[0]!r}; a CRF needs at least two "
                              "distinct labels.")
+        return parts, summaries, kind, classes
+
+    def _fit_vocabulary(self, summaries, kind):
+        """The vectoriser fitted on the sum of the partitions' counts (or their width)."""
         features = SequenceVectorizer(self.min_freq, self.feature_hashing)
         if kind == "dict":
             counts = dict(summaries[0][4] or {})
@@ -390,13 +448,19 @@ class DaskCRFTagger(CRFTagger):
                 raise ValueError(f"The partitions of X have different widths {sorted(widths)}.")
             n_input = widths.pop()
             features.fit_transform("array", sp.csr_matrix((0, n_input)), np.zeros(1, np.intp))
-        # 2. Vectorise each partition where it is; the layout from the pairs seen.
-        # Sent in tasks, not scattered: a task's result is recomputed if the
-        # worker holding it is lost, scattered data are not. A partition on
-        # its own vocabulary gets the fitted column of each of its columns
-        # (not the vocabulary), and its pairs come with its summary.
+        return features
+
+    def _vectorise_on_workers(self, client, submit, data, parts, summaries, kind, classes,
+                              features, dense):
+        """2. Vectorise each partition where it is; the state pairs seen (None if dense).
+
+        Sent in tasks, not scattered: a task's result is recomputed if the
+        worker holding it is lost, scattered data are not. A partition on
+        its own vocabulary gets the fitted column of each of its columns
+        (not the vocabulary), and its pairs come with its summary.
+        """
         L = classes.shape[0]
-        mapped = kind == "dict" and own_vocabulary
+        mapped = kind == "dict" and self.feature_hashing is None
         if mapped:
             vocabulary = features.vectorizer.vocabulary_
             columns = [(np.array([vocabulary.get(name, -1) for name in s[4]], dtype=np.int64),
@@ -405,24 +469,22 @@ class DaskCRFTagger(CRFTagger):
             columns = [submit(_hold, features)] * len(parts)
         classes_f = submit(_hold, classes)
         shards = [submit(_shard, part, c, classes_f, start, where=part)
-                  for part, c, start in zip(parts, columns, starts)]
-        state_index = None
-        if not dense:
-            pairs = ([_fitted_pairs(s[5], c[0], s[1], classes) for s, c in zip(summaries, columns)]
-                     if mapped else client.gather([submit(_pairs, s, L, where=s) for s in shards]))
-            seen = np.zeros(features.n_features * L, dtype=bool)
-            for p in pairs:
-                seen[p] = True
-            state_index = np.flatnonzero(seen)
-        layout = make_layout(features, features.n_features, L, state_index, labels=None,
-                             boundary=self.boundary_potentials, loss=loss,
-                             solver_tags=solver_tags,
-                             warm=self.warm_start and hasattr(self, "coef_"),
-                             solvers_with=solvers_with)
-        if tags.needs_classes:
-            loss.set_classes(classes)
-        # The sequences redistributed once: each worker gets its share of the
-        # chunks (whole blocks of the kernels' sums: see _distributed).
+                  for part, c, start in zip(parts, columns, data.starts)]
+        if dense:
+            return shards, None
+        pairs = ([_fitted_pairs(s[5], c[0], s[1], classes) for s, c in zip(summaries, columns)]
+                 if mapped else client.gather([submit(_pairs, s, L, where=s) for s in shards]))
+        seen = np.zeros(features.n_features * L, dtype=bool)
+        for p in pairs:
+            seen[p] = True
+        return shards, np.flatnonzero(seen)
+
+    def _objective(self, client, submit, shards, data, layout, mixing):
+        """The sequences redistributed once, bound to the layout on each worker.
+
+        Each worker gets its share of the chunks (whole blocks of the
+        kernels' sums: see _distributed).
+        """
         layout_f = submit(_hold, layout)
         workers = sorted(client.scheduler_info()["workers"])
         n_groups, groups, pad = assign_groups(len(workers))
@@ -430,26 +492,11 @@ class DaskCRFTagger(CRFTagger):
         parts = []
         for worker, held in zip(workers, groups):
             pieces = [submit(select_sequences, shard, start, n_groups, held, where=shard)
-                      for shard, start in zip(shards, starts)]
+                      for shard, start in zip(shards, data.starts)]
             parts.append((worker, client.submit(
                 WorkerData, pieces, layout_f, n_groups, held, pad, self.n_jobs, pure=False,
                 retries=RETRIES, workers=[worker], allow_other_workers=True)))
-        del shards, pieces  # they live on in the workers' data (and their graph)
-        objective = DistributedObjective(client, parts, layout, int(np.sum(sizes)), pad)
-        if self.verbose >= 2:
-            print(f"vectorised {int(np.sum(sizes))} sequences in {len(X_parts)} partitions on "
-                  f"{len(parts)} workers into {features.n_features} attributes in "
-                  f"{time.perf_counter() - t0:.2f} s", flush=True)
-        # 3. Train here, each evaluation summed from the workers.
-        if mixing:
-            solver = ParameterMixing(solver)
-        theta, info = self._train(
-            objective, loss, prior, solver, layout.zeros(), from_zero=True,
-            snapshot=lambda t: self._snapshot(features, classes, layout, t, loss, prior))
-        self._set_fitted(features, classes, layout, theta, info, loss, prior)
-        self.n_partitions_ = len(X_parts)
-        self.n_evaluations_ = objective.n_evaluations
-        return self
+        return DistributedObjective(client, parts, layout, int(np.sum(data.sizes)), pad)
 
     # ---------------------------------------------------------- predict
 
@@ -503,13 +550,8 @@ class DaskCRFTagger(CRFTagger):
     def predict_marginals(self, X):
         """Posterior marginals of every label at every token; a bag of them for a bag.
 
-        Parameters
-        ----------
-        X : dask.bag.Bag or list of sequences
-
-        Returns
-        -------
-        dask.bag.Bag or list of ndarray of shape (n_tokens_i, n_classes)
+        As :meth:`predict`, each element an ndarray of shape (n_tokens_i,
+        n_classes) instead of a label list.
         """
         return self._on_bag(X, "predict_marginals")
 

@@ -90,8 +90,7 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
     sample_weight : array-like of shape (n_sequences,), default=None
         Per-sequence weights applied to the expected counts (not to the
         marginals). ``None`` means 1 for every sequence.
-    n_threads : int, default=1
-        OpenMP threads over sequences.
+    {n_threads}
 
     Returns
     -------
@@ -100,8 +99,7 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
 
     Raises
     ------
-    ValueError
-        On inconsistent shapes (see :func:`check_potentials`).
+    {shape_error}
     """
     c = Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     if isinstance(c.transition, PositionTransitions):
@@ -162,8 +160,7 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     grad_marginals : array-like of float64 of shape (n_tokens, n_labels)
         ``dl/dmu``. Per-sequence or per-token weights are applied by scaling
         its rows (the product is linear in it).
-    n_threads : int, default=1
-        OpenMP threads over sequences.
+    {n_threads}
 
     Returns
     -------
@@ -263,9 +260,7 @@ def viterbi(unary, transition, start, end, offsets, n_threads=1):
 
     Parameters
     ----------
-    {chain_parameters}
-    n_threads : int, default=1
-        OpenMP threads over sequences.
+    {chain_parameters_n_threads}
 
     Returns
     -------
@@ -277,8 +272,7 @@ def viterbi(unary, transition, start, end, offsets, n_threads=1):
 
     Raises
     ------
-    ValueError
-        On inconsistent shapes (see :func:`check_potentials`).
+    {shape_error}
     """
     c = Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     if isinstance(c.transition, PositionTransitions):
@@ -303,9 +297,7 @@ def viterbi_2best(unary, transition, start, end, offsets, n_threads=1):
 
     Parameters
     ----------
-    {chain_parameters}
-    n_threads : int, default=1
-        OpenMP threads over sequences.
+    {chain_parameters_n_threads}
 
     Returns
     -------
@@ -319,13 +311,11 @@ def viterbi_2best(unary, transition, start, end, offsets, n_threads=1):
 
     Raises
     ------
-    ValueError
-        On inconsistent shapes (see :func:`check_potentials`).
+    {shape_error}
 
     References
     ----------
-    J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
-    fields with multivariate evaluation measures. ACL, Eq. 5 and section 3.3.
+    {suzuki2006}, Eq. 5 and section 3.3.
     """
     paths, scores = viterbi_nbest(unary, transition, start, end, offsets, 2,
                                   n_threads=n_threads)
@@ -359,8 +349,7 @@ def viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=1):
     {chain_parameters}
     n_best : int
         Number of sequences to return per input sequence, ``>= 1``.
-    n_threads : int, default=1
-        OpenMP threads over sequences.
+    {n_threads}
 
     Returns
     -------
@@ -429,8 +418,7 @@ def viterbi_excluding(unary, transition, start, end, offsets, y, n_threads=1):
     {chain_parameters}
     y : array-like of int of shape (n_tokens,)
         The excluded label sequences (e.g. the gold labels).
-    n_threads : int, default=1
-        OpenMP threads over sequences.
+    {n_threads}
 
     Returns
     -------
@@ -443,12 +431,11 @@ def viterbi_excluding(unary, transition, start, end, offsets, y, n_threads=1):
     Raises
     ------
     ValueError
-        On inconsistent shapes or labels out of range.
+        On inconsistent shapes, or labels out of range.
 
     References
     ----------
-    J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
-    fields with multivariate evaluation measures. ACL, Eq. 5.
+    {suzuki2006}, Eq. 5.
     """
     c = Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     y = c.labels(y, "y")
@@ -497,9 +484,7 @@ def max_marginals(unary, transition, start, end, offsets, n_threads=1):
 
     Parameters
     ----------
-    {chain_parameters}
-    n_threads : int, default=1
-        OpenMP threads over sequences.
+    {chain_parameters_n_threads}
 
     Returns
     -------
@@ -508,13 +493,11 @@ def max_marginals(unary, transition, start, end, offsets, n_threads=1):
 
     Raises
     ------
-    ValueError
-        On inconsistent shapes (see :func:`check_potentials`).
+    {shape_error}
 
     References
     ----------
-    J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
-    fields with multivariate evaluation measures. ACL, Eqs. 14-15, section 4.2
+    {suzuki2006}, Eqs. 14-15, section 4.2
     ("forward and backward Viterbi algorithm").
     """
     c = Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
@@ -556,8 +539,7 @@ def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=
         counts; ties broken towards smaller labels).
     mm : MaxMarginalsResult or None, default=None
         Precomputed :func:`max_marginals` of the same potentials.
-    n_threads : int, default=1
-        OpenMP threads over sequences.
+    {n_threads}
     coef_other : array-like of shape (n_segments,) or None, default=None
         With ``coef``: the gradient is that of ``sum_m coef[m] * g_carry[m]
         - coef_other[m] * g_other[m]`` instead (None: ``coef_other = coef``;
@@ -581,8 +563,7 @@ def segment_margins(unary, transition, start, end, offsets, ref, segments, coef=
 
     References
     ----------
-    J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random
-    fields with multivariate evaluation measures. ACL, Eq. 15 and section 4.2.
+    {suzuki2006}, Eq. 15 and section 4.2.
     """
     c = Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     L = c.n_labels

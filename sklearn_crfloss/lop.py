@@ -40,12 +40,12 @@ from ._model import pack_blocks
 from ._model import BigramLayout
 from ._lop import count_trained, expert_parts, pool_blocks
 from ._model import ParameterLayout
-from ._utils import VersionedStateMixin
+from ._utils import SequenceTaggerTagsMixin, VersionedStateMixin
 from ._tagger import CRFTagger
 from .solvers import FitInfo, take_sequences
 from ._data import check_sequences, encode_labels
 from ._data import SequenceVectorizer
-from .inference import PositionTransitions, forward_backward
+from .inference import PositionTransitions
 from .losses import ConditionalLogLikelihood, get_loss
 from .priors import get_prior
 from .segments import split_label
@@ -191,7 +191,7 @@ def _boundary_positions(firsts, lasts):
     return out
 
 
-class LOPTagger(VersionedStateMixin, BaseEstimator):
+class LOPTagger(SequenceTaggerTagsMixin, VersionedStateMixin, BaseEstimator):
     """Logarithmic opinion pool of CRF experts (LOP-CRF).
 
     Smith & Osborne (2005), section 4; weight training from Smith, Cohn &
@@ -363,16 +363,10 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
     def __init__(self, *, experts="simple", weights="uniform", estimator=None, reduced=None,
                  positions=None, max_iter=200, tol=1e-7, n_jobs=None, random_state=None,
                  cv=3):
-        self.experts = experts
-        self.weights = weights
-        self.estimator = estimator
-        self.reduced = reduced
-        self.positions = positions
-        self.max_iter = max_iter
-        self.tol = tol
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.cv = cv
+        self.experts, self.weights, self.estimator = experts, weights, estimator
+        self.reduced, self.positions = reduced, positions
+        self.max_iter, self.tol, self.n_jobs = max_iter, tol, n_jobs
+        self.random_state, self.cv = random_state, cv
 
     # ------------------------------------------------------------ expert sets
 
@@ -635,14 +629,6 @@ class LOPTagger(VersionedStateMixin, BaseEstimator):
         check_is_fitted(self)
         return self.pool_.score(X, y)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.sparse = True
-        tags.target_tags.required = True
-        tags.target_tags.one_d_labels = False
-        return tags
-
 
 def entity_type(label):
     """The entity type of a label for the label experts of :class:`LOPTagger`.
@@ -770,9 +756,3 @@ def _fit_weights(blocks, max_iter, tol):
 
     monitor = ConvergenceMonitor(tol, max_iter, stage="LOP weights")
     return softmax(minimize_lbfgs(fun, np.zeros(len(blocks[0][0])), monitor)), monitor
-
-
-# Exposed for tests: the pool's marginals by forward-backward on summed potentials.
-def _pool_marginals(weights, parts, offsets):
-    U, T, s, e = _pool_potentials(weights, parts)
-    return forward_backward(np.ascontiguousarray(U), T, s, e, offsets).marginals

@@ -77,3 +77,28 @@ def make_toy_chunks(n_sequences=60, seed=0, max_len=8):
 @pytest.fixture
 def toy_chunks():
     return make_toy_chunks()
+
+
+def make_switch_data(n, length, seed, first_labels, step):
+    """Labels that keep or flip the previous label as column 1 says: only a bigram sees it.
+
+    Column 0 is the label at the first token (one of ``first_labels``; 'w'
+    after); column 1 is 'keep' or 'flip', and ``step(previous_label, op)``
+    is the next label. A CRF with unigram features and one transition
+    matrix cannot tell a kept from a flipped label; one with
+    ``B01:%x[0,1]`` can.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n):
+        labels = [str(rng.choice(first_labels))]
+        tokens = [(labels[0], "start")]
+        for _ in range(length - 1):
+            op = str(rng.choice(["keep", "flip"]))
+            labels.append(step(labels[-1], op))
+            tokens.append(("w", op))
+        X.append(tokens)
+        y.append(labels)
+    return X, y

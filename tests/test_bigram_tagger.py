@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import make_switch_data
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
@@ -22,24 +23,9 @@ TEMPLATE = "U00:%x[0,0]\nU01:%x[0,1]\nB\nB01:%x[0,1]\n"
 
 
 def _switch_data(n=60, length=8, seed=0):
-    """Labels that keep or flip the previous label as column 1 says: only a bigram sees it.
-
-    Column 0 is the label at the first token ('w' after); column 1 is 'keep'
-    or 'flip'. A CRF with unigram features and one transition matrix cannot
-    tell a kept from a flipped label; one with ``B01:%x[0,1]`` can.
-    """
-    rng = np.random.default_rng(seed)
-    X, y = [], []
-    for _ in range(n):
-        labels = [str(rng.choice(["A", "B"]))]
-        tokens = [(labels[0], "start")]
-        for _ in range(length - 1):
-            op = str(rng.choice(["keep", "flip"]))
-            labels.append(labels[-1] if op == "keep" else {"A": "B", "B": "A"}[labels[-1]])
-            tokens.append(("w", op))
-        X.append(tokens)
-        y.append(labels)
-    return X, y
+    """A and B, kept or flipped as column 1 says (:func:`conftest.make_switch_data`)."""
+    return make_switch_data(n, length, seed, ["A", "B"],
+                            lambda prev, op: prev if op == "keep" else {"A": "B", "B": "A"}[prev])
 
 
 def _fit(template, X, y, **params):

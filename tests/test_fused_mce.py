@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import make_switch_data
 from _oracle import (max_incorrect_by_enumeration, position_brute_force, random_problem,
                      segment_margin_by_enumeration)
 from numpy.testing import assert_allclose, assert_array_equal
@@ -212,20 +213,12 @@ def test_check_loss_passes_on_the_fast_path():
 
 def _switch_data(n=40, length=6, seed=0):
     """Chunk labels that the previous label and column 1 decide: a bigram sees it."""
-    rng = np.random.default_rng(seed)
-    X, y = [], []
-    for _ in range(n):
-        labels = [str(rng.choice(["B-NP", "O"]))]
-        tokens = [(labels[0], "start")]
-        for _ in range(length - 1):
-            op = str(rng.choice(["keep", "flip"]))
-            prev = labels[-1]
-            labels.append(("I-NP" if prev != "O" else "O") if op == "keep"
-                          else ("O" if prev != "O" else "B-NP"))
-            tokens.append(("w", op))
-        X.append(tokens)
-        y.append(labels)
-    return X, y
+    return make_switch_data(n, length, seed, ["B-NP", "O"], _chunk_step)
+
+
+def _chunk_step(prev, op):
+    """'keep': I-NP after a chunk label, O after O; 'flip': O after a chunk label, else B-NP."""
+    return ("I-NP" if prev != "O" else "O") if op == "keep" else ("O" if prev != "O" else "B-NP")
 
 
 @pytest.mark.parametrize("loss", ["mce", "mce_f"])

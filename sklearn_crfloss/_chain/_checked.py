@@ -19,8 +19,8 @@ __all__ = ["CHAIN_PARAMETERS", "Chain", "chain_doc", "check_potentials", "nonemp
            "transition_table"]
 
 
-# The parameters every function here shares, documented once: the
-# decorator below writes them where a docstring says {chain_parameters}.
+# The docstring parts every function here shares, written once: the
+# decorator below writes each where a docstring says {name}.
 CHAIN_PARAMETERS = """\
 unary : array-like of shape (n_tokens, n_labels)
     Unary (state) potentials of all tokens, the sequences laid end to end.
@@ -33,13 +33,28 @@ offsets : array-like of int of shape (n_sequences + 1,)
     ``offsets[0] == 0`` and ``offsets[-1] == n_tokens``; sequence ``i`` is
     rows ``offsets[i]:offsets[i + 1]`` (empty sequences are allowed)."""
 
+_N_THREADS = """\
+n_threads : int, default=1
+    OpenMP threads over sequences."""
+
+_CHAIN_DOC = {
+    "chain_parameters": CHAIN_PARAMETERS,
+    "n_threads": _N_THREADS,
+    "chain_parameters_n_threads": CHAIN_PARAMETERS + "\n" + _N_THREADS,
+    "shape_error": "ValueError\n    On inconsistent shapes (see :func:`check_potentials`).",
+    # the reference; the docstring goes on with the equation or section
+    "suzuki2006": "J. Suzuki, E. McDermott, H. Isozaki (2006). Training conditional random\n"
+                  "fields with multivariate evaluation measures. ACL",
+}
+
 
 def chain_doc(func):
-    """Write :data:`CHAIN_PARAMETERS` where ``func``'s docstring says ``{chain_parameters}``."""
+    """Write the shared parts where a line of ``func``'s docstring starts with
+    ``{name}``, a name of ``_CHAIN_DOC`` (``chain_parameters``, ``n_threads``, ...)."""
     if func.__doc__:
         func.__doc__ = re.sub(
-            r"^([ \t]*)\{chain_parameters\}",
-            lambda m: textwrap.indent(CHAIN_PARAMETERS, m.group(1)),
+            r"^([ \t]*)\{(" + "|".join(_CHAIN_DOC) + r")\}",
+            lambda m: textwrap.indent(_CHAIN_DOC[m.group(2)], m.group(1)),
             func.__doc__,
             flags=re.MULTILINE,
         )

@@ -21,7 +21,7 @@ __all__ = ["KERNEL_BUILD", "chunk_queries_batch", "chunk_segments", "cll_feature
            "max_marginals_batch", "mce_f_labels_batch", "n_best_batch", "pair_gradient",
            "pair_potentials",
            "position_cll_features_batch", "position_forward_backward_batch",
-           "segment_margins_batch", "span_gradients_batch", "viterbi_batch"]
+           "position_viterbi_batch", "segment_margins_batch", "span_gradients_batch", "viterbi_batch"]
 
 #: The kernel modules that have vector builds.
 MODULES = ("_potentials", "_forward_backward", "_fused_losses", "_marginal_vjp", "_viterbi",
@@ -78,6 +78,7 @@ marginals_vjp_batch = _modules["_marginal_vjp"].marginals_vjp_batch
 viterbi_batch = _modules["_viterbi"].viterbi_batch
 n_best_batch = _modules["_viterbi"].n_best_batch
 max_incorrect_batch = _modules["_viterbi"].max_incorrect_batch
+position_viterbi_batch = _modules["_viterbi"].position_viterbi_batch
 max_marginals_batch = _modules["_max_marginals"].max_marginals_batch
 segment_margins_batch = _modules["_max_marginals"].segment_margins_batch
 span_gradients_batch = _modules["_max_marginals"].span_gradients_batch

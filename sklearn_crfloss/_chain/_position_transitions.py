@@ -18,8 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._dispatch import position_forward_backward_batch
-from ._viterbi import position_viterbi_batch
+from ._dispatch import position_forward_backward_batch, position_viterbi_batch
 
 __all__ = ["PositionTransitions", "position_forward_backward", "position_gold_counts",
            "position_scores", "position_viterbi"]

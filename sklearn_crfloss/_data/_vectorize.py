@@ -13,11 +13,11 @@ turned into CSR rows by a compiled lookup of that vocabulary
 (``sklearn_crfloss._data._vocabulary``), which gives the same matrix as
 ``DictVectorizer.transform`` for the common value types (str, int, float,
 bool; anything else goes through ``DictVectorizer.transform`` itself)
-without its Python list of one float object per stored value: on CoNLL-2000
-it is 2-3 times faster in ``fit`` and peaks at the size of the matrix, and
-at predict time, through a two-level table ``key -> {value -> column}``
-built on first use (entries in decreasing training frequency, so that the
-frequent ones share the cache), 6 times faster. When every value is 1
+without its Python list of one float object per stored value: it is faster
+in ``fit`` and peaks at the size of the matrix, and so is it at predict
+time, through a two-level table ``key -> {value -> column}`` built on first
+use (entries in decreasing training frequency, so that the frequent ones
+share the cache). When every value is 1
 (indicator features, e.g. every string value) the matrix stores its values
 as int8: 4 MB instead of 32 for CoNLL-2000's 4 million features; the
 kernels do not read them then, and every product with a float64 array is
@@ -71,7 +71,8 @@ def attribute_counts(tokens):
     Parameters
     ----------
     tokens : list of dict
-        Feature dicts of the tokens of a chunk.
+        Feature dicts of the tokens of a chunk, its sequences laid end to
+        end (nested dicts allowed, as :func:`join_nested_keys` takes them).
 
     Returns
     -------
