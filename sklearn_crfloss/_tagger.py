@@ -54,6 +54,11 @@ from ._training import (StageSettings, early_stopping_scoring, train_stages, war
 __all__ = ["CRFTagger"]
 
 
+# The X of the predict methods, as they document it.
+_PREDICT_X = """X : list of sequences
+    As in :meth:`fit`; empty sequences are allowed."""
+
+
 @fill_doc(**TAG_SCHEME_DOC, **BIGRAM_DOC)
 @snapshot_methods("decode", "predict_nbest", "sequence_log_proba", "predict_marginals",
                   "top_state_features", "explain")  # consistent with a concurrent refit
@@ -644,13 +649,13 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         return forward_backward(unary, transition, self.start_, self.end_, offsets,
                                 n_threads=effective_n_jobs(self.n_jobs)).log_z
 
+    @fill_doc(predict_X=_PREDICT_X)
     def decode(self, X):
         """Decoded label sequences (``decoder``, ``constraints``) and their scores.
 
         Parameters
         ----------
-        X : list of sequences
-            As in :meth:`fit`; empty sequences are allowed.
+        {predict_X}
 
         Returns
         -------
@@ -678,13 +683,13 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         path, score = self._decode_paths(unary, offsets, T)
         return self._split_labels(path, offsets), score
 
+    @fill_doc(predict_X=_PREDICT_X)
     def predict(self, X):
         """Decoded label sequence of each sequence (``decoder``: Viterbi or MEA).
 
         Parameters
         ----------
-        X : list of sequences
-            As in :meth:`fit`; empty sequences are allowed.
+        {predict_X}
 
         Returns
         -------
@@ -795,13 +800,13 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         scores = sequence_scores(unary, T, self.start_, self.end_, path, offsets)
         return scores - self._log_z(unary, offsets, T)
 
+    @fill_doc(predict_X=_PREDICT_X)
     def predict_marginals(self, X):
         """Posterior marginal probability of every label at every token.
 
         Parameters
         ----------
-        X : list of sequences
-            As in :meth:`fit`; empty sequences are allowed.
+        {predict_X}
 
         Returns
         -------
@@ -858,7 +863,17 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
 
         {explain_returns}
         """
-        return inspection.explain_token(self, x, token, against=against)
+        check_is_fitted(self)
+        if getattr(self, "bigram_coef_", None) is not None:
+            raise ValueError("explain does not support taggers with observation-dependent "
+                             "label bigrams (bigram_coef_)")
+        Xc, offsets = self._vectorize([x])
+        return inspection.explain_vectorized(
+            Xc, token, against=against, unary=self._unary,
+            decode_paths=lambda unary: self._decode_paths(unary, offsets)[0],
+            labels=self.classes_.tolist(), attributes=self.attributes_, coef=self.coef_,
+            transition=self.transition_, start=self.start_, end=self.end_,
+            allowed=get_allowed(self.constraints, self.classes_))
 
     def score(self, X, y):
         """Token accuracy of :meth:`predict` on X against y.

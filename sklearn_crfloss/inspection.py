@@ -28,7 +28,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ._utils import fill_doc
-from .decoding import apply_allowed, get_allowed
+from .decoding import apply_allowed
 from .inference import sequence_scores
 
 __all__ = ["TokenExplanation", "explain_token", "state_features", "top_state_features",
@@ -280,24 +280,60 @@ def explain_token(crf, x, token, *, against=None):
 
     {explain_returns}
     """
-    check_is_fitted(crf)
-    if getattr(crf, "bigram_coef_", None) is not None:
-        raise ValueError("explain does not support taggers with observation-dependent label "
-                         "bigrams (bigram_coef_)")
-    Xc, offsets = crf._vectorize([x])
+    return crf.explain(x, token, against=against)
+
+
+def explain_vectorized(Xc, token, *, against, unary, decode_paths, labels, attributes,
+                       coef, transition, start, end, allowed):
+    """:func:`explain_token` on one vectorised sequence, from the fitted model's values.
+
+    The estimator's :meth:`~sklearn_crfloss.CRFTagger.explain` calls this with
+    its fitted arrays; the checks of ``token`` and ``against`` happen here.
+
+    Parameters
+    ----------
+    Xc : scipy.sparse.csr_matrix of shape (n_tokens, n_features)
+        The sequence's feature rows (changed in place: duplicates summed).
+    token : int
+        The token to explain (negative counts from the end).
+    against : label or None
+        The label to compare with; None: the runner-up.
+    unary : callable
+        ``unary(Xc)``: the unary potentials, ndarray (n_tokens, n_labels).
+    decode_paths : callable
+        ``decode_paths(unary)``: the decoded label indices of every token.
+    labels : list
+        ``classes_`` as Python objects.
+    attributes : ndarray of shape (n_features,)
+        The attribute names.
+    coef : ndarray of shape (n_labels, n_features)
+    transition : ndarray of shape (n_labels, n_labels)
+    start, end : ndarray of shape (n_labels,)
+    allowed : ndarray of bool of shape (n_labels, n_labels) or None
+        The transitions the decoding constraints allow (None: all).
+
+    Returns
+    -------
+    TokenExplanation
+
+    Raises
+    ------
+    ValueError
+        If ``token`` is not a position of the sequence, the model has a
+        single label, or ``against`` is not a label or is the decoded one.
+    """
     Xc.sum_duplicates()  # one entry per active attribute
     n = Xc.shape[0]
     if int(token) != token or not -n <= token < n:
         raise ValueError(f"token must be an integer position in a sequence of {n} tokens, "
                          f"got {token!r}")
     t = int(token) % n
-    labels = _label_list(crf)
     if len(labels) < 2:
         raise ValueError("a tagger with a single class has no runner-up label")
-    unary = crf._unary(Xc)
-    path, _ = crf._decode_paths(unary, offsets)
+    unary = unary(Xc)
+    path = decode_paths(unary)
+    W, T = coef, transition
     c = int(path[t])
-    W, T, start, end = crf.coef_, crf.transition_, crf.start_, crf.end_
     prev = int(path[t - 1]) if t > 0 else None
     nxt = int(path[t + 1]) if t < n - 1 else None
 
@@ -315,7 +351,6 @@ def explain_token(crf, x, token, *, against=None):
 
     if against is None:
         # The runner-up minimises score(y) - score(y'), among the allowed y' if any.
-        allowed = get_allowed(crf.constraints, crf.classes_)
         Tc, sc = apply_allowed(T, start, allowed)
         delta = np.array([np.inf if r == c else
                           unary[t, c] - unary[t, r] + sum(chain_terms(r, T, start, end).values())
@@ -336,7 +371,7 @@ def explain_token(crf, x, token, *, against=None):
     cols = Xc.indices[Xc.indptr[t]:Xc.indptr[t + 1]]
     contrib = Xc.data[Xc.indptr[t]:Xc.indptr[t + 1]] * (W[c, cols] - W[r, cols])
     order = np.argsort(-contrib, kind="stable")
-    attributes = {str(crf.attributes_[cols[k]]): float(contrib[k]) for k in order}
+    by_attribute = {str(attributes[cols[k]]): float(contrib[k]) for k in order}
     transitions = {k: float(v) for k, v in chain_terms(r, T, start, end).items()}
     y = path.copy()
     y_alt = path.copy()
@@ -345,7 +380,7 @@ def explain_token(crf, x, token, *, against=None):
                            np.concatenate([y, y_alt]), np.array([0, n, 2 * n]))
     return TokenExplanation(
         token=t, label=labels[c], runner_up=labels[r],
-        score_difference=float(both[0] - both[1]), attributes=attributes,
+        score_difference=float(both[0] - both[1]), attributes=by_attribute,
         transitions=transitions,
         previous_label=None if prev is None else labels[prev],
         next_label=None if nxt is None else labels[nxt])

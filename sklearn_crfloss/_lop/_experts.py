@@ -139,7 +139,7 @@ def expert_parts(experts, groups, X, offsets, attributes):
     """
     columns = bigram_columns(attributes)
     if columns.shape[0] == 0:
-        return [(e._unary(X[:, cols]), e.transition_, e.start_, e.end_)
+        return [(_unary(e, X[:, cols]), e.transition_, e.start_, e.end_)
                 for e, cols in zip(experts, groups)]
     shared = BigramGroups(X, offsets, columns)
     parts = []
@@ -147,9 +147,14 @@ def expert_parts(experts, groups, X, offsets, attributes):
         blocks = np.zeros((columns.shape[0],) + e.transition_.shape)
         blocks[_expert_bigrams(e, cols, columns)] = (0.0 if e.bigram_coef_ is None
                                                      else e.bigram_coef_)
-        parts.append((e._unary(X[:, cols]), shared.transitions(e.transition_, blocks),
+        parts.append((_unary(e, X[:, cols]), shared.transitions(e.transition_, blocks),
                       e.start_, e.end_))
     return parts
+
+
+def _unary(expert, X):
+    """An expert's unary potentials ``X @ coef_.T``, C-contiguous (as CRFTagger computes them)."""
+    return np.ascontiguousarray(X @ expert.coef_.T)
 
 
 def pool_blocks(experts, groups, weights, attributes):

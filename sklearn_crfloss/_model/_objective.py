@@ -73,8 +73,8 @@ class _StateWeights:
     gradient are whole-row vector operations. Every other attribute keeps
     its weights where they sit in ``theta`` (CRFsuite's per-attribute
     feature lists), its labels packed in its ``code`` (see
-    ``_chain.pxd: gather_token``). On CoNLL-2000 14,364 of 338,500
-    attributes are dense (2.8 MB) and cover 67 % of the stored features.
+    ``_chain.pxd: gather_token``). On CoNLL-2000 a few percent of the
+    attributes are dense and cover most of the stored features.
 
     Parameters
     ----------
@@ -237,10 +237,9 @@ class _KeptPairSums:
     """The fused CLL kernel's per-matrix pair sums (label bigrams), kept between evaluations.
 
     ``Accumulators(n_threads, n_labels, n_matrices)``: new ones at every
-    evaluation cost their size in page faults (14.8 MB on 2,000 CoNLL-2000
-    sentences with POS-keyed bigram lines: 4 blocks of 878 matrices);
-    kept ones are zeroed in place (the kernel with them measured 10 %
-    faster). One evaluation holds them at a time; :meth:`take` gives new
+    evaluation cost their size in page faults (4 blocks of hundreds of
+    matrices with POS-keyed bigram lines); kept ones are zeroed in place,
+    which is faster. One evaluation holds them at a time; :meth:`take` gives new
     ones to another.
     """
 

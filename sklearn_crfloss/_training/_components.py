@@ -8,9 +8,9 @@ what they need from a loss through its declared record
 """
 
 from ..losses import get_loss
-from ..losses import get_loss_tags, loss_for_start
+from ..losses import get_loss_tags
 from ..priors import get_prior
-from ..solvers import default_solver, make_solver, solver_for_start
+from ..solvers import default_solver, get_solver_tags, make_solver
 
 __all__ = ["check_token_weight_use", "resolve_components"]
 
@@ -51,8 +51,10 @@ def resolve_components(loss, prior, solver, *, average, eta0, random_state, init
     spec = default_solver(loss, prior) if spec is None else spec
     solver = make_solver(spec, average=average, eta0=eta0, random_state=random_state)
     from_zero = not (warm or starts_from_cll(init, tags, warm))
-    solver = solver_for_start(solver, from_zero)  # a schedule's warm-up runs from zero only
-    loss = loss_for_start(loss, from_zero)  # MCE-F's beta='auto'
+    if get_solver_tags(solver).for_start:  # a schedule's warm-up runs from zero only
+        solver = solver.for_start(from_zero=from_zero)
+    if tags.for_start:  # MCE-F's beta='auto'
+        loss = loss.for_start(from_zero=from_zero)
     solver.check(loss, prior)
     return loss, prior, solver
 

@@ -12,7 +12,7 @@ differences. A loss of one's own, not registered, is checked the same way
 with ``check_loss(MyLoss())``.
 """
 
-from ._base import BaseLoss, LossTags, get_loss_tags, gold_counts, loss_for_start
+from ._base import BaseLoss, LossTags, get_loss_tags, gold_counts
 from ._check import (
     LossCheckError,
     LossCheckReport,
@@ -40,7 +40,7 @@ __all__ = ["LOSSES", "BaseLoss", "ConditionalLogLikelihood", "CostSensitiveLoss"
            "MinimumClassificationError", "MixedLoss", "PointwiseLoss", "Risk",
            "SegmentFScoreMCE", "SoftmaxMargin", "StructuredPerceptron", "get_loss",
            # the declared capabilities of a loss
-           "LossTags", "get_loss_tags", "loss_for_start",
+           "LossTags", "get_loss_tags",
            # checking a loss (the loss author's tools)
            "LossCheckError", "LossCheckReport", "LossCheckResult", "check_loss",
            "enumerate_paths", "loss_by_enumeration"]

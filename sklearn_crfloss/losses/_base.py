@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator
 
 from ..inference import inner_positions
 
-__all__ = ["BaseLoss", "LossTags", "get_loss_tags", "loss_for_start"]
+__all__ = ["BaseLoss", "LossTags", "get_loss_tags"]
 
 
 class BaseLoss(BaseEstimator):
@@ -377,6 +377,11 @@ class LossTags:
         has run in this process, which sets it): the weighted share of
         terms whose smoothed loss has almost no gradient (the MCE losses).
         Training warns when a stage starts mostly saturated.
+    for_start : bool, default=False
+        Whether a setting of the loss depends on where training starts
+        (MCE-F's ``beta='auto'``): training then trains
+        ``loss.for_start(from_zero)``, the loss resolved for a start from
+        zero parameters or from a fit.
     """
 
     name: str = None
@@ -395,6 +400,7 @@ class LossTags:
     sgd_step: str = None
     sgd_cost: object = field(default=None, repr=False, compare=False)
     reports_saturation: bool = False
+    for_start: bool = False
 
 
 def get_loss_tags(loss):
@@ -430,28 +436,6 @@ def get_loss_tags(loss):
     if tags.stages is None:
         tags.stages = [loss]
     return tags
-
-
-def loss_for_start(loss, from_zero):
-    """The loss to train from zero parameters or from a fit: ``loss.for_start(from_zero)``.
-
-    A loss with a setting that depends on the start (MCE-F's
-    ``beta='auto'``) resolves it in ``for_start``; a loss without that
-    hook is itself.
-
-    Parameters
-    ----------
-    loss : loss object
-        The estimator's own copy (``for_start`` may set it).
-    from_zero : bool
-        Whether training starts from zero parameters.
-
-    Returns
-    -------
-    loss object
-    """
-    for_start = getattr(loss, "for_start", None)
-    return loss if for_start is None else for_start(from_zero=from_zero)
 
 
 def gold_counts(y, offsets, n_labels, sample_weight=None):

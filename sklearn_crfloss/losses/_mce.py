@@ -600,8 +600,8 @@ class SegmentFScoreMCE(_SmoothedErrorLoss):
         # Docstring inherited: a ratio of corpus-level sums, not a sum over sequences.
         tags = super().__loss_tags__()
         tags.additive, tags.trusted_evaluation = False, True  # value_and_grad_trusted
-        # The SGD epochs from a fit too: they won on the development split
-        # (see :class:`sklearn_crfloss.solvers.GPDQuickProp`).
+        tags.for_start = True  # beta='auto'
+        # The SGD epochs from a fit too, as they won on the development split (GPDQuickProp).
         tags.default_solver = "gpd_quickprop"
         return tags
 

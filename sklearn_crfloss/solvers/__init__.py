@@ -13,7 +13,7 @@ To add a solver: subclass :class:`BaseSolver`, implement ``solve`` (and
 ``check`` for the losses and priors it cannot train), register it here.
 """
 
-from ._base import BaseSolver, SolverTags, get_solver_tags, solver_for_start
+from ._base import BaseSolver, SolverTags, get_solver_tags
 from ._lbfgs import LBFGS, minimize_lbfgs
 from ._monitor import (ConvergenceMonitor, FitInfo, HeldOutScore, hold_out, stage_summary,
                        take_sequences, takes_model)
@@ -29,4 +29,4 @@ __all__ = ["BaseSolver", "ConvergenceMonitor", "GPDQuickProp", "HeldOutScore", "
            "OWLQN", "QuickProp", "Rprop", "SGD", "SOLVERS", "Schedule", "StructuredPerceptron",
            "Suzuki2006", "default_solver", "make_solver", "minimize_lbfgs", "minimize_liblbfgs",
            # the declared capabilities of a solver
-           "SolverTags", "get_solver_tags", "solver_for_start", "solvers_with"]
+           "SolverTags", "get_solver_tags", "solvers_with"]

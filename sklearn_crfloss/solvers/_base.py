@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator
 
 from ..losses import get_loss_tags
 
-__all__ = ["BaseSolver", "SolverTags", "get_solver_tags", "prior_name", "solver_for_start"]
+__all__ = ["BaseSolver", "SolverTags", "get_solver_tags", "prior_name"]
 
 
 @dataclass
@@ -48,6 +48,10 @@ class SolverTags:
         Whether it has ``shard_epoch``, with which
         :class:`~sklearn_crfloss.dask.DaskCRFTagger` trains by iterative
         parameter mixing (SGD).
+    for_start : bool, default=False
+        Whether the solver depends on where training starts (a schedule
+        whose warm-up runs from zero only): training then runs
+        ``solver.for_start(from_zero)``.
     """
 
     name: str = None
@@ -58,6 +62,7 @@ class SolverTags:
     trains_label_experts: bool = False
     line_search: bool = False
     shard_epochs: bool = False
+    for_start: bool = False
 
 
 def get_solver_tags(solver):
@@ -86,27 +91,6 @@ def get_solver_tags(solver):
     if method is None:
         return SolverTags(name=getattr(solver, "name", None), unit=getattr(solver, "unit", "iter"))
     return method(solver)
-
-
-def solver_for_start(solver, from_zero):
-    """The solver that trains from zero parameters or from a fit.
-
-    A schedule drops its warm-up stages when training starts from a fit
-    (:meth:`Schedule.for_start <sklearn_crfloss.solvers.Schedule.for_start>`);
-    a solver without ``for_start`` is itself.
-
-    Parameters
-    ----------
-    solver : solver object
-    from_zero : bool
-        Whether training starts from zero parameters.
-
-    Returns
-    -------
-    solver object
-    """
-    for_start = getattr(solver, "for_start", None)
-    return solver if for_start is None else for_start(from_zero=from_zero)
 
 
 def prior_name(tags, prior):

@@ -8,8 +8,7 @@ from threadpoolctl import threadpool_limits
 
 from .._utils import Interval, StrOptions
 from ..priors import get_prior_tags
-from ._base import BaseSolver
-from ._owlqn import check_line_search_loss, minimize_liblbfgs
+from ._owlqn import LineSearchSolver, minimize_liblbfgs
 
 __all__ = ["LBFGS", "minimize_lbfgs"]
 
@@ -58,9 +57,8 @@ def minimize_lbfgs(fun, x0, monitor, *, bounds=None, max_corrections=6, to_theta
             raise StopIteration
 
     # scipy's L-BFGS-B calls BLAS on small vectors every iteration; a
-    # multi-threaded BLAS makes each call wait for its threads (scipy#22438).
-    # Measured on CoNLL-2000 (50 iterations, 2 cores): one BLAS thread cuts the
-    # fit from 17-19 s to 12-13 s wall, 30-32 s to 19-20 s CPU. The kernels'
+    # multi-threaded BLAS makes each call wait for its threads (scipy#22438),
+    # so one BLAS thread runs faster (benchmarks/README.md). The kernels'
     # own OpenMP threads (n_jobs) are not BLAS and keep running in parallel.
     with threadpool_limits(limits=1, user_api="blas"):
         res = minimize(
@@ -79,15 +77,14 @@ def minimize_lbfgs(fun, x0, monitor, *, bounds=None, max_corrections=6, to_theta
     return res.x
 
 
-class LBFGS(BaseSolver):
+class LBFGS(LineSearchSolver):
     """Limited-memory BFGS (``solver='lbfgs'``), through libLBFGS or scipy's L-BFGS-B.
 
     Full batch; the default for smooth losses. By default the iterations
     are libLBFGS's (CRFsuite's optimiser, through PyLBFGS:
-    :func:`minimize_liblbfgs`, More-Thuente line search): on CoNLL-2000 they
-    are scipy's L-BFGS-B iterates (same count, same objective to 3e-6
-    relative) for 7% less CPU and 30% less wall time (measured, see the
-    solvers guide), because its step does less work per iteration. A prior
+    :func:`minimize_liblbfgs`, More-Thuente line search): they follow
+    scipy's L-BFGS-B iterates closely for less time per iteration, because
+    its step does less work (the solvers guide compares them). A prior
     with a ``parametrisation`` (the Laplacian's split ``theta = z+ - z-``,
     ``z >= 0``) is optimised in its own variables with box bounds, which
     needs scipy's L-BFGS-B and leaves exact zeros (``prior='l1'`` trains
@@ -113,6 +110,7 @@ class LBFGS(BaseSolver):
     """
 
     name = "lbfgs"
+    display_name = "L-BFGS"
 
     _parameter_constraints: dict = {
         "max_corrections": [Interval(Integral, 1, None, closed="left")],
@@ -122,17 +120,6 @@ class LBFGS(BaseSolver):
     def __init__(self, max_corrections=6, backend="liblbfgs"):
         self.max_corrections = max_corrections
         self.backend = backend
-
-    def __solver_tags__(self):
-        # Docstring inherited.
-        tags = super().__solver_tags__()
-        tags.takes_bigrams = tags.trains_label_experts = tags.line_search = True
-        return tags
-
-    def check(self, loss, prior):
-        # Docstring inherited.
-        super().check(loss, prior)
-        check_line_search_loss(loss, "L-BFGS")
 
     def solve(self, objective, loss, prior, C, x0, monitor):
         # Docstring inherited.

@@ -8,6 +8,7 @@ therefore the same for every solver: a solver only passes its objective,
 its current parameters and a few named fields.
 """
 
+import copy
 from dataclasses import dataclass, field
 import inspect
 import time
@@ -254,6 +255,68 @@ class ConvergenceMonitor:
             self.best_iter = self.offset + k  # numbered across the stages of a schedule
         note = f"  validation {score:.4f}{' *' if improved else ''}"
         return self._no_change >= self.n_iter_no_change, note
+
+    def for_stage(self, max_iter, stage, offset, unit):
+        """A monitor for one stage of a schedule: these settings, an empty history.
+
+        Its callback numbers iterations after the ``offset`` iterations of the
+        stages before it, so that the numbers run on across the schedule;
+        :meth:`end_stage` takes its results back.
+
+        Parameters
+        ----------
+        max_iter : int
+            The stage's budget.
+        stage : str
+            Its name in messages.
+        offset : int
+            Iterations of the stages before it.
+        unit : str
+            What one of its iterations is (``SolverTags.unit``).
+
+        Returns
+        -------
+        ConvergenceMonitor
+        """
+        child = copy.copy(self)
+        child.max_iter = max_iter
+        child.history = []
+        child.best_value = np.inf
+        child._best_history = []
+        child._rule = None
+        child.converged = False
+        child.stop_reason = None
+        child.message = ""
+        child.stage = stage
+        child.offset = self.offset + offset
+        if self.callback is not None:
+            child.callback = lambda k, value: self.callback(offset + k, value)
+        if self.on_params is not None:
+            child.on_params = lambda k, theta, value: self.on_params(offset + k, theta, value)
+        child.unit = unit
+        return child
+
+    def end_stage(self, child):
+        """Take over the results of a stage's monitor (:meth:`for_stage`).
+
+        Returns
+        -------
+        bool
+            Whether the stage stopped early (the schedule then stops).
+        """
+        self.history.extend(child.history)
+        self.converged, self.message = child.converged, child.message
+        self.stop_reason = child.stop_reason
+        self.best_value = min(self.best_value, child.best_value)
+        # Early stopping runs across the stages: the best held-out score
+        # so far (validation_scores is one list, shared by the copies).
+        if child.best_theta is not self.best_theta:
+            self.best_score, self.best_theta = child.best_score, child.best_theta
+            self.best_iter = child.best_iter  # already numbered across stages
+        self._no_change = child._no_change
+        if child.early_stopped:
+            self.early_stopped = True
+        return child.early_stopped
 
     def finish(self, converged, message="", *, solver="the solver", reason=None):
         """Record the outcome; warn with the stage and reason if not converged.

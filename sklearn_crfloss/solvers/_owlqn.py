@@ -9,7 +9,7 @@ from ..losses import get_loss_tags
 from ..priors import get_prior_tags
 from ._base import BaseSolver, prior_name
 
-__all__ = ["OWLQN", "minimize_liblbfgs"]
+__all__ = ["LineSearchSolver", "OWLQN", "minimize_liblbfgs"]
 
 # The messages PyLBFGS warns with when libLBFGS stops early but returns a point.
 _STOPPED_EARLY = {
@@ -151,23 +151,39 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
     return np.asarray(x, dtype=np.float64).reshape(-1)
 
 
-def check_line_search_loss(loss, solver):
-    """Refuse a loss whose subgradient changes at every best-path change.
+class LineSearchSolver(BaseSolver):
+    """The quasi-Newton solvers with a line search (L-BFGS, OWL-QN): their record and loss check.
 
-    The MCE losses (``needs_init``: trained from a fit) are smooth but at
-    ties of their best incorrect output, so a line-search method may be
-    tried on them; the margin losses are piecewise linear everywhere.
-
-    Raises
-    ------
-    ValueError
-        Naming ``solver`` and the loss.
+    A line search needs a loss that is differentiable along the search
+    direction: the MCE losses (``needs_init``: trained from a fit) are
+    smooth but at ties of their best incorrect output, so a line-search
+    method may be tried on them; the margin losses are piecewise linear
+    everywhere and are refused. ``display_name`` names the method in
+    messages.
     """
-    tags = get_loss_tags(loss)
-    if not tags.smooth and not tags.needs_init:
-        raise ValueError(
-            f"loss={tags.name or loss!r} is not differentiable where its best "
-            f"path changes: {solver} does not apply, use solver='sgd'.")
+
+    display_name = None
+
+    def __solver_tags__(self):
+        # Docstring inherited.
+        tags = super().__solver_tags__()
+        tags.takes_bigrams = tags.trains_label_experts = tags.line_search = True
+        return tags
+
+    def check(self, loss, prior):
+        """Refuse a loss whose subgradient changes at every best-path change.
+
+        Raises
+        ------
+        ValueError
+            Naming the method and the loss.
+        """
+        super().check(loss, prior)
+        tags = get_loss_tags(loss)
+        if not tags.smooth and not tags.needs_init:
+            raise ValueError(
+                f"loss={tags.name or loss!r} is not differentiable where its best "
+                f"path changes: {self.display_name} does not apply, use solver='sgd'.")
 
 
 def _at_precision(monitor, state):
@@ -181,7 +197,7 @@ def _at_precision(monitor, state):
     return small_step or state.get("gtest", False)
 
 
-class OWLQN(BaseSolver):
+class OWLQN(LineSearchSolver):
     """OWL-QN for the L1 prior, L-BFGS otherwise (``solver='owlqn'``), through libLBFGS.
 
     Orthant-wise limited-memory quasi-Newton (Andrew & Gao 2007) minimises
@@ -229,22 +245,16 @@ class OWLQN(BaseSolver):
     """
 
     name = "owlqn"
+    display_name = "OWL-QN"
 
     def __init__(self, max_corrections=6, epsilon=1e-5, max_linesearch=20):
         self.max_corrections = max_corrections
         self.epsilon = epsilon
         self.max_linesearch = max_linesearch
 
-    def __solver_tags__(self):
-        # Docstring inherited.
-        tags = super().__solver_tags__()
-        tags.takes_bigrams = tags.trains_label_experts = tags.line_search = True
-        return tags
-
     def check(self, loss, prior):
         # Docstring inherited.
         super().check(loss, prior)
-        check_line_search_loss(loss, "OWL-QN")
         tags = get_prior_tags(prior)
         if not tags.l1 and not tags.smooth:
             raise ValueError(f"solver='owlqn' trains prior='l1' or a differentiable prior, "

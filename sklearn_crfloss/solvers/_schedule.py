@@ -26,30 +26,6 @@ from ._sgd import SGD
 __all__ = ["GPDQuickProp", "SOLVERS", "Schedule", "Suzuki2006", "default_solver", "make_solver"]
 
 
-def _child_monitor(parent, max_iter, stage, offset):
-    """A monitor for one stage: the parent's settings, an empty history.
-
-    Its callback numbers iterations after the ``offset`` iterations of the
-    stages before it, so that the numbers run on across the schedule.
-    """
-    child = copy.copy(parent)
-    child.max_iter = max_iter
-    child.history = []
-    child.best_value = np.inf
-    child._best_history = []
-    child._rule = None
-    child.converged = False
-    child.stop_reason = None
-    child.message = ""
-    child.stage = stage
-    child.offset = parent.offset + offset
-    if parent.callback is not None:
-        child.callback = lambda k, value: parent.callback(offset + k, value)
-    if parent.on_params is not None:
-        child.on_params = lambda k, theta, value: parent.on_params(offset + k, theta, value)
-    return child
-
-
 class Schedule(BaseSolver):
     """Solvers run one after the other, each starting from the last one's result.
 
@@ -217,6 +193,7 @@ class Schedule(BaseSolver):
         # Docstring inherited: takes bigrams if every stage does.
         tags = super().__solver_tags__()
         tags.takes_bigrams = all(get_solver_tags(s).takes_bigrams for s, _ in self._bound())
+        tags.for_start = True  # the warm-up runs from zero only
         return tags
 
     def check(self, loss, prior):
@@ -234,27 +211,15 @@ class Schedule(BaseSolver):
             label = f"{solver.name} {k + 1}/{len(stages)}"
             budget = n_iter or monitor.max_iter or solver.default_max_iter
             offset = monitor.n_iter
-            child = _child_monitor(monitor, budget,
-                                   f"{monitor.stage} {label}" if monitor.stage else label,
-                                   offset)
-            child.unit = getattr(solver, "unit", "iter")
+            child = monitor.for_stage(budget,
+                                      f"{monitor.stage} {label}" if monitor.stage else label,
+                                      offset, get_solver_tags(solver).unit)
             with warnings.catch_warnings():
                 if n_iter is not None and k < len(stages) - 1:
                     # A stage of a set length before the last is not meant to converge.
                     warnings.simplefilter("ignore", ConvergenceWarning)
                 x = solver.solve(objective, loss, prior, C, x, child)
-            monitor.history.extend(child.history)
-            monitor.converged, monitor.message = child.converged, child.message
-            monitor.stop_reason = child.stop_reason
-            monitor.best_value = min(monitor.best_value, child.best_value)
-            # Early stopping runs across the stages: the best held-out score
-            # so far (validation_scores is one list, shared by the copies).
-            if child.best_theta is not monitor.best_theta:
-                monitor.best_score, monitor.best_theta = child.best_score, child.best_theta
-                monitor.best_iter = child.best_iter  # already numbered across stages
-            monitor._no_change = child._no_change
-            if child.early_stopped:
-                monitor.early_stopped = True
+            if monitor.end_stage(child):
                 break
         return x
 

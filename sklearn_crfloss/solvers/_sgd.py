@@ -133,7 +133,7 @@ class _ScaledModel:
         self.cost = np.zeros((0, L)) if cost is None else cost
         # The rows of W are kept by decreasing attribute frequency (the
         # columns of X relabelled to match): the rows most steps touch sit
-        # together in cache (about 8% off an epoch on CoNLL-2000). A
+        # together in cache (benchmarks/README.md). A
         # resumed model (SGDState, partial_fit) keeps its rows in place.
         order = (np.argsort(-column_counts(X), kind="stable") if resume is None
                  else np.arange(X.shape[1]))
@@ -472,12 +472,10 @@ class SGD(BaseSolver):
     batch_size : 'auto' or int, default='auto'
         Sequences per step. ``'auto'``: 1 for the losses of the compiled loop
         (``'cll'``, ``'softmax_margin'``, ``'max_margin'``), 4 for the others
-        (``generic_batch_size``; measured on 2,000 CoNLL-2000 sentences: an
-        epoch of minibatches of 1 costs twice the CPU time of minibatches of
-        4, whose test F1 is the same for ``'risk'`` and ``'pointwise'``; 16
-        loses 1-6 points on ``'mce'``; for ``'mce_f'`` from zero, on 6,936
-        sentences scored on 2,000 held-out ones, minibatches of 2 to 128
-        scored alike at ``C = 1`` and 4 scored highest at ``C = 10``). The
+        (``generic_batch_size``: on CoNLL-2000, minibatches of 1 cost more
+        time per epoch than minibatches of 4 for the same test F1, and
+        larger ones lose accuracy on ``'mce'``; the figures are in
+        ``benchmarks/README.md``). The
         calibrated ``eta0`` shrinks with the minibatch, about in inverse
         proportion to its size. An int > 1 sends every loss through
         the generic path. A loss that is not a sum over sequences
@@ -807,6 +805,6 @@ class SGD(BaseSolver):
                 UserWarning, stacklevel=2)
             return smallest
         # crfsgd halves the best candidate "on the safe side"; averaging
-        # removes the noise of the larger step (measured on CoNLL-2000: the
-        # best candidate, 0.2, reached F1 93.5 two epochs before 0.1 did).
+        # removes the noise of the larger step (on CoNLL-2000 the best
+        # candidate reached a given test F1 sooner than its half did).
         return best_eta if average_start is not None else best_eta / factor
