@@ -34,7 +34,7 @@ class LabelExpertObjective(CRFObjective):
     The blocks' entries ``B[b, i, j]`` outside the expert's free
     transitions (neither ``i`` nor ``j`` one of its labels) start at 0 and
     get a zero gradient, loss and prior alone or together: the batch
-    solvers (``_model._bigram_layout.LABEL_EXPERT_SOLVERS``), whose steps are made
+    solvers (``SolverTags.trains_label_experts``), whose steps are made
     of gradients, keep them at 0. Parameters as :class:`CRFObjective`.
     """
 
