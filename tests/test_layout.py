@@ -3,7 +3,8 @@
 The rules (doc/user_guide/architecture.rst): private modules live in stage
 folders; modules form a DAG; no module imports another module's private
 name or another stage's private module (a stage's ``__init__`` exports are
-its interface); no module or function grows past a size a reader can hold;
+its interface) or reads another object's private attributes; no module or
+function grows past a size a reader can hold;
 the estimator is not passed down to helpers; no code outside ``losses/``,
 ``priors.py`` and ``solvers/`` asks a loss, prior or solver for its type or
 probes it for an attribute (their declared records say what they can do).
@@ -284,3 +285,56 @@ def test_checks_can_fail(check, monkeypatch, tmp_path):
     monkeypatch.setattr(f"{__name__}.PACKAGE", tmp_path)
     with pytest.raises(AssertionError, match="_stray.py"):
         check()
+
+
+# Private attributes that other modules may read: the tuple and frame APIs,
+# scikit-learn's parameter-validation protocol.
+LIBRARY_PRIVATE_ATTRIBUTES = {"_replace", "_getframe", "_parameter_constraints",
+                              "_validate_params"}
+# The estimator family's own state: the model-file stage writes and rebuilds
+# a CRFTagger (its vectoriser, its fitted attributes set at once) and a
+# LOPTagger builds its pool (a CRFTagger) and trains its experts on
+# vectorised data.
+ESTIMATOR_STATE = {"_features", "_set_fitted", "_fit_vectorized"}
+ESTIMATOR_FAMILY = {f"{NAME}.lop", f"{NAME}.io", f"{NAME}._io._native_format"}
+
+
+def _own_private_names(tree):
+    """Underscore names a module defines: its functions, classes, methods and ``self._x``."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return names
+
+
+def test_no_reads_of_other_objects_private_attributes():
+    """A module reads underscore attributes only of objects of its own classes.
+
+    ``x._name`` is allowed when ``x`` is ``self``/``cls`` or ``_name`` is
+    defined in the same module (an object of one of its own classes).
+    """
+    bad = []
+    for name, (_, _, tree, _) in MODULES.items():
+        own = _own_private_names(tree)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                    and not node.attr.startswith("__")):
+                continue
+            receiver = node.value
+            if isinstance(receiver, ast.Name) and receiver.id in ("self", "cls"):
+                continue
+            if isinstance(receiver, ast.Call) and _terminal_name(receiver.func) == "super":
+                continue
+            if node.attr in own or node.attr in LIBRARY_PRIVATE_ATTRIBUTES:
+                continue
+            if name in ESTIMATOR_FAMILY and node.attr in ESTIMATOR_STATE:
+                continue
+            bad.append(f"{name}:{node.lineno} {ast.unparse(node)}")
+    assert not bad, "reads of another object's private attributes:\n" + "\n".join(bad)
