@@ -27,9 +27,8 @@ from ._utils import fill_doc
 from ._data import names_like
 from ._training import FIT_DOC, check_validation_set, keyword_only_after_y, validation_score
 from ._evaluation import check_scorer_call
-from ._lop import make_objective
-from ._model import BIGRAM_DOC, bigram_state, make_layout, model_transitions
-from ._model import observed_pairs
+from ._model import (BIGRAM_DOC, bigram_state, make_layout, make_objective,
+                     model_transitions, observed_pairs)
 from ._training import PartialFitMixin
 from ._data import is_stream, vectorize_stream
 from ._utils import VersionedStateMixin

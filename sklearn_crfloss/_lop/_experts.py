@@ -14,7 +14,7 @@ expert, so every expert's table is indexed like the others
 A label expert (``experts='label'``) has free transitions only from or to
 its labels; its blocks live in the same label space: they keep the shape
 (n_bigram, n_labels, n_labels) of every expert's, and the objective it is
-trained on (:class:`LabelExpertObjective`, from :func:`make_objective`)
+trained on (``_model``'s ``LabelExpertObjective``, from ``make_objective``)
 keeps their other entries at 0. So the pool sums its blocks like those of
 the other experts.
 """
@@ -22,61 +22,8 @@ the other experts.
 import numpy as np
 
 from .._model import BigramGroups, bigram_columns
-from .._model import CRFObjective
 
-__all__ = ["LabelExpertObjective", "count_trained", "expert_parts", "make_objective",
-           "pool_blocks"]
-
-
-class LabelExpertObjective(CRFObjective):
-    """The objective of a label expert whose layout has bigram blocks.
-
-    The blocks' entries ``B[b, i, j]`` outside the expert's free
-    transitions (neither ``i`` nor ``j`` one of its labels) start at 0 and
-    get a zero gradient, loss and prior alone or together: the batch
-    solvers (``SolverTags.trains_label_experts``), whose steps are made
-    of gradients, keep them at 0. Parameters as :class:`CRFObjective`.
-    """
-
-    def __init__(self, X, y, offsets, layout, **kwargs):
-        super().__init__(X, y, offsets, layout, **kwargs)
-        self._fixed = np.flatnonzero(layout.tail_masks()[0].ravel() == 0.0)
-
-    def _project(self, grad):
-        L = self.n_labels
-        grad[self.layout.n_base:].reshape(-1, L * L)[:, self._fixed] = 0.0
-        return grad
-
-    def loss_value_and_grad(self, theta, loss):
-        # Docstring inherited.
-        value, grad = super().loss_value_and_grad(theta, loss)
-        return value, self._project(grad)
-
-    def value_and_grad(self, theta, loss, prior, C):
-        # Docstring inherited (the prior's gradient is projected too: a
-        # non-zero prior mean would move the fixed entries).
-        value, grad = super().value_and_grad(theta, loss, prior, C)
-        return value, self._project(grad)
-
-
-def make_objective(X, y, offsets, layout, **kwargs):
-    """The bound objective of a fit: a :class:`LabelExpertObjective` where one is needed.
-
-    Parameters
-    ----------
-    X, y, offsets, layout, **kwargs
-        As :class:`~sklearn_crfloss._model._objective.CRFObjective`.
-
-    Returns
-    -------
-    CRFObjective
-        A :class:`LabelExpertObjective` if ``layout`` has bigram blocks and
-        some transitions are fixed (a label expert), else a plain
-        :class:`~sklearn_crfloss._model._objective.CRFObjective`.
-    """
-    label_expert = layout.n_bigram and not layout.tail_masks()[0].all()
-    return (LabelExpertObjective if label_expert else CRFObjective)(X, y, offsets, layout,
-                                                                    **kwargs)
+__all__ = ["count_trained", "expert_parts", "pool_blocks"]
 
 
 def _expert_bigrams(expert, cols, columns):

@@ -99,7 +99,7 @@ class BigramLayout(ParameterLayout):
         :class:`~sklearn_crfloss.LOPTagger`): only the transitions from or to
         these labels are free. The blocks keep their full shape; their
         entries outside the free transitions stay 0 in training (the
-        objective of ``_lop_parts.make_objective``).
+        objective of ``make_objective``).
 
     Attributes
     ----------
