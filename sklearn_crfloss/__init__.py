@@ -34,7 +34,7 @@ if not _has_kernels():
     )
 
 from ._tagger import CRFTagger
-from .lop import LOPTagger
 from ._version import __version__
+from .lop import LOPTagger
 
 __all__ = ["CRFTagger", "LOPTagger", "__version__"]

@@ -21,34 +21,24 @@ from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ._training import check_token_weight_use, resolve_components
-from ._utils import HasMethods, Interval, StrOptions, validate_params
-from ._utils import fill_doc
-from ._data import names_like
-from ._training import FIT_DOC, check_validation_set, keyword_only_after_y, validation_score
-from ._evaluation import check_scorer_call
-from ._model import (BIGRAM_DOC, bigram_state, make_layout, make_objective,
-                     model_transitions, observed_pairs)
-from ._training import PartialFitMixin
-from ._data import is_stream, vectorize_stream
-from ._utils import VersionedStateMixin
-from ._utils import RegisteredParamsMixin, SequenceTaggerTagsMixin
-from ._training import fitted_state, snapshot_methods
-from ._training import TAG_SCHEME_DOC, to_model_labels, to_training_labels, to_user_labels
-from ._data import (check_sample_weight, check_sequences, check_token_weight,
-                          encode_known_labels, encode_labels)
-from ._data import SequenceVectorizer
-from ._training import print_header
 from . import inspection
+from ._data import (check_sample_weight, check_sequences, check_token_weight, encode_known_labels,
+                    encode_labels, is_stream, names_like, SequenceVectorizer, vectorize_stream)
+from ._evaluation import check_scorer_call
+from ._model import (BIGRAM_DOC, bigram_state, make_layout, make_objective, model_transitions,
+                     observed_pairs)
+from ._training import (FIT_DOC, TAG_SCHEME_DOC, check_token_weight_use, check_validation_set,
+                        early_stopping_scoring, fitted_state, keyword_only_after_y,
+                        PartialFitMixin, print_header, resolve_components, snapshot_methods,
+                        StageSettings, to_model_labels, to_training_labels, to_user_labels,
+                        train_stages, validation_score, warn_if_iob1_segments, warn_if_unscaled)
+from ._utils import (fill_doc, HasMethods, Interval, RegisteredParamsMixin,
+                     SequenceTaggerTagsMixin, StrOptions, validate_params, VersionedStateMixin)
 from .decoding import CONSTRAINTS, DECODERS, check_decoding, decode, get_allowed, nbest_decode
 from .inference import forward_backward, sequence_scores
-from .losses import LOSSES
-from .losses import get_loss_tags
+from .losses import LOSSES, get_loss_tags
 from .priors import PRIORS, get_prior_tags
-from .solvers import SOLVERS, get_solver_tags, solvers_with
-from .solvers import FitInfo, hold_out
-from ._training import (StageSettings, early_stopping_scoring, train_stages, warn_if_iob1_segments,
-                        warn_if_unscaled)
+from .solvers import SOLVERS, FitInfo, get_solver_tags, hold_out, solvers_with
 
 __all__ = ["CRFTagger"]
 

@@ -35,18 +35,16 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from ._dask import (RETRIES, assign_groups, DistributedObjective, ParameterMixing,
+                    select_sequences, WorkerData)
+from ._data import (attribute_counts, check_sample_weight, check_sequences, column_counts,
+                    encode_known_labels, encode_labels, hashed_counts, renumber_sequences,
+                    SequenceVectorizer)
+from ._model import make_layout, observed_pairs
 from ._tagger import CRFTagger
 from ._utils import HasMethods, validate_params
-from ._model import make_layout
-from ._model import observed_pairs
-from ._data import (check_sample_weight, check_sequences, encode_known_labels,
-                          encode_labels)
-from ._data import hashed_counts, renumber_sequences
-from ._data import SequenceVectorizer, attribute_counts, column_counts
-from ._dask import (RETRIES, DistributedObjective, ParameterMixing, WorkerData,
-                           assign_groups, select_sequences)
-from .solvers import get_solver_tags, solvers_with
 from .losses import get_loss_tags
+from .solvers import get_solver_tags, solvers_with
 
 __all__ = ["DaskCRFTagger", "DistributedObjective"]
 

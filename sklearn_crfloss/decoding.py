@@ -30,10 +30,8 @@ from functools import partial
 
 import numpy as np
 
-from ._utils import validate_parameter_constraints
-from ._utils import fill_doc
-from ._utils import resolve
-from .inference import PositionTransitions, forward_backward, viterbi, viterbi_nbest
+from ._utils import fill_doc, resolve, validate_parameter_constraints
+from .inference import forward_backward, PositionTransitions, viterbi, viterbi_nbest
 from .segments import split_label
 
 __all__ = ["CONSTRAINTS", "DECODERS", "apply_allowed", "check_decoding", "decode", "get_allowed",

@@ -25,8 +25,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._data import crfsuite_attributes
-from ._data import BIGRAM_PREFIX
+from ._data import BIGRAM_PREFIX, crfsuite_attributes
 
 __all__ = ["CONLL2000_TEMPLATE", "SUZUKI2006_TEMPLATE", "TemplateFeatures", "crfsuite_attributes"]
 

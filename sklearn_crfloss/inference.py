@@ -20,13 +20,12 @@ from numbers import Integral
 
 import numpy as np
 
-from ._chain import (PositionTransitions, position_forward_backward, position_gold_counts,
-                      position_scores, position_viterbi)
-from ._chain import Accumulators, accumulator_blocks, exp_potentials, scratch_width
-from ._chain import Chain, chain_doc, check_potentials, nonempty_sequences, transition_table
-from ._chain import marginals_vjp_log_space
-from ._chain import (forward_backward_batch, marginals_vjp_batch, max_incorrect_batch,
-                    max_marginals_batch, n_best_batch, segment_margins_batch, viterbi_batch)
+from ._chain import (accumulator_blocks, Accumulators, Chain, chain_doc, check_potentials,
+                     exp_potentials, forward_backward_batch, marginals_vjp_batch,
+                     marginals_vjp_log_space, max_incorrect_batch, max_marginals_batch,
+                     n_best_batch, nonempty_sequences, position_forward_backward,
+                     position_gold_counts, position_scores, position_viterbi, PositionTransitions,
+                     scratch_width, segment_margins_batch, transition_table, viterbi_batch)
 
 __all__ = [
     "ForwardBackwardResult",

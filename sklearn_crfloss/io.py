@@ -20,13 +20,12 @@ See :doc:`/user_guide/persistence`.
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._io import read_model, write_model
-from ._io import dict_features, read_estimator, write_estimator
 from ._data import CRFSUITE_SEPARATOR, crfsuite_name, separator
+from ._io import dict_features, read_estimator, read_model, write_estimator, write_model
 from ._model import ParameterLayout
 from ._tagger import CRFTagger
-from .losses import get_loss
 from .lop import LOPTagger
+from .losses import get_loss
 from .priors import get_prior
 from .solvers import FitInfo
 

@@ -33,23 +33,19 @@ from sklearn.utils.validation import check_is_fitted
 
 from scipy.special import softmax
 
-from ._data import attribute_key, join_nested_keys
-from ._utils import Interval, StrOptions, validate_params
-from ._training import check_validation_set, keyword_only_after_y
-from ._model import pack_blocks
-from ._model import BigramLayout
+from ._data import (attribute_key, check_sequences, encode_labels, join_nested_keys,
+                    SequenceVectorizer)
 from ._lop import count_trained, expert_parts, pool_blocks
-from ._model import ParameterLayout
-from ._utils import SequenceTaggerTagsMixin, VersionedStateMixin
+from ._model import BigramLayout, pack_blocks, ParameterLayout
 from ._tagger import CRFTagger
-from .solvers import FitInfo, take_sequences
-from ._data import check_sequences, encode_labels
-from ._data import SequenceVectorizer
+from ._training import check_validation_set, keyword_only_after_y
+from ._utils import (Interval, SequenceTaggerTagsMixin, StrOptions, validate_params,
+                     VersionedStateMixin)
 from .inference import PositionTransitions
 from .losses import ConditionalLogLikelihood, get_loss
 from .priors import get_prior
 from .segments import split_label
-from .solvers import ConvergenceMonitor, minimize_lbfgs
+from .solvers import ConvergenceMonitor, FitInfo, minimize_lbfgs, take_sequences
 
 __all__ = ["LOPTagger", "EXPERT_SETS", "WEIGHTS", "attribute_position", "boundary_positions",
            "entity_type", "template_positions"]

@@ -48,9 +48,7 @@ from numbers import Real
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ._utils import Interval
-from ._utils import fill_doc
-from ._utils import RESOLVER_DOC, resolve
+from ._utils import RESOLVER_DOC, fill_doc, Interval, resolve
 
 __all__ = [
     "PRIORS",

@@ -10,22 +10,18 @@ the log-space reference paths. The public face of this stage is
 """
 
 from ._checked import Chain, chain_doc, check_potentials, nonempty_sequences, transition_table
-from ._dispatch import (
-    KERNEL_BUILD, chunk_queries_batch, chunk_segments, cll_features_batch,
-    forward_backward_batch, marginal_loss_features_batch, marginals_vjp_batch,
-    max_incorrect_batch, max_incorrect_from_tables, max_marginals_batch, mce_f_labels_batch,
-    n_best_batch, pair_gradient, pair_potentials, position_cll_features_batch,
-    position_forward_backward_batch, segment_margins_batch, span_gradients_batch, viterbi_batch,
-)
-from ._forward_backward import (
-    CHUNK, N_BLOCKS, Accumulators, accumulator_blocks, exp_potentials, row_width, scratch_width,
-)
+from ._dispatch import (KERNEL_BUILD, chunk_queries_batch, chunk_segments, cll_features_batch,
+                        forward_backward_batch, marginal_loss_features_batch, marginals_vjp_batch,
+                        max_incorrect_batch, max_incorrect_from_tables, max_marginals_batch,
+                        mce_f_labels_batch, n_best_batch, pair_gradient, pair_potentials,
+                        position_cll_features_batch, position_forward_backward_batch,
+                        segment_margins_batch, span_gradients_batch, viterbi_batch)
+from ._forward_backward import (CHUNK, N_BLOCKS, accumulator_blocks, Accumulators, exp_potentials,
+                                row_width, scratch_width)
 from ._fused_losses import fused_scratch_width
 from ._log_space import marginals_vjp_log_space
-from ._position_transitions import (
-    PositionTransitions, position_forward_backward, position_gold_counts, position_scores,
-    position_viterbi,
-)
+from ._position_transitions import (position_forward_backward, position_gold_counts,
+                                    position_scores, position_viterbi, PositionTransitions)
 from ._positions import exp_tables, position_scratch_width
 from ._potentials import pair_counts
 

@@ -8,16 +8,13 @@ names attributes as python-crfsuite does; ``_streaming`` vectorises a stream
 chunk by chunk.
 """
 
-from ._attribute_names import (
-    BIGRAM_PREFIX, CRFSUITE_SEPARATOR, SEPARATOR, attribute_key, crfsuite_attributes,
-    crfsuite_name, join_nested_keys, names_like, separator,
-)
+from ._attribute_names import (BIGRAM_PREFIX, CRFSUITE_SEPARATOR, SEPARATOR, attribute_key,
+                               crfsuite_attributes, crfsuite_name, join_nested_keys, names_like,
+                               separator)
 from ._streaming import hashed_counts, is_stream, renumber_sequences, vectorize_stream
-from ._validation import (
-    check_sample_weight, check_sequences, check_token_weight, classes_array,
-    encode_known_labels, encode_labels,
-)
-from ._vectorize import SequenceVectorizer, attribute_counts, column_counts
+from ._validation import (check_sample_weight, check_sequences, check_token_weight, classes_array,
+                          encode_known_labels, encode_labels)
+from ._vectorize import attribute_counts, column_counts, SequenceVectorizer
 
 __all__ = ["BIGRAM_PREFIX", "CRFSUITE_SEPARATOR", "SEPARATOR", "SequenceVectorizer",
            "attribute_counts", "attribute_key", "check_sample_weight",

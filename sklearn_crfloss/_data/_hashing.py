@@ -18,8 +18,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import scipy.sparse as sp
 
-from ._attribute_names import SEPARATOR, join_nested_keys
-from ._attribute_names import BIGRAM_PREFIX
+from ._attribute_names import BIGRAM_PREFIX, SEPARATOR, join_nested_keys
 
 __all__ = ["hashed_pairs", "raise_for_bad_value", "take_columns"]
 

@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._validation import check_sample_weight, check_sequences, encode_labels
-from ._vectorize import SequenceVectorizer, attribute_counts
+from ._vectorize import attribute_counts, SequenceVectorizer
 
 __all__ = ["CHUNK_SIZE", "hashed_counts", "is_stream", "renumber_sequences", "vectorize_stream"]
 

@@ -31,8 +31,8 @@ from sklearn.metrics import accuracy_score
 from sklearn.metrics import hamming_loss as _sklearn_hamming_loss
 
 from .._utils import Interval, StrOptions, validate_call
-from ._label_pairs import encode_pair as _encode_pair
 from ..segments import MODES, SCHEMES, segments_from_codes, split_label
+from ._label_pairs import encode_pair as _encode_pair
 
 __all__ = ["chunk_table", "hamming_loss", "segment_counts", "segment_f1_score",
            "segment_precision_score", "segment_recall_score", "segment_report",

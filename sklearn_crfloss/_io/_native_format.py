@@ -16,16 +16,14 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction import DictVectorizer
 
-from .._utils import validate_params
+from .._data import classes_array, SequenceVectorizer
 from .._model import saved_layout
 from .._tagger import CRFTagger
-from .._data import classes_array
-from .._data import SequenceVectorizer
-from ..losses import LOSSES, HammingCost, LabelCost, get_loss
+from .._utils import validate_params
 from ..lop import LOPTagger
+from ..losses import LOSSES, get_loss, HammingCost, LabelCost
 from ..priors import PRIORS, get_prior
-from ..solvers import SOLVERS
-from ..solvers import FitInfo
+from ..solvers import SOLVERS, FitInfo
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "dict_features", "read_estimator", "write_estimator"]
 

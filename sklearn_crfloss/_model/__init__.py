@@ -10,15 +10,12 @@ built by :func:`make_objective`;
 online solvers one sequence's rows and transitions.
 """
 
-from ._bigram_layout import (
-    BIGRAM_DOC, BigramGroups, BigramLayout, bigram_columns, bigram_state, make_layout,
-    model_transitions, saved_layout,
-)
-from ._bigram_rows import (
-    local_chain, local_columns, local_transitions, pack_blocks, split_bigram_columns,
-)
-from ._objective import CRFObjective, LabelExpertObjective, kernel_csr, make_objective
-from ._parameters import ParameterLayout, observed_pairs
+from ._bigram_layout import (BIGRAM_DOC, bigram_columns, bigram_state, BigramGroups, BigramLayout,
+                             make_layout, model_transitions, saved_layout)
+from ._bigram_rows import (local_chain, local_columns, local_transitions, pack_blocks,
+                           split_bigram_columns)
+from ._objective import CRFObjective, kernel_csr, LabelExpertObjective, make_objective
+from ._parameters import observed_pairs, ParameterLayout
 
 __all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "CRFObjective", "LabelExpertObjective",
            "ParameterLayout", "bigram_columns", "bigram_state", "kernel_csr", "local_chain",

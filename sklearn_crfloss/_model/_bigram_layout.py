@@ -23,10 +23,10 @@ that small (n_distinct, n_bigram) matrix.
 import numpy as np
 import scipy.sparse as sp
 
-from .._chain import PositionTransitions, position_gold_counts
+from .._chain import position_gold_counts, PositionTransitions
 from .._data import BIGRAM_PREFIX
-from ._parameters import ParameterLayout
 from ..losses import LOSSES, get_loss_tags
+from ._parameters import ParameterLayout
 
 __all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "bigram_columns", "bigram_state",
            "check_no_bigrams", "make_layout", "model_transitions", "saved_layout"]

@@ -36,15 +36,13 @@ import threading
 import numpy as np
 import scipy.sparse as sp
 
-from .._chain import (Accumulators, accumulator_blocks, exp_potentials, row_width,
-                                scratch_width)
-from ._bigram_layout import BigramGroups
-from .._chain import exp_tables, position_scratch_width
-from .._chain import pair_counts
-from .._chain import (cll_features_batch, pair_gradient, pair_potentials,
-                    position_cll_features_batch)
+from .._chain import (accumulator_blocks, Accumulators, cll_features_batch, exp_potentials,
+                      exp_tables, pair_counts, pair_gradient, pair_potentials,
+                      position_cll_features_batch, position_scratch_width, row_width,
+                      scratch_width)
 from .._data import column_counts
 from ..losses import get_loss_tags, gold_counts
+from ._bigram_layout import BigramGroups
 
 __all__ = ["CRFObjective", "LabelExpertObjective", "kernel_csr", "make_objective"]
 

@@ -11,7 +11,7 @@ from ._components import check_token_weight_use, resolve_components
 from ._fit_args import FIT_DOC, check_validation_set, keyword_only_after_y, validation_score
 from ._fitted_state import fitted_state, snapshot_methods
 from ._partial_fit import PartialFitMixin
-from ._stages import (StageSettings, early_stopping_scoring, train_stages, warn_if_iob1_segments,
+from ._stages import (early_stopping_scoring, StageSettings, train_stages, warn_if_iob1_segments,
                       warn_if_unscaled)
 from ._tag_scheme import TAG_SCHEME_DOC, to_model_labels, to_training_labels, to_user_labels
 from ._verbose import print_header

@@ -7,8 +7,7 @@ what they need from a loss through its declared record
 (:func:`~sklearn_crfloss.losses.get_loss_tags`).
 """
 
-from ..losses import get_loss
-from ..losses import get_loss_tags
+from ..losses import get_loss, get_loss_tags
 from ..priors import get_prior
 from ..solvers import default_solver, get_solver_tags, make_solver
 

@@ -18,8 +18,8 @@ from functools import partial
 import numpy as np
 from joblib import effective_n_jobs
 
-from .._model import CRFObjective
 from .._data import check_sample_weight, check_sequences, encode_known_labels
+from .._model import CRFObjective
 from ..decoding import decode
 from ..solvers import HeldOutScore
 

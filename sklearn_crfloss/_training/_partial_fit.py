@@ -17,17 +17,12 @@ import copy
 
 import numpy as np
 
+from .._data import check_sample_weight, check_sequences, encode_known_labels, SequenceVectorizer
+from .._model import bigram_columns, BigramLayout, pack_blocks, ParameterLayout
 from .._utils import validate_params
-from .._model import pack_blocks
-from .._model import ParameterLayout
-from .._data import check_sample_weight, check_sequences, encode_known_labels
-from .._model import BigramLayout, bigram_columns
-from .._data import SequenceVectorizer
-from ..losses import get_loss
-from ..losses import get_loss_tags
+from ..losses import get_loss, get_loss_tags
 from ..priors import get_prior
-from ..solvers import default_solver, get_solver_tags, make_solver
-from ..solvers import FitInfo
+from ..solvers import default_solver, FitInfo, get_solver_tags, make_solver
 
 __all__ = ["PartialFit", "PartialFitMixin", "check_classes"]
 

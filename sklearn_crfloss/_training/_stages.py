@@ -16,11 +16,10 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
+from ..losses import ConditionalLogLikelihood, get_loss_tags
+from ..solvers import (ConvergenceMonitor, default_solver, FitInfo, get_solver_tags, make_solver,
+                       stage_summary, takes_model)
 from ._components import starts_from_cll
-from ..losses import ConditionalLogLikelihood
-from ..losses import get_loss_tags
-from ..solvers import ConvergenceMonitor, default_solver, make_solver
-from ..solvers import FitInfo, get_solver_tags, stage_summary, takes_model
 
 __all__ = ["StageSettings", "early_stopping_scoring", "run_stage", "train_stages", "warn_if_iob1_segments",
            "warn_if_unscaled"]

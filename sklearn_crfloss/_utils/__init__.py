@@ -1,10 +1,8 @@
 """Helpers every stage uses: parameter validation, docstrings, registries, pickle state.
 """
 
-from ._compat import (
-    HasMethods, Interval, StrOptions, validate_call, validate_parameter_constraints,
-    validate_params,
-)
+from ._compat import (HasMethods, Interval, StrOptions, validate_call,
+                      validate_parameter_constraints, validate_params)
 from ._docstring import fill_doc
 from ._pickle_state import VersionedStateMixin
 from ._registry import RESOLVER_DOC, RegisteredParamsMixin, resolve

@@ -7,13 +7,7 @@ format, and the synthetic HMM sequences of Gross et al. (2006)
 (:func:`make_hmm_sequences`, the offline demo data set).
 """
 
-from ._conll import (
-    get_data_home,
-    load_conll2000,
-    load_conll2002,
-    read_conll,
-    write_conll,
-)
+from ._conll import get_data_home, load_conll2000, load_conll2002, read_conll, write_conll
 from ._synthetic import HMM_PARAMETERS, make_hmm_sequences
 
 __all__ = [

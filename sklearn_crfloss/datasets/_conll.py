@@ -13,8 +13,7 @@ import zlib
 
 from sklearn.datasets import fetch_file
 
-from .._utils import StrOptions, validate_call
-from .._utils import fill_doc
+from .._utils import fill_doc, StrOptions, validate_call
 
 logger = logging.getLogger(__name__)
 

@@ -12,23 +12,10 @@ differences. A loss of one's own, not registered, is checked the same way
 with ``check_loss(MyLoss())``.
 """
 
-from ._base import BaseLoss, LossTags, get_loss_tags, gold_counts
-from ._check import (
-    LossCheckError,
-    LossCheckReport,
-    LossCheckResult,
-    check_loss,
-    enumerate_paths,
-    loss_by_enumeration,
-)
-from ._cost import (
-    CostSensitiveLoss,
-    HammingCost,
-    JensenRiskBound,
-    LabelCost,
-    Risk,
-    SoftmaxMargin,
-)
+from ._base import BaseLoss, get_loss_tags, gold_counts, LossTags
+from ._check import (check_loss, enumerate_paths, loss_by_enumeration, LossCheckError,
+                     LossCheckReport, LossCheckResult)
+from ._cost import CostSensitiveLoss, HammingCost, JensenRiskBound, LabelCost, Risk, SoftmaxMargin
 from ._likelihood import ConditionalLogLikelihood
 from ._margin import MIRA, MaxMargin, StructuredPerceptron
 from ._marginal import LabelwiseAccuracyLoss, MixedLoss, PointwiseLoss

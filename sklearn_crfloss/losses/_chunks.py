@@ -18,12 +18,11 @@ transitions (:class:`~sklearn_crfloss.inference.PositionTransitions`).
 
 import numpy as np
 
-from ._mce_f_fast import max_marginal_tables as _tables
-from ._mce_f_fast import path_gradient
-from .._chain import chunk_queries_batch, chunk_segments, max_incorrect_from_tables
-from .._chain import Chain, transition_table
+from .._chain import (Chain, chunk_queries_batch, chunk_segments, max_incorrect_from_tables,
+                      transition_table)
 from ..inference import PositionTransitions
 from ..segments import event_tables
+from ._mce_f_fast import max_marginal_tables as _tables, path_gradient
 
 __all__ = ["ChunkDecoder", "ChunkEvents", "Gradient", "SpanQueries"]
 

@@ -14,9 +14,7 @@ import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator
 
-from .._utils import HasMethods, Interval, StrOptions
-from .._utils import fill_doc
-from .._utils import resolve
+from .._utils import fill_doc, HasMethods, Interval, resolve, StrOptions
 from ..inference import forward_backward, marginals_vjp
 from ._base import BaseLoss, enumerated_gold_score
 from ._fused import RISK, applies, marginal_loss, softmax_margin

@@ -41,9 +41,8 @@ evaluated by the general path.
 
 import numpy as np
 
-from .._chain import Accumulators, exp_potentials, row_width
-from .._chain import fused_scratch_width
-from .._chain import marginal_loss_features_batch, pair_gradient
+from .._chain import (Accumulators, exp_potentials, fused_scratch_width,
+                      marginal_loss_features_batch, pair_gradient, row_width)
 from ._base import get_loss_tags
 
 __all__ = ["LABELWISE_MODES", "MIXED", "POINTWISE", "RISK", "CostColumns", "applies",

@@ -3,7 +3,7 @@
 import numpy as np
 from scipy.special import logsumexp
 
-from ..inference import PositionTransitions, forward_backward, position_gold_counts
+from ..inference import forward_backward, position_gold_counts, PositionTransitions
 from ._base import BaseLoss, enumerated_gold_score, gold_counts
 
 __all__ = ["ConditionalLogLikelihood"]

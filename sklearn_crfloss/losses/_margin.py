@@ -7,9 +7,9 @@ the online solvers of :mod:`sklearn_crfloss.solvers`, not by L-BFGS.
 
 import numpy as np
 
-from ..inference import PositionTransitions, position_gold_counts, sequence_scores, viterbi
-from ._base import BaseLoss, enumerated_gold_score, gold_counts
 from .._utils import fill_doc
+from ..inference import position_gold_counts, PositionTransitions, sequence_scores, viterbi
+from ._base import BaseLoss, enumerated_gold_score, gold_counts
 from ._cost import COST_LOSS_SECTIONS, CostSensitiveLoss
 
 __all__ = ["MaxMargin", "MIRA", "StructuredPerceptron"]

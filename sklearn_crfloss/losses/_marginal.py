@@ -24,7 +24,7 @@ import numpy as np
 from scipy.special import expit, logsumexp
 
 from .._utils import Interval, StrOptions, validate_parameter_constraints
-from ..inference import PositionTransitions, forward_backward, marginals_vjp, position_gold_counts
+from ..inference import forward_backward, marginals_vjp, position_gold_counts, PositionTransitions
 from ._base import BaseLoss, enumerated_gold_score, enumerated_marginals, gold_counts
 from ._fused import LABELWISE_MODES, MIXED, POINTWISE, applies, marginal_loss
 

@@ -10,21 +10,14 @@ import warnings
 import numpy as np
 from scipy.special import expit, log_expit, logsumexp
 
+from .._chain import Chain
 from .._utils import Interval, StrOptions
 from ..exceptions import UndefinedLossError
-from .._chain import Chain
-from ..inference import (
-    PositionTransitions,
-    forward_backward,
-    position_gold_counts,
-    viterbi,
-    max_marginals,
-    segment_margins,
-    sequence_scores,
-    viterbi_excluding,
-)
+from ..inference import (forward_backward, max_marginals, position_gold_counts,
+                         PositionTransitions, segment_margins, sequence_scores, viterbi,
+                         viterbi_excluding)
 from ._base import BaseLoss, enumerated_gold_score, gold_counts
-from ._chunks import ChunkDecoder, ChunkEvents, chunk_margins
+from ._chunks import chunk_margins, ChunkDecoder, ChunkEvents
 from ._mce_f_fast import TP_UNDERFLOW, fused_value_and_grad, label_margins, stack_segments
 
 __all__ = ["MinimumClassificationError", "SegmentFScoreMCE"]

@@ -41,11 +41,10 @@ import weakref
 
 import numpy as np
 
-from .._chain import accumulator_blocks
-from .._chain import (max_incorrect_from_tables, max_marginals_batch, mce_f_labels_batch,
-                    segment_margins_batch, span_gradients_batch)
+from .._chain import (accumulator_blocks, max_incorrect_from_tables, max_marginals_batch,
+                      mce_f_labels_batch, segment_margins_batch, span_gradients_batch,
+                      transition_table)
 from ..exceptions import UndefinedLossError
-from .._chain import transition_table
 from ..inference import MaxMarginalsResult, PositionTransitions
 
 #: The max-marginal tables of the last evaluation on a unary array, kept while

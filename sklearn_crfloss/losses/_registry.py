@@ -1,7 +1,6 @@
 """The registry of loss names (``CRFTagger(loss=...)``) and :func:`get_loss`."""
 
-from .._utils import fill_doc
-from .._utils import RESOLVER_DOC, resolve
+from .._utils import RESOLVER_DOC, fill_doc, resolve
 from ._cost import JensenRiskBound, Risk, SoftmaxMargin
 from ._likelihood import ConditionalLogLikelihood
 from ._margin import MIRA, MaxMargin, StructuredPerceptron

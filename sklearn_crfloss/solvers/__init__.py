@@ -13,7 +13,7 @@ To add a solver: subclass :class:`BaseSolver`, implement ``solve`` (and
 ``check`` for the losses and priors it cannot train), register it here.
 """
 
-from ._base import BaseSolver, SolverTags, get_solver_tags
+from ._base import BaseSolver, get_solver_tags, SolverTags
 from ._lbfgs import LBFGS, minimize_lbfgs
 from ._monitor import (ConvergenceMonitor, FitInfo, HeldOutScore, hold_out, stage_summary,
                        take_sequences, takes_model)
@@ -21,8 +21,8 @@ from ._online import MIRA, OnlineState, StructuredPerceptron
 from ._owlqn import OWLQN, minimize_liblbfgs
 from ._quickprop import QuickProp
 from ._rprop import Rprop
-from ._schedule import (SOLVERS, GPDQuickProp, Schedule, Suzuki2006, default_solver, make_solver,
-                        solvers_with)
+from ._schedule import (SOLVERS, default_solver, GPDQuickProp, make_solver, Schedule,
+                        solvers_with, Suzuki2006)
 from ._sgd import SGD, SGDState
 
 __all__ = ["BaseSolver", "ConvergenceMonitor", "GPDQuickProp", "HeldOutScore", "LBFGS", "MIRA",

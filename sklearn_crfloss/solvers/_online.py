@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from .._model import (local_chain, local_columns, local_transitions, pack_blocks,
-                           split_bigram_columns)
+                      split_bigram_columns)
 from ..losses import get_loss_tags
 from ._base import BaseSolver
 

@@ -49,18 +49,17 @@ import warnings
 
 import numpy as np
 
+from .._data import column_counts
+from .._model import kernel_csr, pack_blocks, split_bigram_columns
 from .._utils import Interval, StrOptions, validate_parameter_constraints
-from .._model import pack_blocks, split_bigram_columns
-from .._model import kernel_csr
-from ._sgd_loops import batch_potentials, sgd_pass, sgd_step
 from ..exceptions import UndefinedLossError
 from ..losses import get_loss_tags
 from ..priors import get_prior_tags
-from .._data import column_counts
 from ._base import BaseSolver
 from ._monitor import take_sequences
 from ._online import random_generator
 from ._sgd_blocks import ScaledBlocks
+from ._sgd_loops import batch_potentials, sgd_pass, sgd_step
 
 __all__ = ["SGD", "SGDState"]
 
