@@ -49,7 +49,8 @@ def all_arrays_digest(est):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", default="cll,sgd,mcef,lop")
+    parser.add_argument("--only", default="cll,sgd,mcef,lop",
+                        help="the digest fits to run, comma-separated ('' for none)")
     parser.add_argument("--n-jobs", type=int, default=2, help="threads of the digest fits")
     parser.add_argument("--timing-iter", type=int, default=30,
                         help="L-BFGS iterations of the n_jobs=1 timing fit (0: skip)")
@@ -68,7 +69,7 @@ def main():
         "lop": lambda: LOPTagger(estimator=CRFTagger(prior="none", max_iter=args.lop_max_iter,
                                                      n_jobs=1), n_jobs=args.n_jobs),
     }
-    for name in args.only.split(","):
+    for name in filter(None, args.only.split(",")):
         est = models[name]()
         t0 = time.perf_counter()
         est.fit(F_train, y_train)
