@@ -98,7 +98,8 @@ class _Writer:
             f"{where} is {value!r} ({type(value).__name__}), which a model file cannot hold: "
             "it stores numbers, strings, lists, registered losses, priors, solvers and costs "
             "by name, never code. Use a registered name (or set this parameter to its default) "
-            "before saving, or keep the model with pickle or skops.io if you trust its users.")
+            "before saving, or store the model with skops.io, whose loader takes the types you "
+            "trust.")
 
 
 def _decode(value, arrays, where):
@@ -236,8 +237,8 @@ def _step_record(name, step, w, prefix):
     raise ValueError(
         f"Pipeline step {name!r} is {type(step).__module__}.{type(step).__qualname__}, which a "
         "model file cannot hold: it stores sklearn_crfloss's TemplateFeatures, CRFTagger and "
-        "LOPTagger steps (and 'passthrough') as data, never code. Keep such a pipeline with "
-        "pickle or skops.io if you trust its users.")
+        "LOPTagger steps (and 'passthrough') as data, never code. Store such a pipeline with "
+        "skops.io, whose loader takes the types you trust.")
 
 
 def write_estimator(estimator, path):
@@ -502,7 +503,7 @@ def _build_step(record, arrays, prefix, content, where):
 
 
 def read_estimator(path):
-    """The fitted estimator or Pipeline of a model file, everything checked first (``load_model``)."""
+    """The fitted estimator or Pipeline of a model file, all checked first (``load_model``)."""
     document, arrays, content = _read(path)
     body = document.get("estimator")
     _check(isinstance(body, dict), "no estimator")
