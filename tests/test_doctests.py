@@ -22,6 +22,7 @@ MODULES = [
     "sklearn_crfloss.losses._check",
     "sklearn_crfloss.io",
     "sklearn_crfloss.crfsuite",
+    "sklearn_crfloss.spacy",
     "sklearn_crfloss._data._attribute_names",
 ]
 
