@@ -264,7 +264,11 @@ class CRF(BaseEstimator):
         Only 10 is honoured (the stopping rule compares with the objective
         10 iterations back); another value is refused.
     delta : float or None, default=None (1e-5; 1e-6 for ``'l2sgd'``)
-        ``tol``: the same relative-improvement test over ``period`` iterations.
+        ``tol``: the same relative-improvement test over ``period``
+        iterations for ``'lbfgs'``. ``'l2sgd'`` here runs all
+        ``max_iterations`` epochs (SGD's per-epoch objective is an estimate
+        that the test does not read), so set ``max_iterations`` to the
+        epochs wanted; CRFsuite usually stops earlier on ``delta``.
     linesearch : str or None, default=None ('MoreThuente')
         Only ``'MoreThuente'`` is honoured (libLBFGS's; OWL-QN, ``c1 > 0``,
         uses backtracking as in CRFsuite); another value is refused.
