@@ -11,10 +11,15 @@ before it, and the median ratio.
 Usage::
 
     SKLEARN_CRFLOSS_DATA=/path/to/data python benchmarks/bench_predict.py \\
-        [--rounds 7] [--max-iter 1000] [--n-jobs 1] [--cache PATH] [--profile]
+        [--rounds 7] [--max-iter 1000] [--n-jobs 1] [--cache PATH] [--profile] \\
+        [--fit-transform K]
 
 ``--cache PATH`` keeps the two fitted models in a pickle (a second run only
 predicts). ``--profile`` prints a cProfile of one ``predict`` call of ours.
+``--fit-transform K`` also times, K times each alternated, the fit's pass
+from the training dicts to the CSR matrix once the vocabulary is known:
+through the vocabulary dict (a column name built per value) and through
+the compiled table (its build included); both give the same arrays.
 The machine may be shared: the CPU-time ratio is the one to compare when
 the load is above the core count; ``--n-jobs 1`` (the default) makes ours
 single-threaded like CRFsuite.
@@ -37,6 +42,8 @@ from _common import print_run_header  # noqa: E402
 import sklearn_crfsuite  # noqa: E402
 
 from sklearn_crfloss import CRFTagger  # noqa: E402
+from sklearn_crfloss._data import SequenceVectorizer, check_sequences  # noqa: E402
+from sklearn_crfloss._data._vocabulary import VocabularyTable, vocabulary_rows  # noqa: E402
 from sklearn_crfloss.datasets import load_conll2000  # noqa: E402
 from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures  # noqa: E402
 
@@ -48,6 +55,8 @@ def parse_args(argv=None):
     p.add_argument("--n-jobs", type=int, default=1, help="n_jobs of CRFTagger at predict time")
     p.add_argument("--cache", default=None, help="pickle of the two fitted models")
     p.add_argument("--profile", action="store_true", help="cProfile one predict of ours")
+    p.add_argument("--fit-transform", type=int, default=0, metavar="K",
+                   help="time the fit's dict-to-CSR pass both ways, K rounds")
     return p.parse_args(argv)
 
 
@@ -59,6 +68,27 @@ def fit_models(max_iter, F_train, y_train):
                                   all_possible_states=False, all_possible_transitions=True)
     theirs.fit(F_train, y_train)
     return ours, theirs
+
+
+def fit_transform_rounds(F_train, rounds):
+    """CPU seconds of the fit's dict-to-CSR pass through the vocabulary dict and the table."""
+    kind, tokens, offsets = check_sequences(F_train)
+    vec = SequenceVectorizer()
+    vec.fit_transform(kind, tokens, offsets)
+    dv = vec.vectorizer
+    times = {"vocabulary dict": [], "table (with its build)": []}
+    for _ in range(rounds):
+        c = time.process_time()
+        flat = vocabulary_rows(tokens, dv.vocabulary_, dv.separator)
+        times["vocabulary dict"].append(time.process_time() - c)
+        c = time.process_time()
+        rows = vocabulary_rows(tokens, dv.vocabulary_, dv.separator,
+                               VocabularyTable(dv.feature_names_, dv.separator))
+        times["table (with its build)"].append(time.process_time() - c)
+        assert all(np.array_equal(a, b) for a, b in zip(flat[:2], rows[:2]))
+    print(f"fit's dict-to-CSR pass over {len(tokens):,} training tokens, CPU s "
+          f"(median of {rounds}, load {os.getloadavg()[0]:.2f}): "
+          + ", ".join(f"{name} {np.median(t):.3f}" for name, t in times.items()))
 
 
 def timed(predict, X):
@@ -75,11 +105,14 @@ def main(argv=None):
     featurizer = TemplateFeatures(CONLL2000_TEMPLATE).fit(X_train)
     F_test = featurizer.transform(X_test)
     n_tokens = sum(map(len, F_test))
+    F_train = featurizer.transform(X_train)
+    if args.fit_transform:
+        fit_transform_rounds(F_train, args.fit_transform)
     if args.cache and os.path.exists(args.cache):
         with open(args.cache, "rb") as f:
             ours, theirs = pickle.load(f)
     else:
-        ours, theirs = fit_models(args.max_iter, featurizer.transform(X_train), y_train)
+        ours, theirs = fit_models(args.max_iter, F_train, y_train)
         if args.cache:
             with open(args.cache, "wb") as f:
                 pickle.dump((ours, theirs), f)
