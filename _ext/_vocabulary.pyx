@@ -66,7 +66,8 @@ cdef extern from *:
 # table's arena (its offset in the entry's first 8 bytes). CPython keeps a
 # str in the narrowest of 1, 2 or 4 bytes per character that holds it, so two
 # strs are equal exactly when their kinds and bytes are.
-DEF INLINE = 11
+cdef enum:
+    INLINE = 11
 
 ctypedef struct entry_t:
     Py_hash_t hash      # hash of the value
