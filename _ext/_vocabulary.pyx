@@ -31,6 +31,7 @@ import numpy as np
 
 from cpython.dict cimport PyDict_Next
 from cpython.object cimport PyObject
+from cpython.set cimport PySet_Add
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
 from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
@@ -226,6 +227,61 @@ cdef class VocabularyTable:
             slot[0] = (slot[0] + 1) & self.mask
             e = self.index[slot[0]]
         return -1
+
+
+def vocabulary_names(list tokens, str separator):
+    """The column names ``DictVectorizer.fit`` learns from feature dicts, sorted (low level).
+
+    One compiled pass that collects the distinct string values of each key
+    and the keys holding a number; a name is built per distinct (key, value)
+    pair, not per stored value.
+
+    Parameters
+    ----------
+    tokens : list of dict
+    separator : str
+        ``DictVectorizer.separator``.
+
+    Returns
+    -------
+    list of str or None
+        ``'key<separator>value'`` for a str value, ``'key'`` for an int,
+        float or bool, each name once, sorted (``DictVectorizer``'s
+        ``feature_names_`` with ``sort=True``); None if a token, key or
+        value has a type outside the fast path (as :func:`vocabulary_rows`).
+    """
+    cdef dict values = {}
+    cdef set numeric = set()
+    cdef set names
+    cdef Py_ssize_t pos
+    cdef PyObject* key_p
+    cdef PyObject* value_p
+    cdef PyObject* found
+    cdef object token, value, seen
+    for token in tokens:
+        if type(token) is not dict:
+            return None
+        pos = 0
+        while PyDict_Next(token, &pos, &key_p, &value_p):
+            if type(<object>key_p) is not str:
+                return None
+            value = <object>value_p
+            if type(value) is str:
+                found = PyDict_GetItemWithError(values, <object>key_p)
+                if found == NULL:
+                    seen = values[<object>key_p] = set()
+                else:
+                    seen = <object>found
+                PySet_Add(seen, value)
+            elif type(value) is float or type(value) is int or type(value) is bool:
+                numeric.add(<object>key_p)
+            else:
+                return None
+    names = numeric
+    for key, seen in values.items():
+        for value in seen:
+            names.add(f"{key}{separator}{value}")
+    return sorted(names)
 
 
 def exact_dicts(list tokens):

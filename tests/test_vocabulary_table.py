@@ -17,7 +17,8 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn_crfloss import CRFTagger
 from sklearn_crfloss._data._validation import check_sequences
 from sklearn_crfloss._data._vectorize import SequenceVectorizer
-from sklearn_crfloss._data._vocabulary import VocabularyTable, exact_dicts, vocabulary_rows
+from sklearn_crfloss._data._vocabulary import (VocabularyTable, exact_dicts, vocabulary_names,
+                                               vocabulary_rows)
 
 # Values of 1, 2 and 4 bytes per character, short (kept in the entry) and long.
 VALUES = ["a", "b=c", "é", "Ω", "\U0001F600", "naïve", "x" * 11, "y" * 12, "Ωmega" * 5,
@@ -108,6 +109,20 @@ def test_fit_transform_through_the_table_equals_dictvectorizer():
     for a, b in ((X.indptr, flat.indptr), (X.indices, flat.indices), (X.data, flat.data)):
         assert a.dtype == b.dtype
         assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("separator", ["=", ":"])
+def test_vocabulary_names_equal_dictvectorizer_fit(separator):
+    rng = np.random.default_rng(2)
+    tokens = tokens_of(rng, 500) + [{}, {"a=b": 1, "a": "b"}, {"a:b": True, "a": "b"}]
+    names = vocabulary_names(tokens, separator)
+    dv = DictVectorizer(separator=separator).fit(tokens)
+    assert names == dv.feature_names_
+    assert all(type(name) is str for name in names)
+    assert vocabulary_names([], separator) == []
+    for odd in ({"w": None}, {"w": ["a"]}, {"w": np.float64(1.0)}, {1: "a"}):
+        assert vocabulary_names(tokens + [odd], separator) is None
+    assert vocabulary_names(tokens + [OrderedDict(w="a")], separator) is None
 
 
 def test_exact_dicts():

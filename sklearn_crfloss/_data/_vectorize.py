@@ -35,7 +35,7 @@ from sklearn.feature_extraction import DictVectorizer, FeatureHasher
 from ._attribute_names import SEPARATOR, join_nested_keys
 from ._hashing import hashed_pairs, raise_for_bad_value, take_columns
 from ._validation import check_finite_tokens
-from ._vocabulary import VocabularyTable, vocabulary_rows
+from ._vocabulary import VocabularyTable, vocabulary_names, vocabulary_rows
 
 __all__ = ["SequenceVectorizer", "attribute_counts", "column_counts"]
 
@@ -88,13 +88,27 @@ def attribute_counts(tokens):
     """
     if len(tokens) == 0:
         return {}
-    dv = DictVectorizer(dtype=np.float64, separator=SEPARATOR).set_output(transform="default")
+    dv = _dict_vectorizer()
     try:
         Xc = dv.fit_transform(join_nested_keys(tokens)[0]).tocsr()
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"Could not vectorise the feature dicts: {exc}") from exc
     Xc.eliminate_zeros()
     return dict(zip(dv.feature_names_, column_counts(Xc).tolist()))
+
+
+def _dict_vectorizer(names=None):
+    """Our DictVectorizer: unfitted, or fitted to the sorted column ``names`` as ``fit`` leaves it.
+
+    The default (sparse) output whatever ``sklearn.set_config(transform_output=...)``
+    says; python-crfsuite's attribute names
+    (:mod:`sklearn_crfloss._data._attribute_names`).
+    """
+    dv = DictVectorizer(dtype=np.float64, separator=SEPARATOR).set_output(transform="default")
+    if names is not None:
+        dv.feature_names_ = names
+        dv.vocabulary_ = {name: k for k, name in enumerate(names)}
+    return dv
 
 
 class SequenceVectorizer:
@@ -173,18 +187,19 @@ class SequenceVectorizer:
             Xc = take_columns(Xc, used)
             attributes = np.array([f"hash_{k}" for k in used.tolist()], dtype=object)
         else:
-            # The default (sparse) output whatever sklearn.set_config(transform_output=...) says.
-            # python-crfsuite's attribute names (sklearn_crfloss._data._attribute_names).
-            self.vectorizer = DictVectorizer(dtype=np.float64, separator=SEPARATOR).set_output(
-                transform="default")
+            # The common value types: the vocabulary in one compiled pass (the same
+            # feature_names_ as DictVectorizer.fit); else DictVectorizer.fit itself.
+            names = vocabulary_names(tokens, SEPARATOR)
+            self.vectorizer = _dict_vectorizer(names)
             try:
-                try:
-                    self.vectorizer.fit(tokens)
-                except TypeError:  # nested dicts: joined keys (a pass over the data then)
-                    tokens, nested = join_nested_keys(tokens)
-                    if not nested:
-                        raise
-                    self.vectorizer.fit(tokens)
+                if names is None:
+                    try:
+                        self.vectorizer.fit(tokens)
+                    except TypeError:  # nested dicts: joined keys (a pass over the data then)
+                        tokens, nested = join_nested_keys(tokens)
+                        if not nested:
+                            raise
+                        self.vectorizer.fit(tokens)
                 Xc = self._dict_rows(tokens, VocabularyTable(self.vectorizer.feature_names_,
                                                              self.vectorizer.separator))
             except (TypeError, ValueError, OverflowError) as exc:
@@ -259,10 +274,7 @@ class SequenceVectorizer:
                 columns = None
         else:
             names = sorted(counts)  # DictVectorizer's order
-            self.vectorizer = DictVectorizer(dtype=np.float64, separator=SEPARATOR).set_output(
-                transform="default")
-            self.vectorizer.feature_names_ = names
-            self.vectorizer.vocabulary_ = {name: k for k, name in enumerate(names)}
+            self.vectorizer = _dict_vectorizer(names)
             attributes = np.array(names, dtype=object)
             freq = np.array([counts[name] for name in names], dtype=np.intp)
         self._set_columns(attributes, freq, columns)
