@@ -102,8 +102,12 @@ def test_fit_transform_through_the_table_equals_dictvectorizer():
     tokens = tokens_of(rng, 500)
     vec = SequenceVectorizer()
     X = vec.fit_transform("dict", tokens, np.array([0, 200, 500]))
-    expected = DictVectorizer(separator=vec.vectorizer.separator).fit_transform(tokens)
-    assert_rows_equal((X.indptr, X.indices, X.data), expected)
+    dv = DictVectorizer(separator=vec.vectorizer.separator)
+    assert_rows_equal((X.indptr, X.indices, X.data), dv.fit_transform(tokens))
+    assert vec.vectorizer.feature_names_ == dv.feature_names_
+    assert vec.vectorizer.vocabulary_ == dv.vocabulary_
+    assert_array_equal(vec.attributes, dv.get_feature_names_out())
+    assert vec.attributes.dtype == object
     flat = vec._dict_rows(tokens)  # the vocabulary dict's path: the very same arrays
     flat.eliminate_zeros()
     for a, b in ((X.indptr, flat.indptr), (X.indices, flat.indices), (X.data, flat.data)):

@@ -204,7 +204,8 @@ class SequenceVectorizer:
                                                              self.vectorizer.separator))
             except (TypeError, ValueError, OverflowError) as exc:
                 raise_for_bad_value(tokens, offsets, exc)
-            attributes = np.asarray(self.vectorizer.get_feature_names_out(), dtype=object)
+            attributes = np.asarray(  # names of type str already: no per-name check
+                self.vectorizer.get_feature_names_out() if names is None else names, dtype=object)
         Xc.eliminate_zeros()
         check_finite_tokens(Xc, offsets)
         keep = self._set_columns(attributes, column_counts(Xc),
