@@ -20,10 +20,10 @@ per stored value: it is faster and peaks at the size of the matrix
 of the vocabulary keyed by (key, value), so that no column name is built
 per value: one built for the fit's pass, and at predict time one built on
 first use and kept (entries in decreasing training frequency, so that the
-frequent ones share the cache). When every value is 1 (indicator features, e.g. every string value) the matrix stores its values
-as int8: 4 MB instead of 32 for CoNLL-2000's 4 million features; the
-kernels do not read them then, and every product with a float64 array is
-float64.
+frequent ones share the cache). When every value is 1 (indicator
+features, e.g. every string value) the matrix stores its values as int8: 4
+MB instead of 32 for CoNLL-2000's 4 million features; the kernels do not
+read them then, and every product with a float64 array is float64.
 """
 
 import copy
