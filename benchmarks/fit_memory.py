@@ -25,6 +25,10 @@ sizes (``lbfgs.c``: ``(2 m + 5) n`` doubles with PyLBFGS's copy of ``x``),
 and the per-thread scratch of the compiled kernels is part of numpy arrays
 the package allocates.
 
+3. the peak RSS of each of the first three objective evaluations by
+   themselves (the objective set up as ``bench_conll2000.stage_memory``
+   sets it up, private API): what the first evaluation adds once.
+
 Usage::
 
     SKLEARN_CRFLOSS_DATA=/path/to/data python benchmarks/fit_memory.py \\
@@ -32,6 +36,7 @@ Usage::
 """
 
 import argparse
+import gc
 import os
 import sys
 import tracemalloc
@@ -167,6 +172,38 @@ def traced_peak(args, F_train, y_train):
     return top
 
 
+def evaluation_peaks(args, F_train, y_train, n_evaluations=3):
+    """Peak RSS over the start of each of the first objective evaluations (private API)."""
+    import numpy as np
+
+    from _common import _proc_status_kb, _reset_hwm
+    from sklearn_crfloss._data._validation import check_sequences, encode_labels
+    from sklearn_crfloss._data._vectorize import SequenceVectorizer
+    from sklearn_crfloss._model._objective import CRFObjective
+    from sklearn_crfloss._model._parameters import ParameterLayout, observed_pairs
+    from sklearn_crfloss.losses import get_loss
+    from sklearn_crfloss.priors import get_prior
+
+    kind, tokens, offsets = check_sequences(F_train)
+    classes, y_enc = encode_labels(y_train, np.diff(offsets))
+    Xc = SequenceVectorizer().fit_transform(kind, tokens, offsets)
+    L = classes.shape[0]
+    layout = ParameterLayout(Xc.shape[1], L, observed_pairs(Xc, y_enc, L))
+    objective = CRFObjective(Xc, y_enc, offsets, layout, n_threads=args.n_jobs)
+    theta, loss, prior = layout.zeros(), get_loss("cll"), get_prior("l2")
+    out = []
+    for _ in range(n_evaluations):
+        gc.collect()
+        if not _reset_hwm():
+            return None
+        start = _proc_status_kb("VmRSS")
+        grad = objective.value_and_grad(theta, loss, prior, args.C)[1]
+        out.append(((_proc_status_kb("VmHWM") - start) / 1024,
+                    (_proc_status_kb("VmRSS") - start) / 1024))
+        del grad
+    return out
+
+
 def main(argv=None):
     args = parse_args(argv)
     print_run_header(["sklearn_crfloss", "numpy", "scipy", "scikit-learn"])
@@ -196,6 +233,11 @@ def main(argv=None):
     print(f"  {sum(between['sites'].get(k, 0.0) for k in names[args.top:]):8.1f} "
           f"{sum(top['sites'][k] for k in names[args.top:]):8.1f}  "
           f"(the other {len(names) - args.top} sites)")
+    evaluations = run_forked(evaluation_peaks, args, F_train, y_train)
+    if evaluations:
+        print("objective evaluations at theta = 0 (peak RSS over each one's start / RSS "
+              "after, MB): " + "; ".join(f"{k + 1}: {p:.1f} / {a:.1f}"
+                                         for k, (p, a) in enumerate(evaluations)))
     where = run_forked(traced_peak, args, F_train, y_train)
     print(f"the traced peak ({where['mb']:.1f} MB) at {where['event']} in {where['stack']}")
     print(f"not traced: libLBFGS (2 m + 5) n doubles = {(2 * m + 5) * n * 8 / MB:.1f} MB "
