@@ -221,10 +221,13 @@ def _template_entries(lineno, raw, line):
         return ([(key, body)] if kind in "u*" else []) + (
             [(BIGRAM_PREFIX + key, body)] if kind in "b*" and "%" in line else [])
     if kind not in "UB":
+        hint = ("" if ":" in raw or "%" in raw else
+                f" A str is the template's text: if {raw!r} names a template file, "
+                f"pass pathlib.Path({raw!r}).")
         raise ValueError(
             f"Template line {lineno} {raw!r}: unknown template type "
             f"{kind!r}; lines must start with 'U' (unigram), 'B' "
-            "(bigram), '#' (comment), or Wapiti's 'u:', 'b:' or '*:'."
+            "(bigram), '#' (comment), or Wapiti's 'u:', 'b:' or '*:'." + hint
         )
     if kind == "B" and "%" not in line:
         return []  # plain 'B' / 'Bxx': the dense transition matrix

@@ -398,3 +398,11 @@ def test_suzuki2006_template_is_the_documented_set():
     expected = ([((o, c),) for c in (0, 1) for o in window]
                 + [((a, c), (b, c)) for c in (0, 1) for a, b in combinations(window, 2)])
     assert macros == expected
+
+
+def test_a_file_name_given_as_text_gets_a_hint(tmp_path):
+    with pytest.raises(ValueError, match=r"unknown template type 't'.*pathlib\.Path\('template'\)"):
+        TemplateFeatures("template").fit([[("a", "DT")]])
+    with pytest.raises(ValueError, match="unknown template type") as info:
+        TemplateFeatures("X01:%x[0,0]").fit([[("a", "DT")]])
+    assert "pathlib" not in str(info.value)  # a template line, not a file name

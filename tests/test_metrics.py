@@ -1,6 +1,7 @@
 """Tests of sklearn_crfloss.metrics: conlleval counts, scores, reports, token metrics, scorers."""
 
 import random
+import warnings
 
 import numpy as np
 import pytest
@@ -462,3 +463,15 @@ def test_scorers_in_cross_validate():
     assert np.all((res["test_f1"] >= 0) & (res["test_f1"] <= 1))
 
 
+
+
+def test_labels_without_chunk_prefix_warn_that_segment_scores_say_nothing():
+    from sklearn.exceptions import UndefinedMetricWarning
+
+    y = [["PER", "PER", "O", "LOC"]]
+    with pytest.warns(UndefinedMetricWarning, match="no label has a chunk prefix.*'PER'"):
+        segment_f1_score(y, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert segment_f1_score([["B-PER", "I-PER", "O"]], [["B-PER", "I-PER", "O"]]) == 1.0
+        assert segment_f1_score([["O", "O"]], [["O", "O"]]) == 0.0  # only 'O': nothing to warn

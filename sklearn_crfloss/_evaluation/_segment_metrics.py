@@ -25,8 +25,10 @@ significance tests (``_significance.py``, which reads the counts here).
 # of the Perl loop.
 
 from numbers import Integral, Real
+import warnings
 
 import numpy as np
+from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import accuracy_score
 from sklearn.metrics import hamming_loss as _sklearn_hamming_loss
 
@@ -308,8 +310,27 @@ _SCORE_DOC = """%(summary)s
 
 def _score(y_true, y_pred, scheme, mode, beta, average, zero_division):
     """(precision, recall, F_beta) of the segments, with the given average."""
-    counts = segment_counts(y_true, y_pred, scheme=scheme, mode=mode)
+    codes_true, codes_pred, offsets, classes = _encode_pair(y_true, y_pred)
+    counts = _as_dict(*_counts(codes_true, codes_pred, offsets, classes, scheme, mode))
+    _warn_if_no_chunk_prefix(classes)
     return tuple(map(float, _prf(counts, float(beta), average, float(zero_division))))
+
+
+def _warn_if_no_chunk_prefix(classes):
+    """Warn when labels other than ``'O'`` exist but none has a chunk prefix (``B-``, ...).
+
+    Such labels (``'PER'``, ``'NN'``) form no chunk in conlleval's reading,
+    so the segment scores say nothing about the predictions.
+    """
+    others = [label for label in classes if label != "O"]
+    if others and not any(isinstance(label, str) and "-" in label for label in others):
+        warnings.warn(
+            f"no label has a chunk prefix ('B-', 'I-', ...; labels such as {others[0]!r}), "
+            "so conlleval's reading finds no chunks of a type and the segment scores say "
+            "nothing about the predictions. For per-token labels use the token metrics "
+            "(flat_f1_score, token_accuracy); for entity labels without prefixes (IO "
+            "tags), write them with prefixes first ('B-PER', 'I-PER').",
+            UndefinedMetricWarning, stacklevel=3)
 
 
 @validate_call(_SCORE, prefer_skip_nested_validation=True)
