@@ -4,7 +4,7 @@
 hashing columns fixed by the first call, or a vocabulary that grows with
 the stream), the labels given by the first call's ``classes``, the resolved
 loss, prior and solver, and the solver's own state
-(:class:`~sklearn_crfloss.solvers._sgd.SGDState`: the scaled iterate, the
+(:class:`~sklearn_crfloss.solvers._sgd_state.SGDState`: the scaled iterate, the
 averaging sums, the step count and step size of Bottou's SGD;
 :class:`~sklearn_crfloss.solvers._online.OnlineState`: the parameters and
 averaging sums of the perceptron and MIRA). Each call vectorises its batch,
@@ -22,7 +22,7 @@ from .._model import bigram_columns, BigramLayout, pack_blocks, ParameterLayout
 from .._utils import validate_params
 from ..losses import get_loss, get_loss_tags
 from ..priors import get_prior
-from ..solvers import default_solver, FitInfo, get_solver_tags, make_solver
+from ..solvers import ConvergenceMonitor, default_solver, FitInfo, get_solver_tags, make_solver
 
 __all__ = ["PartialFit", "PartialFitMixin", "check_classes"]
 
@@ -168,7 +168,11 @@ all_possible_states, min_freq, boundary_potentials
         ------
         ValueError, TypeError
             On bad input (naming the sequence) or a label outside
-            ``classes``; the state is then unchanged.
+            ``classes``; the state is then unchanged. A ``ValueError`` also
+            if the objective or the parameters are not finite after the
+            epoch: the solver has put its state back (its own solvers do;
+            otherwise the state is dropped, ``run`` is None, and
+            ``partial_fit`` starts anew at its next call).
         """
         first = self.run is None
         kind, tokens, offsets = check_sequences(
@@ -188,36 +192,43 @@ all_possible_states, min_freq, boundary_potentials
             Xc = features.extend_transform(tokens, offsets)
         columns = bigram_columns(features.attributes)  # (new ones after the old ones)
         L = self.classes.shape[0]
-        if first:
-            self.run = self.solver.new_state(Xc.shape[1], L, self.all_states)
-        self.features = features
-        self.run.grow(Xc.shape[1], columns.shape[0])
-        self.run.observe(Xc, y_enc)
+        run = self.solver.new_state(Xc.shape[1], L, self.all_states) if first else self.run
+        # The solver grows its state to the new attributes, and puts it back
+        # as it was if the epoch diverges (a ValueError).
         value = self.solver.partial_solve(Xc, y_enc, offsets, sample_weight, self.loss,
-                                          self.prior, self.C, self.run, verbose=verbose,
+                                          self.prior, self.C, run, verbose=verbose,
                                           bigram_columns=columns)
-        self.info.n_iter += 1
-        self.info.loss_curve.append(float(value))
-        self.info.objective = float(value)  # the batch's epoch estimate (SGD's Notes)
-        self.info.message = f"partial_fit: {self.info.n_iter} batches"
+        info = copy.copy(self.info)
+        info.n_iter += 1
+        info.loss_curve = self.info.loss_curve + [float(value)]
+        info.objective = float(value)  # the batch's epoch estimate (SGD's Notes)
+        info.message = f"partial_fit: {info.n_iter} batches"
+        out = self._fitted(run, features, info)
+        if not (np.isfinite(value) and np.all(np.isfinite(out[3]))):
+            # (a solver that does not check, or averaged parameters that overflow)
+            self.run = None  # (the state cannot be trusted: dropped)
+            raise ConvergenceMonitor(0.0, 1, stage="partial_fit").diverged(
+                f"the objective of the batch is {value}" if not np.isfinite(value) else
+                "the parameters are not finite after the batch")
+        self.run, self.features, self.info = run, features, info
         if verbose:
-            print(f"partial_fit batch {self.info.n_iter}: {lengths.shape[0]} sequences, "
+            print(f"partial_fit batch {info.n_iter}: {lengths.shape[0]} sequences, "
                   f"{Xc.shape[1]} attributes, objective {value:.6e}", flush=True)
-        return self.fitted()
+        return out
 
-    def fitted(self):
-        """The arguments of the estimator's fitted state for the current parameters."""
-        W, T, s, e, *blocks = self.solver.parameters_of(self.run)
+    def _fitted(self, run, features, info):
+        """The arguments of the estimator's fitted state for the parameters of ``run``."""
+        W, T, s, e, *blocks = self.solver.parameters_of(run)
         # (the online rules train every pair; SGD those observed, or all)
         dense = self.all_states or self.solver.dense_states
-        state_index = None if dense else np.flatnonzero(self.run.mask)
-        columns = bigram_columns(self.features.attributes)
+        state_index = None if dense else np.flatnonzero(run.mask)
+        columns = bigram_columns(features.attributes)
         layout = (BigramLayout(W.shape[0], W.shape[1], state_index, columns) if columns.shape[0]
                   else ParameterLayout(W.shape[0], W.shape[1], state_index))
         theta = pack_blocks(layout, W, T, s, e, *blocks)
-        info = copy.copy(self.info)
-        info.loss_curve = list(self.info.loss_curve)
-        return (self.features, self.classes, layout, theta, info, self.loss, self.prior)
+        info = copy.copy(info)
+        info.loss_curve = list(info.loss_curve)
+        return (features, self.classes, layout, theta, info, self.loss, self.prior)
 
 
 class PartialFitMixin:
@@ -294,7 +305,13 @@ class PartialFitMixin:
         elif classes is not None and not np.array_equal(check_classes(classes), state.classes):
             raise ValueError(f"classes={list(classes)!r} differs from the first call's "
                              f"{state.classes.tolist()!r}.")
-        self._set_fitted(*state.step(X, y, sample_weight, verbose=self.verbose))
+        try:
+            fitted = state.step(X, y, sample_weight, verbose=self.verbose)
+        except ValueError:
+            if state.run is None:  # the online state could not be kept: start anew
+                self.__dict__.pop("_partial", None)
+            raise
+        self._set_fitted(*fitted)
         state.coef = self.coef_
         self._partial = state
         return self
