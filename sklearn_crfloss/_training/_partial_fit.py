@@ -17,7 +17,8 @@ import copy
 
 import numpy as np
 
-from .._data import check_sample_weight, check_sequences, encode_known_labels, SequenceVectorizer
+from .._data import (check_sample_weight, check_sequences, encode_known_labels, encode_labels,
+                     SequenceVectorizer)
 from .._model import bigram_columns, BigramLayout, pack_blocks, ParameterLayout
 from .._utils import validate_params
 from ..losses import get_loss, get_loss_tags
@@ -28,32 +29,49 @@ __all__ = ["PartialFit", "PartialFitMixin", "check_classes"]
 
 
 def check_classes(classes):
-    """The sorted distinct labels of ``partial_fit``'s ``classes``.
+    """The distinct labels of ``partial_fit``'s ``classes``, ordered and kept as ``fit`` keeps them.
+
+    Labels are any hashable values, as in ``fit``: a tuple stays a tuple and
+    a mix of ints and strings keeps its types (no ``np.asarray`` of the
+    list, which would flatten the one and turn the other into strings).
 
     Parameters
     ----------
-    classes : array-like of hashable labels
+    classes : list or 1-D array of hashable labels
 
     Returns
     -------
     ndarray of shape (n_classes,)
+        As the ``classes_`` of a ``fit`` on these labels (sorted where
+        ``<`` orders them; :func:`~sklearn_crfloss._data.classes_array`).
 
     Raises
     ------
     ValueError
-        If there are fewer than two distinct labels or one is None.
+        If there are fewer than two distinct labels, or one is None or NaN.
     TypeError
-        If ``classes`` is not a list (or array) of labels.
+        If ``classes`` is not a list (or array) of labels, or a label is not
+        hashable (naming its index).
     """
     if isinstance(classes, (str, bytes)) or not hasattr(classes, "__len__"):
         raise TypeError(f"classes must be a list of labels, got {type(classes).__name__}.")
-    values = list(classes)
-    if any(label is None for label in values):
-        raise ValueError("classes contains None.")
-    out = np.unique(np.asarray(values))
-    if out.shape[0] < 2:
-        raise ValueError(f"classes must hold at least two distinct labels, got {values!r}.")
-    return out
+    values = classes.tolist() if isinstance(classes, np.ndarray) else list(classes)
+    for i, label in enumerate(values):
+        if label is None:
+            raise ValueError("classes contains None.")
+        try:
+            hash(label)
+        except TypeError:
+            raise TypeError(f"classes[{i}] = {label!r:.60} of type {type(label).__name__} is "
+                            "not hashable; labels must be hashable values (str, int, tuple, "
+                            "...), e.g. a tuple instead of a list.") from None
+    try:
+        return encode_labels([values], np.array([len(values)]))[0]
+    except ValueError as exc:
+        if "NaN" in str(exc):
+            raise ValueError(f"classes contains NaN, which equals no label: {values!r}.") from None
+        raise ValueError(f"classes must hold at least two distinct labels, got {values!r}.") \
+            from None
 
 
 def online_solver(spec, loss, prior, *, average, eta0, random_state):
@@ -302,7 +320,7 @@ class PartialFitMixin:
             params = self.get_params(deep=False)
             state = PartialFit(classes, **{name: params[name] for name in PartialFit.PARAMETERS
                                            if name in params})
-        elif classes is not None and not np.array_equal(check_classes(classes), state.classes):
+        elif classes is not None and check_classes(classes).tolist() != state.classes.tolist():
             raise ValueError(f"classes={list(classes)!r} differs from the first call's "
                              f"{state.classes.tolist()!r}.")
         try:
