@@ -334,13 +334,18 @@ def viterbi_2best(unary, transition, start, end, offsets, n_threads=1):
 def viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=1):
     """The ``n_best`` highest-scoring label sequences of each sequence (exact).
 
-    A list Viterbi (parallel list Viterbi, Seshadri & Sundberg 1994): every (token, label) cell keeps the ``n_best`` best
-    prefixes ending there, so the final list holds distinct sequences in
-    order of decreasing score, the first being the Viterbi path. Cost: about
-    ``n_best`` Viterbi passes in time, a backpointer table of
-    ``n_tokens * n_best * n_labels`` int32 in memory. ``-inf`` potentials
-    (decode-time constraints) are allowed: a sequence of score ``-inf`` is
-    never listed. ``transition`` may be a
+    Lazy k-best (Huang & Chiang 2005, Algorithm 3) on the Viterbi table:
+    one Viterbi pass gives the best prefix ending in every (token, label)
+    cell; a cell's next-best prefix is made only when a path through it is
+    asked for, from a heap holding the next candidate of each label before
+    it. The list holds distinct sequences in order of decreasing score, the
+    first being the Viterbi path, and is the list of the parallel list
+    Viterbi (Seshadri & Sundberg 1994; every cell keeping its ``n_best``
+    best prefixes), ties included. Cost: the Viterbi pass, then at most
+    ``n_tokens`` heap operations of ``O(log n_labels)`` per path, and
+    memory for the prefixes made (at most ``n_tokens`` per path) besides
+    the outputs. ``-inf`` potentials (decode-time constraints) are allowed:
+    a sequence of score ``-inf`` is never listed. ``transition`` may be a
     :class:`~sklearn_crfloss.inference.PositionTransitions`.
 
     Parameters
@@ -364,16 +369,23 @@ def viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=1):
         ``-inf`` past the number of labellings of finite score. An empty
         sequence has one labelling (the empty one) of score 0. Ties are
         broken towards smaller (label, rank) indices, as in
-        :func:`viterbi_2best`.
+        :func:`viterbi_2best`: among prefixes of equal score ending in the
+        same cell, the one extending a smaller label comes first, then the
+        one extending a better-ranked prefix of that label.
 
     Raises
     ------
     ValueError
-        On inconsistent shapes (see :func:`check_potentials`) or if
-        ``n_best`` is not an integer >= 1.
+        On inconsistent shapes (see :func:`check_potentials`), if
+        ``n_best`` is not an integer >= 1, or if more than ``2**31 - 1``
+        paths would be listed per sequence.
+    MemoryError
+        If the prefixes of a sequence's lists cannot be allocated.
 
     References
     ----------
+    L. Huang, D. Chiang (2005). Better k-best parsing. IWPT, Algorithm 3
+    (lazy k-best).
     N. Seshadri, C.-E. W. Sundberg (1994). List Viterbi decoding algorithms
     with applications. IEEE Transactions on Communications 42(2/3/4): the
     parallel list Viterbi algorithm.
@@ -384,13 +396,23 @@ def viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=1):
     table, index = (c.transition if isinstance(c.transition, PositionTransitions)
                     else (c.transition[None], np.zeros(0, dtype=np.intp)))
     n_best = _n_labellings_cap(int(n_best), c.n_labels, np.diff(c.offsets))
+    if n_best > _MAX_RANK:
+        raise ValueError(f"n_best={n_best} is more than the {_MAX_RANK} paths per sequence "
+                         "the n-best lists can rank.")
     paths = np.zeros((n_best, c.n_tokens), dtype=np.intp)
     scores = np.full((c.n_seq, n_best), -np.inf)
     scores[np.diff(c.offsets) == 0, 0] = 0.0
+    failed = np.zeros(c.n_seq, dtype=np.int8)
     n_best_batch(c.unary, table, index, c.start, c.end, c.offsets, n_best, paths, scores,
-                 c.rows(n_best, dtype=np.int32), c.scratch(2 * n_best * c.n_labels),
-                 np.empty((c.n_threads, n_best), dtype=np.int32), c.n_threads)
+                 failed, c.n_threads)
+    if failed.any():
+        raise MemoryError(f"viterbi_nbest: out of memory for the n-best lists of sequence "
+                          f"{int(np.flatnonzero(failed)[0])} (n_best={n_best}).")
     return paths, scores
+
+
+#: The largest n_best the kernel ranks (its ranks are 32-bit integers).
+_MAX_RANK = 2**31 - 1
 
 
 def _n_labellings_cap(n_best, n_labels, lengths):
