@@ -189,9 +189,12 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         ``sum_t log p(y_t | x)``). ``'iobes'``, ``'bilou'``: see ``tag_scheme``.
     {tag_scheme_parameter}
     n_jobs : int or None, default=None
-        Threads for the inference kernels (OpenMP over sequences). None
-        means 1 unless in a :func:`joblib.parallel_backend` context; -1 means
-        all processors.
+        Threads for the inference kernels (OpenMP over sequences), resolved
+        as scikit-learn's: None means 1 unless in a
+        :func:`joblib.parallel_backend` context, -1 all processors; never
+        more than the cores this process may use, and 3 runs as 2 (the
+        kernels' sums are taken in four blocks: with 1 to 4 threads a fit
+        is bitwise the same).
     warm_start : bool, default=False
         If True and the estimator is fitted, start from the previous
         parameters (matched by attribute name and label, new ones start at 0).
