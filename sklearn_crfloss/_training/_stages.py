@@ -222,7 +222,37 @@ class _Watched:
         return self._count(self.objective.loss_value_and_grad(theta, loss))
 
 
-def _check_start(value, grad, monitor):
+def _culprits(objective):
+    """The sequences of the largest feature value and sample weight, for a divergence's message.
+
+    Empty for an objective whose data are elsewhere (the dask workers').
+    """
+    try:
+        X, offsets, weights = objective.stored_X, objective.offsets, objective.sample_weight
+    except AttributeError:
+        return ""
+    notes = []
+    if X.nnz:
+        k = int(np.argmax(np.abs(X.data)))
+        value = float(abs(X.data[k]))
+        if value > UNSCALED_LIMIT:
+            row = int(np.searchsorted(X.indptr, k, side="right") - 1)
+            seq = int(np.searchsorted(offsets, row, side="right") - 1)
+            notes.append(f"Sequence {seq} (token {row - int(offsets[seq])}) holds the largest "
+                         f"feature value in magnitude, {value:.6g}")
+    if weights is not None and np.asarray(weights).shape[0]:
+        seq = int(np.argmax(weights))
+        if weights[seq] > 1.0:
+            notes.append(f"Sequence {seq} has the largest sample weight, {weights[seq]:.6g}")
+    return "".join(f". {note}" for note in notes)
+
+
+def _diverged(monitor, objective, what):
+    """The stage's divergence error (:meth:`ConvergenceMonitor.diverged`), naming sequences."""
+    return monitor.diverged(what + _culprits(objective))
+
+
+def _check_start(value, grad, monitor, objective):
     """Refuse a stage whose objective, gradient or gradient norm is not finite at its start.
 
     The solvers measure their steps by the gradient's norm: one that
@@ -230,12 +260,13 @@ def _check_start(value, grad, monitor):
     first step.
     """
     if not np.isfinite(value):
-        raise monitor.diverged(f"the objective is {value} at the starting parameters")
+        raise _diverged(monitor, objective,
+                        f"the objective is {value} at the starting parameters")
     if not np.isfinite(np.einsum("i,i->", grad, grad)):  # (no BLAS threads woken)
         where = "" if np.all(np.isfinite(grad)) else " (some entries are not finite)"
-        raise monitor.diverged(
-            f"the gradient's norm overflows at the starting parameters{where}, where the "
-            f"objective is {value}")
+        raise _diverged(monitor, objective,
+                        f"the gradient's norm overflows at the starting parameters{where}, "
+                        f"where the objective is {value}")
 
 
 def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
@@ -283,7 +314,7 @@ def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
     """
     start_value, start_grad = objective.value_and_grad(x0, loss, prior, C)
     start_value = float(start_value)
-    _check_start(start_value, start_grad, monitor)
+    _check_start(start_value, start_grad, monitor, objective)
     tags = get_loss_tags(loss)
     monitor.gradient_test = tags.smooth
     _warn_if_saturated_start(loss, x0, stage)
@@ -296,10 +327,11 @@ def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
         theta = monitor.result(solver.solve(watched, loss, prior, C, x0, monitor))
     value = float(objective.value_and_grad(theta, loss, prior, C)[0])
     if not (np.isfinite(value) and np.all(np.isfinite(theta))):
-        raise monitor.diverged(f"the objective is {value} at the solver's result" if not
-                               np.isfinite(value) else "the solver's result is not finite")
+        raise _diverged(monitor, objective, f"the objective is {value} at the solver's result"
+                        if not np.isfinite(value) else "the solver's result is not finite")
     if watched.non_finite and monitor.n_iter == 0 and monitor.stop_reason == "stalled":
-        raise monitor.diverged(
+        raise _diverged(
+            monitor, objective,
             f"the objective or its gradient was not finite at {watched.non_finite} trial "
             "point(s) and the solver found no step from the starting parameters")
     tolerance = 1e-12 * max(abs(start_value), 1.0)
