@@ -99,10 +99,18 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
     Raises
     ------
     {shape_error}
+    ValueError
+        If the marginals of a sequence with a finite ``log_z`` are not a
+        distribution to within ``MARGINAL_TOLERANCE`` (1e-6): potentials of
+        magnitude beyond about ``1e10`` (their error grows as the magnitude
+        times 1e-16; ``log_z`` itself stays exact), naming the sequence and
+        the magnitude.
     """
     c = Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     if isinstance(c.transition, PositionTransitions):
-        return ForwardBackwardResult(*position_forward_backward(*c[:5], sample_weight))
+        result = ForwardBackwardResult(*position_forward_backward(*c[:5], sample_weight))
+        _check_marginals(result.marginals, result.log_z, c)
+        return result
     L = c.n_labels
     weights = (np.ones(c.n_seq) if sample_weight is None
                else np.ascontiguousarray(sample_weight, dtype=np.float64))
@@ -123,6 +131,7 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
     )
     log_z = np.zeros(c.n_seq)
     log_z[nonempty] = sub_log_z
+    _check_marginals(marginals, log_z, c)
     counts, start_counts, end_counts = acc.counts(exp_trans, n_fallback)
     return ForwardBackwardResult(
         log_z=log_z,
@@ -174,7 +183,9 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     ------
     ValueError
         On inconsistent shapes (see :func:`check_potentials`) or if
-        ``grad_marginals`` does not have the shape of ``unary`` or is not finite.
+        ``grad_marginals`` does not have the shape of ``unary`` or is not finite;
+        if the product is not finite (potentials whose exponentials overflow:
+        seen from magnitudes of 1e20), naming the sequence and the magnitude.
 
     Notes
     -----
@@ -210,7 +221,8 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     if nonempty.shape[0] == 0:
         return d_unary, np.zeros((L, L)), np.zeros(L), np.zeros(L)
     max_length = int(np.diff(sub_offsets).max())
-    exp_trans, exp_start, exp_end, _ = exp_potentials(c.transition, c.start, c.end)
+    with np.errstate(over="ignore", invalid="ignore"):  # (refused below: _check_vjp)
+        exp_trans, exp_start, exp_end, _ = exp_potentials(c.transition, c.start, c.end)
     exp_trans_t = np.ascontiguousarray(exp_trans.T)
     n_acc = accumulator_blocks(c.n_threads, L * L + 2 * L)  # sums independent of n_threads
     pair_acc = np.zeros((n_acc, L, L))
@@ -224,14 +236,61 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     d_start, d_end = boundary_acc.sum(axis=0)
     for k in np.flatnonzero(failed):
         s, e = sub_offsets[k], sub_offsets[k + 1]
-        dU, dT, ds, de = marginals_vjp_log_space(
-            c.unary[s:e], c.transition, c.start, c.end, grad[s:e]
-        )
+        with np.errstate(over="ignore", invalid="ignore"):
+            dU, dT, ds, de = marginals_vjp_log_space(
+                c.unary[s:e], c.transition, c.start, c.end, grad[s:e]
+            )
         d_unary[s:e] = dU
         d_trans += dT
         d_start += ds
         d_end += de
+    _check_vjp(c, d_unary, d_trans, d_start, d_end)
     return d_unary, d_trans, d_start, d_end
+
+
+def _check_vjp(c, d_unary, *others):
+    """Refuse a vector-Jacobian product that is not finite (potentials of huge magnitude)."""
+    if all(np.all(np.isfinite(a)) for a in (d_unary, *others)):
+        return
+    rows = np.flatnonzero(~np.all(np.isfinite(d_unary), axis=1))
+    seq = int(np.searchsorted(c.offsets, rows[0], side="right") - 1) if rows.shape[0] else 0
+    raise ValueError(
+        f"marginals_vjp: the product is not finite (sequence {seq}): the potentials reach "
+        f"magnitude {_magnitude(c, seq):.3g}, whose exponentials overflow double precision. "
+        "Scale the features or the weights.")
+
+
+#: How far from 1 a row of marginals may sum before forward_backward refuses them.
+MARGINAL_TOLERANCE = 1e-6
+
+
+def _magnitude(c, seq):
+    """The largest finite potential of sequence ``seq`` in magnitude (its unary, the rest)."""
+    parts = [c.unary[c.offsets[seq]:c.offsets[seq + 1]], c.start, c.end,
+             c.transition.table if isinstance(c.transition, PositionTransitions)
+             else c.transition]
+    return max((float(np.max(np.abs(p[np.isfinite(p)]), initial=0.0)) for p in parts))
+
+
+def _check_marginals(marginals, log_z, c):
+    """Refuse marginals that are not distributions: potentials too large for double precision.
+
+    Sequences whose ``log_z`` is ``-inf`` (no labelling allowed) are left
+    as they are.
+    """
+    if marginals.shape[0] == 0:
+        return
+    row_seq = np.repeat(np.arange(c.n_seq), np.diff(c.offsets))
+    off = np.abs(marginals.sum(axis=1) - 1.0)
+    bad = np.flatnonzero(~(off <= MARGINAL_TOLERANCE) & np.isfinite(log_z[row_seq]))
+    if bad.shape[0]:
+        seq = int(row_seq[bad[0]])
+        raise ValueError(
+            f"forward_backward: the marginals of sequence {seq} (token "
+            f"{int(bad[0] - c.offsets[seq])}) sum to {marginals[bad[0]].sum():.6g}, not 1: "
+            f"its potentials reach magnitude {_magnitude(c, seq):.3g}, beyond what double "
+            "precision resolves in the marginals (their error grows as the magnitude times "
+            "1e-16, to 1e-6 at about 1e10). Scale the features or the weights.")
 
 
 def _position_vjp(c, grad, d_unary):
@@ -245,6 +304,7 @@ def _position_vjp(c, grad, d_unary):
             d_table += dT
             d_start += ds
             d_end += de
+    _check_vjp(c, d_unary, d_table, d_start, d_end)
     return d_unary, d_table, d_start, d_end
 
 
