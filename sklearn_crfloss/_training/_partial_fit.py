@@ -305,7 +305,11 @@ class PartialFitMixin:
         ValueError
             If ``classes`` is missing on the first call or differs later, a
             label is not in ``classes`` (naming the sequence), the solver is a
-            batch solver, ``min_freq > 1``, or on the errors of :meth:`fit`.
+            batch solver, ``min_freq > 1``, a given ``eta0`` is so large that
+            a step would zero the weights, the batch's objective or the
+            parameters after it are not finite (the batch is undone: the
+            model and the online state stay those of the calls before), or
+            on the errors of :meth:`fit`.
         TypeError
             If X, y or ``classes`` is not a list.
         """
