@@ -26,6 +26,7 @@ from ._chain import (accumulator_blocks, Accumulators, Chain, chain_doc, check_p
                      n_best_batch, nonempty_sequences, position_forward_backward,
                      position_gold_counts, position_scores, position_viterbi, PositionTransitions,
                      scratch_width, segment_margins_batch, transition_table, viterbi_batch)
+from .exceptions import PotentialMagnitudeError
 
 __all__ = [
     "ForwardBackwardResult",
@@ -99,9 +100,10 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
     Raises
     ------
     {shape_error}
-    ValueError
-        If the marginals of a sequence with a finite ``log_z`` are not a
-        distribution to within ``MARGINAL_TOLERANCE`` (1e-6): potentials of
+    PotentialMagnitudeError
+        A ``ValueError``: if the marginals of a sequence with a finite
+        ``log_z`` are not a distribution to within ``MARGINAL_TOLERANCE``
+        (1e-6): potentials of
         magnitude beyond about ``1e10`` (their error grows as the magnitude
         times 1e-16; ``log_z`` itself stays exact), naming the sequence and
         the magnitude.
@@ -183,9 +185,11 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     ------
     ValueError
         On inconsistent shapes (see :func:`check_potentials`) or if
-        ``grad_marginals`` does not have the shape of ``unary`` or is not finite;
-        if the product is not finite (potentials whose exponentials overflow:
-        seen from magnitudes of 1e20), naming the sequence and the magnitude.
+        ``grad_marginals`` does not have the shape of ``unary`` or is not finite.
+    PotentialMagnitudeError
+        A ``ValueError``: if the product is not finite (potentials whose
+        exponentials overflow: seen from magnitudes of 1e20), naming the
+        sequence and the magnitude.
 
     Notes
     -----
@@ -254,7 +258,7 @@ def _check_vjp(c, d_unary, *others):
         return
     rows = np.flatnonzero(~np.all(np.isfinite(d_unary), axis=1))
     seq = int(np.searchsorted(c.offsets, rows[0], side="right") - 1) if rows.shape[0] else 0
-    raise ValueError(
+    raise PotentialMagnitudeError(
         f"marginals_vjp: the product is not finite (sequence {seq}): the potentials reach "
         f"magnitude {_magnitude(c, seq):.3g}, whose exponentials overflow double precision. "
         "Scale the features or the weights.")
@@ -285,7 +289,7 @@ def _check_marginals(marginals, log_z, c):
     bad = np.flatnonzero(~(off <= MARGINAL_TOLERANCE) & np.isfinite(log_z[row_seq]))
     if bad.shape[0]:
         seq = int(row_seq[bad[0]])
-        raise ValueError(
+        raise PotentialMagnitudeError(
             f"forward_backward: the marginals of sequence {seq} (token "
             f"{int(bad[0] - c.offsets[seq])}) sum to {marginals[bad[0]].sum():.6g}, not 1: "
             f"its potentials reach magnitude {_magnitude(c, seq):.3g}, beyond what double "

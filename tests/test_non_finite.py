@@ -153,6 +153,20 @@ def test_the_monitor_refuses_parameters_that_are_not_finite():
         monitor.report(1.0, theta=np.array([0.0, np.nan]))
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_sgd_fit_with_a_huge_step_is_a_divergence_whatever_the_order(toy, seed):
+    # Depending on the order, the objective overflows, or a step's
+    # potentials outgrow double precision (forward_backward refuses them):
+    # both are reported as the stage's divergence, with the remedy.
+    X, y = toy
+    crf = CRFTagger(solver="sgd", eta0=1e100, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match=r"diverged \(stage loss='cll'\).*lower eta0"):
+            crf.fit(X, y)
+    assert not _fitted_state(crf)
+
+
 # ---------------------------------------------------------------- partial_fit
 
 

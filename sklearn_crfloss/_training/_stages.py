@@ -16,6 +16,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
+from ..exceptions import PotentialMagnitudeError
 from ..losses import ConditionalLogLikelihood, get_loss_tags
 from ..solvers import (ConvergenceMonitor, default_solver, FitInfo, get_solver_tags, make_solver,
                        stage_summary, takes_model)
@@ -324,7 +325,11 @@ def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
     # them, which then spin beside the kernels' own threads (n_jobs), in CPU
     # time and on the cores. The kernels' OpenMP threads are not BLAS.
     with threadpool_limits(limits=1, user_api="blas"):
-        theta = monitor.result(solver.solve(watched, loss, prior, C, x0, monitor))
+        try:
+            theta = monitor.result(solver.solve(watched, loss, prior, C, x0, monitor))
+        except PotentialMagnitudeError as exc:
+            raise _diverged(monitor, objective,
+                            f"the weights grew out of range during training ({exc})") from exc
     value = float(objective.value_and_grad(theta, loss, prior, C)[0])
     if not (np.isfinite(value) and np.all(np.isfinite(theta))):
         raise _diverged(monitor, objective, f"the objective is {value} at the solver's result"

@@ -52,7 +52,7 @@ import numpy as np
 from .._data import column_counts
 from .._model import kernel_csr, pack_blocks, split_bigram_columns
 from .._utils import Interval, StrOptions, validate_parameter_constraints
-from ..exceptions import UndefinedLossError
+from ..exceptions import PotentialMagnitudeError, UndefinedLossError
 from ..losses import get_loss_tags
 from ..priors import get_prior_tags
 from ._base import BaseSolver
@@ -265,6 +265,8 @@ class _ScaledModel:
                 self.y[rows], local,
                 sample_weight=None if self.sample_weight is None else self.weights[seqs],
                 **extra)
+        except PotentialMagnitudeError:
+            raise  # weights grown out of range: the training stage's divergence
         except ValueError as exc:
             # A loss that is not a sum over sequences (an F-score) may be
             # undefined on a small minibatch (run() enlarges it).
