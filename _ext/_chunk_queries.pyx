@@ -31,7 +31,7 @@ from libc.math cimport INFINITY
 
 from _chunk_decoder cimport chunks_of_sequence
 from _max_product cimport (_block, _first_max, _index_ptr, _matrix, _max_incorrect_sequence,
-                          _span_weights, _sweep)
+                          _off_reference_ptrs, _span_weights, _sweep)
 
 
 cdef extern from *:
@@ -317,10 +317,9 @@ def chunk_queries_batch(
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
     cdef Py_ssize_t L = unary.shape[1]
     cdef Py_ssize_t n_acc = acc_trans.shape[0]
-    cdef const double* ob = NULL
-    cdef const Py_ssize_t* oa = NULL
-    if off_best is not None and off_best.shape[0]:
-        ob, oa = &off_best[0], &off_arg[0]
+    cdef const double* ob
+    cdef const Py_ssize_t* oa
+    _off_reference_ptrs(off_best, off_arg, &ob, &oa)
     cdef const Py_ssize_t* idx = _index_ptr(index)
     cdef Py_ssize_t k, m, tid, acc, s, e, j, a, part
     cdef Py_ssize_t n_parts = q_offsets.shape[0]

@@ -57,7 +57,7 @@ from _chain cimport (argmax_sum, backtrace, deviated_backtrace, deviated_viterbi
 from _chunk_decoder cimport chunks_of_sequence
 from _fscore cimport mce_f_ratio
 from _max_product cimport (_block, _first_max, _index_ptr, _matrix, _max_incorrect_sequence,
-                          _off_reference_max, _span_weights, _sweep)
+                          _off_reference_max, _off_reference_ptrs, _span_weights, _sweep)
 
 
 cdef extern from *:
@@ -306,10 +306,9 @@ def max_incorrect_from_tables(
     """
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
     cdef Py_ssize_t k
-    cdef const double* ob = NULL
-    cdef const Py_ssize_t* oa = NULL
-    if off_best is not None and off_best.shape[0]:
-        ob, oa = &off_best[0], &off_arg[0]
+    cdef const double* ob
+    cdef const Py_ssize_t* oa
+    _off_reference_ptrs(off_best, off_arg, &ob, &oa)
     with nogil:
         for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
             if offsets[k + 1] > offsets[k]:
@@ -469,10 +468,9 @@ def segment_margins_batch(
     cdef Py_ssize_t L = unary.shape[1]
     cdef Py_ssize_t k, m, tid, a
     cdef Py_ssize_t n_acc = acc_trans.shape[0]
-    cdef const double* ob = NULL
-    cdef const Py_ssize_t* oa = NULL
-    if off_best is not None and off_best.shape[0]:
-        ob, oa = &off_best[0], &off_arg[0]
+    cdef const double* ob
+    cdef const Py_ssize_t* oa
+    _off_reference_ptrs(off_best, off_arg, &ob, &oa)
     cdef const Py_ssize_t* idx = _index_ptr(index)
     with nogil:
         for k in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):

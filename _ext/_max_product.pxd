@@ -5,7 +5,8 @@
 # * _matrix, _index_ptr, _block: the (L, L) matrix of the edge into token t
 #   (one matrix for every edge when the index is empty, else index[t]'s).
 # * _row_max, _first_max: the largest entry of a row and its first index.
-# * _off_reference_max: a token's best max-marginal off a reference label.
+# * _off_reference_max: a token's best max-marginal off a reference label;
+#   _off_reference_ptrs: those of every token, as given to a kernel, or NULL.
 # * _max_incorrect_sequence: the best path off a reference, or the Viterbi
 #   path, read off the tables (Suzuki et al. 2006, Eq. 5).
 # * _span_weights, _sweep: counts of best paths through given spans, their
@@ -72,6 +73,18 @@ cdef inline void _off_reference_max(
         if v > best[0] and j != r:
             best[0] = v
             arg[0] = j
+
+
+cdef inline void _off_reference_ptrs(
+    const double[::1] off_best, const Py_ssize_t[::1] off_arg, const double** ob,
+    const Py_ssize_t** oa,
+) noexcept:
+    # Pointers to the off_best and off_arg of max_marginals_batch passed to a
+    # kernel, or NULL (both) where they are not given (None or empty).
+    if off_best is not None and off_best.shape[0]:
+        ob[0], oa[0] = &off_best[0], &off_arg[0]
+    else:
+        ob[0], oa[0] = NULL, NULL
 
 
 cdef inline void _max_incorrect_sequence(

@@ -19,6 +19,7 @@ Options: ``--n-jobs`` (threads for the kernels, default 2), ``--C``,
 import argparse
 import time
 
+from joblib import effective_n_jobs
 from sklearn.pipeline import Pipeline
 
 from sklearn_crfloss import CRFTagger
@@ -68,8 +69,9 @@ def main(argv=None):
     print(f"test segment F1:   {100 * segment_f1_score(y_test, y_pred):.2f}")
     print(f"token accuracy:    {100 * token_accuracy(y_test, y_pred):.2f}")
     print(f"sentence accuracy: {100 * sequence_accuracy(y_test, y_pred):.2f}")
+    n_threads = effective_n_jobs(args.n_jobs)
     print(f"fit time:          {fit_seconds:.1f} s (features, vectorisation and "
-          f"{crf.n_iter_} L-BFGS iterations, {args.n_jobs} threads)")
+          f"{crf.n_iter_} L-BFGS iterations, {n_threads} thread{'s' * (n_threads != 1)})")
     print(f"seconds/iteration: {fit_seconds / crf.n_iter_:.3f} (fit time / iterations)")
     print(f"converged:         {crf.converged_}")
     print(f"parameters:        {crf.n_parameters_} ({crf.n_features_in_} attributes, "

@@ -43,9 +43,22 @@ from .solvers import SOLVERS, FitInfo, get_solver_tags, hold_out, solvers_with
 __all__ = ["CRFTagger"]
 
 
-# The X of the predict methods, as they document it.
-_PREDICT_X = """X : list of sequences
-    As in :meth:`fit`; empty sequences are allowed."""
+# The sections the predict methods share (decode, predict,
+# predict_marginals): their one parameter, and the errors of fitted-model
+# checks and of X (completed where a method raises more).
+_PREDICT_DOC = dict(
+    predict_X="""Parameters
+----------
+X : list of sequences
+    As in :meth:`fit`; empty sequences are allowed.""",
+    predict_raises="""Raises
+------
+sklearn.exceptions.NotFittedError
+    Before fit.
+TypeError, ValueError
+    If X is not a list of sequences of the training data's kind (feature
+    dicts or arrays) and width.""",
+)
 
 
 @fill_doc(**TAG_SCHEME_DOC, **BIGRAM_DOC)
@@ -641,12 +654,10 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         return forward_backward(unary, transition, self.start_, self.end_, offsets,
                                 n_threads=kernel_threads(self.n_jobs)).log_z
 
-    @fill_doc(predict_X=_PREDICT_X)
+    @fill_doc(**_PREDICT_DOC)
     def decode(self, X):
         """Decoded label sequences (``decoder``, ``constraints``) and their scores.
 
-        Parameters
-        ----------
         {predict_X}
 
         Returns
@@ -662,25 +673,20 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
             ``log p(y | x)``). ``'mea'``: its expected number of correct
             labels ``sum_t p(y_t | x)``.
 
-        Raises
-        ------
-        sklearn.exceptions.NotFittedError
-            Before fit.
+        {predict_raises}
         ValueError
-            If X does not match the training data's kind or width, ``decoder`` or
-            ``constraints`` is invalid (set after fit), or with ``constraints='iob2'``
-            a label is not ``'O'``, ``'B-<type>'`` or ``'I-<type>'``.
+            If ``decoder`` or ``constraints`` is invalid (set after fit), or
+            with ``constraints='iob2'`` a label is not ``'O'``,
+            ``'B-<type>'`` or ``'I-<type>'``.
         """
         unary, offsets, T = self._potentials(X)
         path, score = self._decode_paths(unary, offsets, T)
         return self._split_labels(path, offsets), score
 
-    @fill_doc(predict_X=_PREDICT_X)
+    @fill_doc(**_PREDICT_DOC)
     def predict(self, X):
         """Decoded label sequence of each sequence (``decoder``: Viterbi or MEA).
 
-        Parameters
-        ----------
         {predict_X}
 
         Returns
@@ -694,9 +700,8 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
             array; :mod:`sklearn_crfloss.metrics` and the scorers accept
             lists and arrays alike.
 
-        Raises
-        ------
-        sklearn.exceptions.NotFittedError, ValueError
+        {predict_raises}
+        ValueError
             As :meth:`decode`; also when a scikit-learn scorer of flat labels
             (``scoring='f1'``, ...) calls it (use those of
             :mod:`sklearn_crfloss.metrics`).
@@ -792,12 +797,10 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         scores = sequence_scores(unary, T, self.start_, self.end_, path, offsets)
         return scores - self._log_z(unary, offsets, T)
 
-    @fill_doc(predict_X=_PREDICT_X)
+    @fill_doc(**_PREDICT_DOC)
     def predict_marginals(self, X):
         """Posterior marginal probability of every label at every token.
 
-        Parameters
-        ----------
         {predict_X}
 
         Returns
@@ -807,6 +810,8 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
             returns one ``{label: probability}`` dict per token instead:
             ``[dict(zip(crf.classes_.tolist(), row.tolist())) for row in m]``
             converts.)
+
+        {predict_raises}
         """
         unary, offsets, T = self._potentials(X)
         fb = forward_backward(unary, T, self.start_, self.end_, offsets,

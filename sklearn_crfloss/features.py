@@ -1,4 +1,4 @@
-"""CRF++-style feature templates for token sequences.
+"""Token features: CRF++-style feature templates and the field's feature sets.
 
 This module turns sentences given as lists of token tuples, e.g.
 ``[("He", "PRP"), ("reckons", "VBZ"), ...]``, into one feature dictionary per
@@ -9,6 +9,13 @@ template identifier to the expanded template text, e.g.
 one-hot encodes string values) turns them into the indicator attributes
 that CRF++ would generate (``"U05:He/reckons"`` in
 :class:`~sklearn_crfloss.CRFTagger`, python-crfsuite's name).
+
+The field's feature sets are transformers of the same input and output:
+:class:`ChunkFeatures` (Sha & Pereira 2003), :class:`NERFeatures`,
+:class:`POSFeatures` (Ratnaparkhi 1996), :class:`WordClusterFeatures` (Brown
+clusters from a file) and :class:`EmbeddingFeatures` (a scaled vector
+table, Turian et al. 2010); :class:`FeatureDictUnion` merges the dicts of
+several of them (and of :class:`TemplateFeatures`).
 
 References
 ----------
@@ -25,9 +32,14 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._data import BIGRAM_PREFIX, crfsuite_attributes
+from ._data import (BIGRAM_PREFIX, ChunkFeatures, EmbeddingFeatures, FeatureDictUnion,
+                    NERFeatures, POSFeatures, SequenceTransformerMixin, WordClusterFeatures,
+                    crfsuite_attributes, read_word_clusters, short_word_shape, word_shape)
 
-__all__ = ["CONLL2000_TEMPLATE", "SUZUKI2006_TEMPLATE", "TemplateFeatures", "crfsuite_attributes"]
+__all__ = ["CONLL2000_TEMPLATE", "ChunkFeatures", "EmbeddingFeatures", "FeatureDictUnion",
+           "NERFeatures", "POSFeatures", "SUZUKI2006_TEMPLATE", "TemplateFeatures",
+           "WordClusterFeatures", "crfsuite_attributes", "read_word_clusters",
+           "short_word_shape", "word_shape"]
 
 CONLL2000_TEMPLATE = """\
 # Unigram
@@ -134,6 +146,24 @@ _MACRO_RE = re.compile(r"%x\[([-+]?\d+),(\d+)\]")
 _UNIGRAM_RE = re.compile(r"([^:%\s]*)(?::(.*))?", re.DOTALL)
 
 
+_PAD_LIMIT = 64
+
+
+def _shifted(column, offset):
+    """``column`` read at ``offset`` from each token, CRF++'s boundary symbols outside.
+
+    Token ``j`` of a sentence of ``n`` gets ``column[j + offset]``, or
+    ``_B-k`` for the position ``j + offset = -k`` before the sentence and
+    ``_B+k`` for ``j + offset = n - 1 + k`` after it; in O(n) for any offset.
+    """
+    n = len(column)
+    if offset <= 0:
+        k = min(-offset, n)  # tokens whose position falls before the sentence
+        return [f"_B{j + offset}" for j in range(k)] + column[: n - k]
+    k = min(offset, n)
+    return column[k:] + [f"_B+{j + offset - n + 1}" for j in range(n - k, n)]
+
+
 def _template_lines(template):
     """Return the template as a list of ``(line_number, line)``."""
     if isinstance(template, os.PathLike):
@@ -238,7 +268,8 @@ def _parse_template(template):
     return compiled
 
 
-class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+class TemplateFeatures(SequenceTransformerMixin, TransformerMixin, BaseEstimator,
+                       auto_wrap_output_keys=None):
     """Token features from a CRF++ feature template.
 
     Turns each sentence, a list of token tuples such as ``(word, POS)``, into
@@ -313,8 +344,9 @@ class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
     -----
     ``fit`` only parses the template (``X`` is not used), so it is cheap;
     ``transform`` builds, for every sentence, the template's columns padded
-    with the boundary symbols once and then expands each template for all
-    positions of the sentence at once.  Token entries are converted with
+    with the boundary symbols once (at most 64 on each side; a farther
+    offset writes its symbols directly, so any offset costs the same) and
+    then expands each template for all positions of the sentence at once.  Token entries are converted with
     :class:`str`.
 
     The output is a list of sequences of dicts, not a table:
@@ -414,35 +446,35 @@ class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
         keys = self.keys_
         n_cols = self.n_columns_
         offsets = [o for _, macros, _ in compiled for o, _ in macros]
-        left = max(0, -min(offsets, default=0))
-        right = max(0, max(offsets, default=0))
+        # Boundary symbols are padded up to _PAD_LIMIT positions; a farther
+        # offset gets its symbols from _shifted, in O(sentence length).
+        left = min(max(0, -min(offsets, default=0)), _PAD_LIMIT)
+        right = min(max(0, max(offsets, default=0)), _PAD_LIMIT)
         bos = [f"_B-{k}" for k in range(left, 0, -1)]
         eos = [f"_B+{k}" for k in range(1, right + 1)]
         used_cols = sorted({c for _, macros, _ in compiled for _, c in macros})
         bigram_keys = [key for key in keys if key.startswith(BIGRAM_PREFIX)]
 
-        # Per template: (1, padded offset, col) for a bare macro, (0, text,
-        # None) without macros, (3, sep.join, ((padded offset, col), ...))
-        # for macros joined by one separator, else (2, str.format, (...)).
-        # Padded offset = offset + len(bos).
+        # Per template: (1, ((offset, col),)) for a bare macro, (0, text)
+        # without macros, (3, sep.join, ((offset, col), ...)) for macros
+        # joined by one separator, else (2, str.format, (...)).
         plan = []
         for _, macros, literals in compiled:
             if not macros:
                 plan.append((0, literals[0], None))
             elif len(macros) == 1 and literals == ("", ""):
-                plan.append((1, macros[0][0] + left, macros[0][1]))
+                plan.append((1, None, macros))
             else:
-                shifted = tuple((o + left, c) for o, c in macros)
                 inner = set(literals[1:-1])
                 if literals[0] == literals[-1] == "" and len(inner) == 1:
                     # e.g. "%x[-1,0]/%x[0,0]": str.join is the fastest.
-                    plan.append((3, inner.pop().join, shifted))
+                    plan.append((3, inner.pop().join, macros))
                 else:
                     fmt = "{}".join(
                         lit.replace("{", "{{").replace("}", "}}")
                         for lit in literals
                     )
-                    plan.append((2, fmt.format, shifted))
+                    plan.append((2, fmt.format, macros))
 
         out = []
         for i, sent in enumerate(X):
@@ -459,18 +491,20 @@ class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
             padded = {
                 c: bos + list(map(str, columns[c])) + eos for c in used_cols
             }
+
+            def take(o, c, padded=padded, n=n):
+                if -left <= o <= right:
+                    return padded[c][o + left : o + left + n]
+                return _shifted(padded[c][left : left + n], o)
+
             values = []
             for kind, a, b in plan:
                 if kind == 1:
-                    values.append(padded[b][a : a + n])
+                    values.append(take(*b[0]))
                 elif kind == 3:
-                    values.append(
-                        list(map(a, zip(*[padded[c][o : o + n] for o, c in b])))
-                    )
+                    values.append(list(map(a, zip(*[take(o, c) for o, c in b]))))
                 elif kind == 2:
-                    values.append(
-                        list(map(a, *[padded[c][o : o + n] for o, c in b]))
-                    )
+                    values.append(list(map(a, *[take(o, c) for o, c in b])))
                 else:
                     values.append(repeat(a, n))
             rows = [dict(zip(keys, row)) for row in zip(*values)]
@@ -505,37 +539,6 @@ class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
         check_is_fitted(self, "templates_")
         return np.asarray(self.keys_, dtype=object)
 
-    def set_output(self, *, transform=None):
-        """Set the output container of ``transform``: only the default is offered.
-
-        ``transform`` returns sequences of feature dicts, which a
-        DataFrame cannot hold; this method exists so that
-        ``Pipeline.set_output`` reaches this step and says so.
-
-        Parameters
-        ----------
-        transform : {'default', None}, default=None
-            ``'default'`` or None (no change): the list of lists of dicts.
-
-        Returns
-        -------
-        self : TemplateFeatures
-            This transformer, unchanged.
-
-        Raises
-        ------
-        ValueError
-            For ``'pandas'``, ``'polars'`` or any other container.
-        """
-        if transform not in (None, "default"):
-            raise ValueError(
-                f"TemplateFeatures cannot output {transform!r}: its output is a list of "
-                "sentences, each a list of per-token feature dicts, not a 2-D table. "
-                "Use set_output(transform='default'), or set the output of the steps "
-                "that produce tables only."
-            )
-        return self
-
     @staticmethod
     def _raise_bad_sentence(i, sent, n_cols):
         for j, tok in enumerate(sent):
@@ -558,11 +561,3 @@ class TemplateFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
                     f"{n_cols - 1}, but the token {tuple(tok)!r} has only "
                     f"{len(tok)} column(s)."
                 )
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # X is a list of sequences of token tuples, not a 2-D array.
-        tags.input_tags.two_d_array = False
-        tags.transformer_tags.preserves_dtype = []
-        tags.requires_fit = True
-        return tags

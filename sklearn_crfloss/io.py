@@ -1,8 +1,9 @@
 """Model files: a pickle-free native format, and CRFsuite model files.
 
 - :func:`save_model` / :func:`load_model`: a fitted
-  :class:`~sklearn_crfloss.CRFTagger` or :class:`~sklearn_crfloss.LOPTagger`
-  in one file that holds only data: a zip archive of ``.npy`` arrays
+  :class:`~sklearn_crfloss.CRFTagger` or :class:`~sklearn_crfloss.LOPTagger`,
+  or a :class:`~sklearn.pipeline.Pipeline` of them with
+  :class:`~sklearn_crfloss.features.TemplateFeatures`, in one file that holds only data: a zip archive of ``.npy`` arrays
   (numbers, no object arrays) and one JSON document (``model.json``: the
   parameters, labels, attribute names, loss, prior and solver by registered
   name with their parameters, the package and format versions, a SHA-256
@@ -18,12 +19,14 @@ See :doc:`/user_guide/persistence`.
 """
 
 import numpy as np
+from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
 from ._data import CRFSUITE_SEPARATOR, crfsuite_name, separator
 from ._io import dict_features, read_estimator, read_model, write_estimator, write_model
 from ._model import ParameterLayout
 from ._tagger import CRFTagger
+from .features import TemplateFeatures
 from .lop import LOPTagger
 from .losses import get_loss
 from .priors import get_prior
@@ -33,7 +36,7 @@ __all__ = ["export_crfsuite", "import_crfsuite", "load_model", "save_model"]
 
 
 def save_model(estimator, path):
-    """Save a fitted CRFTagger or LOPTagger to a pickle-free model file.
+    """Save a fitted CRFTagger, LOPTagger or Pipeline to a pickle-free model file.
 
     The file is a zip archive (deflated) of one JSON document,
     ``model.json`` (format name and version, package version, parameters,
@@ -43,10 +46,19 @@ def save_model(estimator, path):
     ``attribute * n_classes + label`` and value), transitions, start and
     end potentials, per CRF. :func:`load_model` reads it back.
 
+    A :class:`~sklearn.pipeline.Pipeline` (from ``Pipeline`` or
+    ``make_pipeline``) is saved step by step, in order, with the step
+    names: :class:`~sklearn_crfloss.features.TemplateFeatures` by its
+    template (the text of a template file, not its path),
+    :class:`~sklearn_crfloss.CRFTagger` and
+    :class:`~sklearn_crfloss.LOPTagger` as above, ``'passthrough'`` and
+    ``None`` as they are. The pipeline's ``memory`` is not saved.
+
     Parameters
     ----------
-    estimator : CRFTagger or LOPTagger
-        Fitted. Parameters may hold numbers, strings, lists, tuples, dicts,
+    estimator : CRFTagger, LOPTagger or Pipeline
+        Fitted. A Pipeline may hold only the steps named above. Parameters
+        may hold numbers, strings, lists, tuples, dicts,
         numeric arrays and the registered losses, priors, solvers and costs
         (by name, with their parameters); not callables (``callback``,
         LOPTagger's callable ``experts``, ``reduced``, ``positions``), a
@@ -60,10 +72,10 @@ def save_model(estimator, path):
     sklearn.exceptions.NotFittedError
         If the estimator is not fitted.
     TypeError
-        If it is not a CRFTagger or LOPTagger.
+        If it is not a CRFTagger, LOPTagger or Pipeline.
     ValueError
-        If a parameter or a label cannot be stored (the message names it);
-        nothing is written then.
+        If a parameter, a label or a pipeline step cannot be stored (the
+        message names it); nothing is written then.
 
     See Also
     --------
@@ -82,16 +94,33 @@ def save_model(estimator, path):
     >>> save_model(crf, path)
     >>> load_model(path).predict(X) == crf.predict(X)
     True
+
+    A pipeline that turns token tuples into features with a CRF++ template:
+
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn_crfloss.features import TemplateFeatures
+    >>> tokens = [[("the", "DT"), ("dog", "NN")], [("a", "DT"), ("cat", "NN"), ("runs", "VBZ")]]
+    >>> model = make_pipeline(TemplateFeatures(["U00:%x[0,0]", "U01:%x[0,1]"]), CRFTagger())
+    >>> model = model.fit(tokens, y)
+    >>> save_model(model, path)
+    >>> load_model(path).predict(tokens) == model.predict(tokens)
+    True
     """
-    if type(estimator) not in (CRFTagger, LOPTagger):
-        raise TypeError(f"save_model saves a CRFTagger or LOPTagger, not "
-                        f"{type(estimator).__name__}.")
-    check_is_fitted(estimator)
+    if isinstance(estimator, Pipeline):
+        for name, step in estimator.steps:  # other steps are refused by the writer, by name
+            if type(step) in (TemplateFeatures, CRFTagger, LOPTagger):
+                check_is_fitted(step, msg=f"Pipeline step {name!r} (%(name)s) is not fitted: "
+                                          "fit the pipeline before saving it.")
+    elif type(estimator) not in (CRFTagger, LOPTagger):
+        raise TypeError(f"save_model saves a CRFTagger, a LOPTagger or a Pipeline of "
+                        f"sklearn_crfloss steps, not {type(estimator).__name__}.")
+    else:
+        check_is_fitted(estimator)
     write_estimator(estimator, path)
 
 
 def load_model(path):
-    """Load a CRFTagger or LOPTagger saved by :func:`save_model`.
+    """Load a CRFTagger, LOPTagger or Pipeline saved by :func:`save_model`.
 
     Everything is checked before the estimator is built: the format and
     its version, the checksum over the JSON document and the arrays, every
@@ -102,13 +131,22 @@ def load_model(path):
     code from the file is run. The checksum detects damage, not a
     deliberate forgery: a forged file can at worst hold a wrong model.
 
+    Every size the file states is checked before memory is allocated for
+    it: a member may decompress to at most 1,100 times its compressed size
+    (deflate's limit is 1,032), ``model.json`` to at most 1 GiB and nesting
+    at most 64 levels, an array to at most 64 GiB, and each ``.npy``
+    header's shape and dtype must give exactly the bytes of its member,
+    which are read as they arrive. The width of array input, a bare count,
+    may imply dense weights of at most 64 times the bytes the file really
+    holds. Only stored and deflated members are read.
+
     Parameters
     ----------
     path : str or path-like
 
     Returns
     -------
-    CRFTagger or LOPTagger
+    CRFTagger, LOPTagger or Pipeline
         Fitted; it predicts exactly as the saved estimator did.
 
     Raises
@@ -117,7 +155,9 @@ def load_model(path):
         If the file does not exist.
     ValueError
         If the file is not a model file, was written by another format
-        version, is truncated or damaged (zip CRC or checksum mismatch), or
+        version, is truncated or damaged (zip CRC or checksum mismatch),
+        uses a compression method other than stored or deflated, states a
+        size above the limits above or other than the data it holds, or
         is inconsistent (the message says what is wrong).
 
     See Also

@@ -48,7 +48,8 @@ from numbers import Real
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ._utils import RESOLVER_DOC, fill_doc, Interval, resolve
+from ._utils import (RECORD_METHOD_DOC, RECORD_NAME_DOC, RESOLVER_DOC, declared_record,
+                     fill_doc, Interval, resolve)
 
 __all__ = [
     "PRIORS",
@@ -66,15 +67,12 @@ __all__ = [
 ]
 
 
+@fill_doc(record_name=RECORD_NAME_DOC.format(what="prior"))
 @dataclass
 class PriorTags:
     """The capabilities of a prior that training reads (``BasePrior.__prior_tags__``).
 
-    Parameters
-    ----------
-    name : str or None, default=None
-        The registry name (``CRFTagger(prior=name)``); None for a prior that
-        is not registered.
+    {record_name}
     smooth : bool, default=True
         Whether the penalty is differentiable everywhere. A prior that is
         not gives a :class:`Parametrisation` in which it is
@@ -135,13 +133,15 @@ def get_prior_tags(prior):
     >>> tags.smooth, tags.l1, tags.l1_ratio, tags.l2_part
     (False, True, 0.5, True)
     """
-    method = getattr(type(prior), "__prior_tags__", None)
-    if method is None:
-        parametrisation = getattr(prior, "parametrisation", None)
-        return PriorTags(name=getattr(prior, "name", None),
-                         smooth=parametrisation is None or parametrisation(1) is None,
-                         needs_bind=hasattr(prior, "bind"))
-    return method(prior)
+    return declared_record(prior, "__prior_tags__", _undeclared_prior_tags)
+
+
+def _undeclared_prior_tags(prior):
+    # The record of a prior object with no __prior_tags__, from its hooks.
+    parametrisation = getattr(prior, "parametrisation", None)
+    return PriorTags(name=getattr(prior, "name", None),
+                     smooth=parametrisation is None or parametrisation(1) is None,
+                     needs_bind=hasattr(prior, "bind"))
 
 
 class BasePrior(BaseEstimator):
@@ -163,15 +163,11 @@ class BasePrior(BaseEstimator):
 
     name = None
 
+    @fill_doc(record_method=RECORD_METHOD_DOC.format(method="__prior_tags__", record="PriorTags"))
     def __prior_tags__(self):
         """The prior's declared capabilities (see :class:`PriorTags`).
 
-        Override it in a subclass to change fields: call
-        ``super().__prior_tags__()``, set them, return the record.
-
-        Returns
-        -------
-        PriorTags
+        {record_method}
             Here: ``name`` from the class attribute, ``smooth`` when
             :meth:`parametrisation` is None, ``needs_bind=True``, the
             other fields at their defaults.

@@ -21,6 +21,8 @@ MODULES = [
     "sklearn_crfloss.losses._registry",
     "sklearn_crfloss.losses._check",
     "sklearn_crfloss.io",
+    "sklearn_crfloss.crfsuite",
+    "sklearn_crfloss.spacy",
     "sklearn_crfloss._data._attribute_names",
 ]
 

@@ -169,7 +169,8 @@ def test_import_from_a_source_tree_explains_the_missing_kernels(tmp_path):
 
 # ------------------------------------------------------ user-guide pages
 
-@pytest.mark.parametrize("page", ["inspection.rst", "migration.rst", "persistence.rst"])
+@pytest.mark.parametrize("page", ["inspection.rst", "migration.rst", "persistence.rst",
+                                  "crfsuite_tutorial.rst", "spacy.rst"])
 def test_user_guide_page_examples_run(page, corpus, monkeypatch):
     # The migration page loads CoNLL-2002: serve it from the session's cache.
     monkeypatch.setattr(sklearn_crfloss.datasets, "load_conll2002",

@@ -9,7 +9,7 @@ from numpy.testing import assert_array_equal
 from sklearn.feature_extraction import DictVectorizer
 
 from sklearn_crfloss._data._vectorize import SequenceVectorizer, column_counts
-from sklearn_crfloss._data._vocabulary import vocabulary_rows
+from sklearn_crfloss._data._vocabulary import VocabularyTable, vocabulary_rows
 
 
 def assert_same_csr(A, B):
@@ -60,7 +60,8 @@ def test_other_value_types_go_through_dictvectorizer(value):
     train[3]["odd"] = value
     dv = DictVectorizer().fit(train)
     assert vocabulary_rows(train, dv.vocabulary_, dv.separator) is None
-    assert vocabulary_rows(train, dv.vocabulary_, dv.separator, {}) is None
+    table = VocabularyTable(dv.feature_names_, dv.separator)
+    assert vocabulary_rows(train, dv.vocabulary_, dv.separator, table) is None
     vec = SequenceVectorizer()
     vec.vectorizer = dv
     X = vec._dict_rows(train)

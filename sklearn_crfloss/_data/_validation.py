@@ -7,10 +7,13 @@ shape (n_tokens, n_features) plus ``offsets`` of shape (n_sequences + 1,).
 """
 
 from collections.abc import Mapping
+from itertools import chain
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_array
+
+from ._vocabulary import exact_dicts
 
 __all__ = ["check_finite_tokens", "check_sample_weight", "check_sequences",
            "check_token_weight", "encode_known_labels", "encode_labels"]
@@ -48,6 +51,23 @@ def _sequence_kind(i, x):
             )
         return "rows"
     raise TypeError(f"Sequence {i}: mixes feature dicts with other token types.")
+
+
+def _dict_tokens(X):
+    """The tokens of X laid end to end if it is the common case, else None.
+
+    The common case: every sequence a non-empty list of tokens of type
+    ``dict`` exactly, which :func:`_sequence_kind` would find token by
+    token. Here the lists are checked one by one and the tokens in one
+    compiled pass; anything else (an empty sequence, an array, a mapping
+    of another type, a bad token) returns None for the per-sequence checks
+    and their messages.
+    """
+    for x in X:
+        if type(x) is not list or not x:
+            return None
+    tokens = list(chain.from_iterable(X))
+    return tokens if exact_dicts(tokens) else None
 
 
 def _as_sequence_list(X, name="X"):
@@ -102,15 +122,19 @@ def check_sequences(X, *, kind=None, n_features=None, allow_empty=False):
         message names the sequence index.
     """
     X = _as_sequence_list(X)
-    kinds = []
-    for i, x in enumerate(X):
-        k = _sequence_kind(i, x)
-        if k == "empty" and not allow_empty:
-            raise ValueError(
-                f"Sequence {i} is empty; remove empty sequences before fit "
-                "(predict accepts them and returns an empty array)."
-            )
-        kinds.append("array" if k == "rows" else k)
+    tokens = _dict_tokens(X)
+    if tokens is not None:
+        kinds = ["dict"]
+    else:
+        kinds = []
+        for i, x in enumerate(X):
+            k = _sequence_kind(i, x)
+            if k == "empty" and not allow_empty:
+                raise ValueError(
+                    f"Sequence {i} is empty; remove empty sequences before fit "
+                    "(predict accepts them and returns an empty array)."
+                )
+            kinds.append("array" if k == "rows" else k)
     present = {k for k in kinds if k != "empty"}
     if len(present) > 1:
         first = {k: kinds.index(k) for k in present}
@@ -123,12 +147,16 @@ def check_sequences(X, *, kind=None, n_features=None, allow_empty=False):
         raise ValueError(
             f"The estimator was fitted on {kind} sequences but X holds {data_kind} sequences."
         )
-    lengths = np.array([len(x) if not (sp.issparse(x) or isinstance(x, np.ndarray))
-                        else x.shape[0] for x in X], dtype=np.intp)
+    if tokens is not None:  # lists
+        lengths = np.fromiter(map(len, X), dtype=np.intp, count=len(X))
+    else:
+        lengths = np.array([len(x) if not (sp.issparse(x) or isinstance(x, np.ndarray))
+                            else x.shape[0] for x in X], dtype=np.intp)
     offsets = np.zeros(len(X) + 1, dtype=np.intp)
     np.cumsum(lengths, out=offsets[1:])
     if data_kind == "dict":
-        tokens = [tok for x in X for tok in x]
+        if tokens is None:
+            tokens = list(chain.from_iterable(X))
         return data_kind, tokens, offsets
     blocks = []
     width = n_features

@@ -8,20 +8,22 @@
 keeps a subset of the columns (the experts of
 :class:`~sklearn_crfloss.LOPTagger`).
 
-The DictVectorizer learns the vocabulary (``fit``); the dicts are then
-turned into CSR rows by a compiled lookup of that vocabulary
-(``sklearn_crfloss._data._vocabulary``), which gives the same matrix as
-``DictVectorizer.transform`` for the common value types (str, int, float,
-bool; anything else goes through ``DictVectorizer.transform`` itself)
-without its Python list of one float object per stored value: it is faster
-in ``fit`` and peaks at the size of the matrix, and so is it at predict
-time, through a two-level table ``key -> {value -> column}`` built on first
-use (entries in decreasing training frequency, so that the frequent ones
-share the cache). When every value is 1
-(indicator features, e.g. every string value) the matrix stores its values
-as int8: 4 MB instead of 32 for CoNLL-2000's 4 million features; the
-kernels do not read them then, and every product with a float64 array is
-float64.
+For the common value types (str, int, float, bool) a compiled pass
+(``sklearn_crfloss._data._vocabulary``) learns the DictVectorizer's
+vocabulary (the same ``feature_names_`` and ``vocabulary_`` as its
+``fit``), and the dicts are turned into CSR rows by a compiled lookup of
+that vocabulary, which gives the same matrix as
+``DictVectorizer.transform`` without its Python list of one float object
+per stored value: it is faster and peaks at the size of the matrix
+(anything else goes through the DictVectorizer's own ``fit`` and
+``transform``). The string values are looked up in a compiled hash table
+of the vocabulary keyed by (key, value), so that no column name is built
+per value: one built for the fit's pass, and at predict time one built on
+first use and kept (entries in decreasing training frequency, so that the
+frequent ones share the cache). When every value is 1 (indicator
+features, e.g. every string value) the matrix stores its values as int8: 4
+MB instead of 32 for CoNLL-2000's 4 million features; the kernels do not
+read them then, and every product with a float64 array is float64.
 """
 
 import copy
@@ -34,7 +36,7 @@ from sklearn.feature_extraction import DictVectorizer, FeatureHasher
 from ._attribute_names import SEPARATOR, join_nested_keys
 from ._hashing import hashed_pairs, raise_for_bad_value, take_columns
 from ._validation import check_finite_tokens
-from ._vocabulary import vocabulary_rows
+from ._vocabulary import VocabularyTable, vocabulary_names, vocabulary_rows
 
 __all__ = ["SequenceVectorizer", "attribute_counts", "column_counts"]
 
@@ -101,13 +103,27 @@ def attribute_counts(tokens):
     """
     if len(tokens) == 0:
         return {}
-    dv = DictVectorizer(dtype=np.float64, separator=SEPARATOR).set_output(transform="default")
+    dv = _dict_vectorizer()
     try:
         Xc = dv.fit_transform(join_nested_keys(tokens)[0]).tocsr()
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"Could not vectorise the feature dicts: {exc}") from exc
     Xc.eliminate_zeros()
     return dict(zip(dv.feature_names_, column_counts(Xc).tolist()))
+
+
+def _dict_vectorizer(names=None):
+    """Our DictVectorizer: unfitted, or fitted to the sorted column ``names`` as ``fit`` leaves it.
+
+    The default (sparse) output whatever ``sklearn.set_config(transform_output=...)``
+    says; python-crfsuite's attribute names
+    (:mod:`sklearn_crfloss._data._attribute_names`).
+    """
+    dv = DictVectorizer(dtype=np.float64, separator=SEPARATOR).set_output(transform="default")
+    if names is not None:
+        dv.feature_names_ = names
+        dv.vocabulary_ = {name: k for k, name in enumerate(names)}
+    return dv
 
 
 class SequenceVectorizer:
@@ -186,22 +202,25 @@ class SequenceVectorizer:
             Xc = take_columns(Xc, used)
             attributes = np.array([f"hash_{k}" for k in used.tolist()], dtype=object)
         else:
-            # The default (sparse) output whatever sklearn.set_config(transform_output=...) says.
-            # python-crfsuite's attribute names (sklearn_crfloss._data._attribute_names).
-            self.vectorizer = DictVectorizer(dtype=np.float64, separator=SEPARATOR).set_output(
-                transform="default")
+            # The common value types: the vocabulary in one compiled pass (the same
+            # feature_names_ as DictVectorizer.fit); else DictVectorizer.fit itself.
+            names = vocabulary_names(tokens, SEPARATOR)
+            self.vectorizer = _dict_vectorizer(names)
             try:
-                try:
-                    self.vectorizer.fit(tokens)
-                except TypeError:  # nested dicts: joined keys (a pass over the data then)
-                    tokens, nested = join_nested_keys(tokens)
-                    if not nested:
-                        raise
-                    self.vectorizer.fit(tokens)
-                Xc = self._dict_rows(tokens)
+                if names is None:
+                    try:
+                        self.vectorizer.fit(tokens)
+                    except TypeError:  # nested dicts: joined keys (a pass over the data then)
+                        tokens, nested = join_nested_keys(tokens)
+                        if not nested:
+                            raise
+                        self.vectorizer.fit(tokens)
+                Xc = self._dict_rows(tokens, VocabularyTable(self.vectorizer.feature_names_,
+                                                             self.vectorizer.separator))
             except (TypeError, ValueError, OverflowError) as exc:
                 raise_for_bad_value(tokens, offsets, exc)
-            attributes = np.asarray(self.vectorizer.get_feature_names_out(), dtype=object)
+            attributes = np.asarray(  # names of type str already: no per-name check
+                self.vectorizer.get_feature_names_out() if names is None else names, dtype=object)
         Xc.eliminate_zeros()
         _check_finite(Xc, tokens, offsets)
         keep = self._set_columns(attributes, column_counts(Xc),
@@ -271,10 +290,7 @@ class SequenceVectorizer:
                 columns = None
         else:
             names = sorted(counts)  # DictVectorizer's order
-            self.vectorizer = DictVectorizer(dtype=np.float64, separator=SEPARATOR).set_output(
-                transform="default")
-            self.vectorizer.feature_names_ = names
-            self.vectorizer.vocabulary_ = {name: k for k, name in enumerate(names)}
+            self.vectorizer = _dict_vectorizer(names)
             attributes = np.array(names, dtype=object)
             freq = np.array([counts[name] for name in names], dtype=np.intp)
         self._set_columns(attributes, freq, columns)
@@ -337,8 +353,11 @@ class SequenceVectorizer:
     def _dict_rows(self, tokens, table=None):
         """The DictVectorizer's matrix of ``tokens`` by the compiled lookup.
 
-        Through the two-level ``table`` if given, else the flat
-        vocabulary; ``DictVectorizer.transform`` for values of other types.
+        Through the compiled ``table`` of the vocabulary if given (a
+        :class:`~sklearn_crfloss._data._vocabulary.VocabularyTable`), else
+        the vocabulary dict (a column name built per value: cheaper than a
+        table when the tokens are few, as in a ``partial_fit`` chunk);
+        ``DictVectorizer.transform`` for values of other types.
         """
         dv = self.vectorizer
         rows = vocabulary_rows(tokens, dv.vocabulary_, dv.separator, table)
@@ -357,15 +376,13 @@ class SequenceVectorizer:
         return Xc
 
     def _lookup_table(self):
-        """The two-level table ``key -> {value -> column}`` of the vocabulary (built once).
+        """The compiled table of the vocabulary's string-valued columns (built once).
 
-        A name holding the separator at several places is entered under
-        each split (``'a=b=c'``: key ``'a'`` value ``'b=c'``, key ``'a=b'``
-        value ``'c'``), so every (key, value) pair DictVectorizer maps to a
-        column is found. Kept in ``_cache``, which the copies of
-        :meth:`select` share and pickling leaves out, with the lock that
-        makes concurrent first calls (predict from several threads) build it
-        once rather than once per thread.
+        A :class:`~sklearn_crfloss._data._vocabulary.VocabularyTable` whose
+        entries run from the most to the least frequent column. Kept in
+        ``_cache``, which the copies of :meth:`select` share and pickling
+        leaves out, with the lock that makes concurrent first calls (predict
+        from several threads) build it once rather than once per thread.
         """
         cache = self.__dict__.setdefault("_cache", {})
         if "table" in cache:
@@ -373,18 +390,10 @@ class SequenceVectorizer:
         with cache.setdefault("lock", threading.Lock()):  # setdefault: atomic
             if "table" in cache:  # built by another thread meanwhile
                 return cache["table"]
-            dv = self.vectorizer
-            names = dv.feature_names_
-            sep = dv.separator
             order = getattr(self, "_frequency_order", None)
-            table = {}
-            for column in (range(len(names)) if order is None else order.tolist()):
-                name = names[column]
-                i = name.find(sep)
-                while i >= 0:
-                    table.setdefault(name[:i], {})[name[i + len(sep):]] = column
-                    i = name.find(sep, i + 1)
-            cache["table"] = table
+            cache["table"] = VocabularyTable(self.vectorizer.feature_names_,
+                                             self.vectorizer.separator,
+                                             None if order is None else order.tolist())
         return cache["table"]
 
     def __getstate__(self):

@@ -8,18 +8,21 @@ the classes named in ``_COMPONENTS`` and ``_ESTIMATORS`` are instantiated.
 
 import hashlib
 import json
+import os
 import zipfile
-import zlib
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction import DictVectorizer
+from sklearn.pipeline import Pipeline
 
 from .._data import classes_array, SequenceVectorizer
 from .._model import saved_layout
 from .._tagger import CRFTagger
 from .._utils import validate_params
+from ._bounded_reading import check_dense_size, read_array_member, read_json_member, ZIP_ERRORS
+from ..features import TemplateFeatures
 from ..lop import LOPTagger
 from ..losses import LOSSES, get_loss, HammingCost, LabelCost
 from ..priors import PRIORS, get_prior
@@ -95,7 +98,8 @@ class _Writer:
             f"{where} is {value!r} ({type(value).__name__}), which a model file cannot hold: "
             "it stores numbers, strings, lists, registered losses, priors, solvers and costs "
             "by name, never code. Use a registered name (or set this parameter to its default) "
-            "before saving, or keep the model with pickle or skops.io if you trust its users.")
+            "before saving, or store the model with skops.io, whose loader takes the types you "
+            "trust.")
 
 
 def _decode(value, arrays, where):
@@ -193,26 +197,61 @@ def _checksum(document, arrays):
     return "sha256:" + h.hexdigest()
 
 
+def _estimator_record(estimator, w, prefix):
+    """JSON record of a fitted CRFTagger or LOPTagger; its arrays go into ``w`` under ``prefix``."""
+    if isinstance(estimator, LOPTagger):
+        return {
+            "class": "LOPTagger",
+            "params": w.encode(estimator.get_params(deep=False), "params"),
+            "features": _features_record(estimator.pool_._features, w, f"{prefix}features/"),
+            "pool": _tagger_record(estimator.pool_, w, f"{prefix}pool/", with_features=False),
+            "experts": [_tagger_record(e, w, f"{prefix}experts/{k}/", with_features=False)
+                        for k, e in enumerate(estimator.experts_)],
+            "expert_columns": [w.array(f"{prefix}expert_columns/{k}", c, "<i8")
+                               for k, c in enumerate(estimator.expert_columns_)],
+            "weights": w.array(f"{prefix}weights", estimator.weights_, "<f8"),
+            "weights_n_iter": int(estimator.weights_n_iter_),
+        }
+    return _tagger_record(estimator, w, prefix)
+
+
+def _template_text(template):
+    """A template parameter as data: the text of a template file, else the value itself."""
+    if isinstance(template, os.PathLike):
+        with open(template, encoding="utf-8") as f:
+            return f.read()
+    return template
+
+
+def _step_record(name, step, w, prefix):
+    """JSON record of one pipeline step; ValueError naming a step the format cannot hold."""
+    if step is None or (isinstance(step, str) and step == "passthrough"):
+        return {"class": "passthrough", "value": step}
+    if type(step) is TemplateFeatures:
+        params = step.get_params(deep=False)
+        params["template"] = _template_text(params["template"])
+        return {"class": "TemplateFeatures",
+                "params": w.encode(params, f"step {name!r} parameters")}
+    if type(step) in _ESTIMATORS.values():
+        return _estimator_record(step, w, prefix)
+    raise ValueError(
+        f"Pipeline step {name!r} is {type(step).__module__}.{type(step).__qualname__}, which a "
+        "model file cannot hold: it stores sklearn_crfloss's TemplateFeatures, CRFTagger and "
+        "LOPTagger steps (and 'passthrough') as data, never code. Store such a pipeline with "
+        "skops.io, whose loader takes the types you trust.")
+
+
 def write_estimator(estimator, path):
-    """Write a fitted CRFTagger or LOPTagger (checked by the caller) to ``path``."""
+    """Write a fitted CRFTagger, LOPTagger or Pipeline of them (checked by the caller)."""
     from .._version import __version__
 
     w = _Writer()
-    if isinstance(estimator, LOPTagger):
-        body = {
-            "class": "LOPTagger",
-            "params": w.encode(estimator.get_params(deep=False), "params"),
-            "features": _features_record(estimator.pool_._features, w, "features/"),
-            "pool": _tagger_record(estimator.pool_, w, "pool/", with_features=False),
-            "experts": [_tagger_record(e, w, f"experts/{k}/", with_features=False)
-                        for k, e in enumerate(estimator.experts_)],
-            "expert_columns": [w.array(f"expert_columns/{k}", c, "<i8")
-                               for k, c in enumerate(estimator.expert_columns_)],
-            "weights": w.array("weights", estimator.weights_, "<f8"),
-            "weights_n_iter": int(estimator.weights_n_iter_),
-        }
+    if isinstance(estimator, Pipeline):
+        body = {"class": "Pipeline", "verbose": bool(estimator.verbose),
+                "steps": [[name, _step_record(name, step, w, f"steps/{k}/")]
+                          for k, (name, step) in enumerate(estimator.steps)]}
     else:
-        body = _tagger_record(estimator, w, "")
+        body = _estimator_record(estimator, w, "")
     document = {"format": FORMAT, "format_version": FORMAT_VERSION,
                 "sklearn_crfloss_version": __version__, "estimator": body,
                 "arrays": {n: {"dtype": a.dtype.str, "shape": list(a.shape)}
@@ -229,13 +268,17 @@ def write_estimator(estimator, path):
 # ---------------------------------------------------------------- reading
 
 def _read(path):
-    """The JSON document and arrays of a model file, checked against each other."""
+    """The JSON document and arrays of a model file, checked against each other.
+
+    Every size is checked before it is allocated (``_bounded_reading``); the
+    third value is the number of bytes of content the file really holds.
+    """
     try:
         with zipfile.ZipFile(path) as z:
             names = set(z.namelist())
             if _JSON not in names:
                 raise ValueError(f"{path} is not a sklearn-crfloss model file (no {_JSON})")
-            document = json.loads(z.read(_JSON).decode("utf-8"))
+            document = read_json_member(z, _JSON, path)
             if not isinstance(document, dict) or document.get("format") != FORMAT:
                 raise ValueError(f"{path} is not a sklearn-crfloss model file")
             if document.get("format_version") != FORMAT_VERSION:
@@ -247,25 +290,27 @@ def _read(path):
                 raise ValueError(f"{path}: the arrays in the file are not those model.json "
                                  "lists")
             arrays = {}
+            content = z.getinfo(_JSON).file_size
             for name, spec in stated.items():
-                with z.open(name + ".npy") as f:
-                    a = np.lib.format.read_array(f, allow_pickle=False)
-                if a.dtype.hasobject or a.dtype.str != spec.get("dtype") or \
+                a = read_array_member(z, name + ".npy", path)
+                if not isinstance(spec, dict) or a.dtype.str != spec.get("dtype") or \
                         list(a.shape) != spec.get("shape"):
                     raise ValueError(f"{path}: array {name!r} has dtype {a.dtype.str} and "
                                      f"shape {list(a.shape)}, model.json states "
-                                     f"{spec.get('dtype')} and {spec.get('shape')}")
+                                     f"{spec.get('dtype') if isinstance(spec, dict) else spec} "
+                                     f"and {spec.get('shape') if isinstance(spec, dict) else ''}")
                 arrays[name] = a
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError, KeyError,
-            UnicodeDecodeError, json.JSONDecodeError, AttributeError, TypeError) as exc:
+                content += a.nbytes
+    except ZIP_ERRORS + (AttributeError, TypeError) as exc:
         if isinstance(exc, FileNotFoundError):
             raise
         raise ValueError(f"{path} is not a valid sklearn-crfloss model file (truncated or "
-                         f"corrupt): {exc}") from exc
+                         f"corrupt, or an unsupported zip feature): {type(exc).__name__}: "
+                         f"{exc}") from None
     if document.get("checksum") != _checksum(document, arrays):
         raise ValueError(f"{path}: the checksum does not match the content; the file was "
                          "changed or damaged after it was written.")
-    return document, arrays
+    return document, arrays, content
 
 
 def _check(condition, message):
@@ -273,13 +318,14 @@ def _check(condition, message):
         raise ValueError(f"Inconsistent model file: {message}")
 
 
-def _build_features(record, arrays, where):
+def _build_features(record, arrays, content, where):
     """A fitted SequenceVectorizer from its record (its own code names the columns)."""
     _check(isinstance(record, dict), f"{where} is missing")
     kind = record.get("kind")
     if kind == "array":
         n = record.get("n_input")
         _check(isinstance(n, int) and n >= 1, f"{where}: bad n_input")
+        check_dense_size(n, 8, content, f"{where} (one name per input column)")
         features = SequenceVectorizer()
         features.fit_transform("array", sp.csr_matrix((0, n)), np.zeros(1, dtype=np.intp))
     elif kind == "dict" and record.get("vectorizer") == "hashing":
@@ -341,7 +387,7 @@ def _make(cls, params, arrays, where):
     return est
 
 
-def _build_tagger(record, arrays, prefix, features, where):
+def _build_tagger(record, arrays, prefix, features, content, where):
     """A fitted CRFTagger from its record, every array checked against the stated sizes."""
     _check(isinstance(record, dict) and record.get("class") == "CRFTagger",
            f"{where} is not a CRFTagger record")
@@ -359,6 +405,8 @@ def _build_tagger(record, arrays, prefix, features, where):
     _check(ok, f"{where}: the labels are not {classes.get('n')} distinct labels of dtype "
            f"{classes.get('dtype')}")
     n_feat = features.n_features
+    if features.kind == "array":  # the width is a bare count: no names back it
+        check_dense_size(n_feat, L, content, where)
     _check(record.get("n_features_in") == (
         features.n_input if features.kind == "array" else n_feat), f"{where}: n_features_in")
     index = arrays.get(prefix + "state_index")
@@ -403,28 +451,28 @@ def _build_tagger(record, arrays, prefix, features, where):
     return est
 
 
-def read_estimator(path):
-    """The fitted estimator of a model file, everything checked first (see ``load_model``)."""
-    document, arrays = _read(path)
-    body = document.get("estimator")
-    _check(isinstance(body, dict), "no estimator")
+def _build_estimator(body, arrays, prefix, content, where):
+    """A fitted CRFTagger or LOPTagger from its record."""
+    _check(isinstance(body, dict), f"{where}: no estimator")
     if body.get("class") == "LOPTagger":
-        features = _build_features(body.get("features"), arrays, "features")
-        est = _make(LOPTagger, body.get("params"), arrays, "estimator")
-        pool = _build_tagger(body.get("pool"), arrays, "pool/", features, "pool")
-        columns = [arrays.get(n) if isinstance(n, str) else None
+        features = _build_features(body.get("features"), arrays, content, f"{where} features")
+        est = _make(LOPTagger, body.get("params"), arrays, where)
+        pool = _build_tagger(body.get("pool"), arrays, f"{prefix}pool/", features, content,
+                             f"{where} pool")
+        columns = [arrays.get(n) if isinstance(n, str) and n.startswith(prefix) else None
                    for n in body.get("expert_columns", [])]
         experts = body.get("experts")
         _check(isinstance(experts, list) and len(columns) == len(experts) >= 1
                and all(c is not None and c.dtype.kind == "i" for c in columns),
-               "experts and their columns")
+               f"{where}: experts and their columns")
         est.experts_ = [
-            _build_tagger(r, arrays, f"experts/{k}/", _select(features, c, f"expert {k}"),
-                          f"expert {k}") for k, (r, c) in enumerate(zip(experts, columns))]
+            _build_tagger(r, arrays, f"{prefix}experts/{k}/",
+                          _select(features, c, f"{where} expert {k}"), content,
+                          f"{where} expert {k}") for k, (r, c) in enumerate(zip(experts, columns))]
         est.expert_columns_ = [c.astype(np.intp) for c in columns]
         weights = arrays.get(body.get("weights"))
         _check(weights is not None and weights.shape == (len(experts),)
-               and np.isfinite(weights).all(), "LOP weights")
+               and np.isfinite(weights).all(), f"{where}: LOP weights")
         est.weights_ = weights
         est.weights_n_iter_ = body.get("weights_n_iter")
         est.pool_ = pool
@@ -432,5 +480,40 @@ def read_estimator(path):
         est.attributes_ = features.attributes
         est.n_features_in_ = pool.n_features_in_
         return est
-    features = _build_features(body.get("features"), arrays, "features")
-    return _build_tagger(body, arrays, "", features, "estimator")
+    features = _build_features(body.get("features"), arrays, content, f"{where} features")
+    return _build_tagger(body, arrays, prefix, features, content, where)
+
+
+def _build_step(record, arrays, prefix, content, where):
+    """One fitted pipeline step from its record."""
+    _check(isinstance(record, dict), f"{where} is not a record")
+    kind = record.get("class")
+    if kind == "passthrough":
+        _check(record.get("value") in (None, "passthrough"), f"{where}: passthrough value")
+        return record["value"]
+    if kind == "TemplateFeatures":
+        _check(isinstance(record.get("params"), dict), f"{where}: no parameters")
+        step = TemplateFeatures(**_decode(record["params"], {}, f"{where} parameters"))
+        try:
+            return step.fit([])  # the template is all its fitted state
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"Inconsistent model file: {where}: {exc}") from None
+    _check(kind in _ESTIMATORS, f"{where} has an unknown class {kind!r}")
+    return _build_estimator(record, arrays, prefix, content, where)
+
+
+def read_estimator(path):
+    """The fitted estimator or Pipeline of a model file, all checked first (``load_model``)."""
+    document, arrays, content = _read(path)
+    body = document.get("estimator")
+    _check(isinstance(body, dict), "no estimator")
+    if body.get("class") != "Pipeline":
+        return _build_estimator(body, arrays, "", content, "estimator")
+    steps = body.get("steps")
+    _check(isinstance(steps, list) and len(steps) >= 1 and all(
+        isinstance(s, list) and len(s) == 2 and isinstance(s[0], str) for s in steps)
+        and len({s[0] for s in steps}) == len(steps), "pipeline steps")
+    _check(isinstance(body.get("verbose"), bool), "pipeline verbose")
+    return Pipeline([(name, _build_step(record, arrays, f"steps/{k}/", content,
+                                        f"pipeline step {name!r}"))
+                     for k, (name, record) in enumerate(steps)], verbose=body["verbose"])

@@ -6,6 +6,7 @@ import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator
 
+from .._utils import RECORD_METHOD_DOC, RECORD_NAME_DOC, declared_record, fill_doc
 from ..inference import inner_positions
 
 __all__ = ["BaseLoss", "LossTags", "get_loss_tags"]
@@ -88,15 +89,11 @@ class BaseLoss(BaseEstimator):
 
     name = None
 
+    @fill_doc(record_method=RECORD_METHOD_DOC.format(method="__loss_tags__", record="LossTags"))
     def __loss_tags__(self):
         """The loss's declared capabilities (see :class:`LossTags`).
 
-        Override it in a subclass to change fields: call
-        ``super().__loss_tags__()``, set them, return the record.
-
-        Returns
-        -------
-        LossTags
+        {record_method}
             Here: ``name`` from the class attribute, ``convex=True``,
             ``needs_classes=True``, ``fused_evaluation=True``, ``stages``
             from :meth:`stages`, and the other fields at their defaults.
@@ -297,15 +294,12 @@ class BaseLoss(BaseEstimator):
         raise NotImplementedError
 
 
+@fill_doc(record_name=RECORD_NAME_DOC.format(what="loss"))
 @dataclass
 class LossTags:
     """The capabilities of a loss that training reads (``BaseLoss.__loss_tags__``).
 
-    Parameters
-    ----------
-    name : str or None, default=None
-        The registry name (``CRFTagger(loss=name)``); None for a loss that
-        is not registered.
+    {record_name}
     convex : bool, default=False
         Whether the loss is convex in the parameters
         (:func:`~sklearn_crfloss.losses.check_loss` then checks it along
@@ -431,8 +425,7 @@ def get_loss_tags(loss):
     >>> tags.smooth, tags.needs_init, tags.default_solver
     (False, True, 'suzuki2006')
     """
-    method = getattr(type(loss), "__loss_tags__", None)
-    tags = LossTags() if method is None else method(loss)
+    tags = declared_record(loss, "__loss_tags__", lambda loss: LossTags())
     if tags.stages is None:
         tags.stages = [loss]
     return tags

@@ -10,19 +10,18 @@ from dataclasses import dataclass
 
 from sklearn.base import BaseEstimator
 
+from .._utils import RECORD_METHOD_DOC, RECORD_NAME_DOC, declared_record, fill_doc
 from ..losses import get_loss_tags
 
 __all__ = ["BaseSolver", "SolverTags", "get_solver_tags", "prior_name"]
 
 
+@fill_doc(record_name=RECORD_NAME_DOC.format(what="solver"))
 @dataclass
 class SolverTags:
     """The capabilities of a solver that training reads (``BaseSolver.__solver_tags__``).
 
-    Parameters
-    ----------
-    name : str or None, default=None
-        The registry name (``CRFTagger(solver=name)``).
+    {record_name}
     unit : str, default='iter'
         What one report to the monitor counts (``'iter'``, ``'epoch'``).
     own_rule : bool, default=False
@@ -90,10 +89,8 @@ def get_solver_tags(solver):
     >>> tags.unit, tags.online, tags.takes_bigrams
     ('epoch', True, True)
     """
-    method = getattr(type(solver), "__solver_tags__", None)
-    if method is None:
-        return SolverTags(name=getattr(solver, "name", None), unit=getattr(solver, "unit", "iter"))
-    return method(solver)
+    return declared_record(solver, "__solver_tags__", lambda solver: SolverTags(
+        name=getattr(solver, "name", None), unit=getattr(solver, "unit", "iter")))
 
 
 def prior_name(tags, prior):
@@ -145,15 +142,12 @@ class BaseSolver(BaseEstimator):
     default_max_iter = 1000
     unit = "iter"
 
+    @fill_doc(record_method=RECORD_METHOD_DOC.format(method="__solver_tags__",
+                                                     record="SolverTags"))
     def __solver_tags__(self):
         """The solver's declared capabilities (see :class:`SolverTags`).
 
-        Override it in a subclass to change fields: call
-        ``super().__solver_tags__()``, set them, return the record.
-
-        Returns
-        -------
-        SolverTags
+        {record_method}
             Here: ``name`` and ``unit`` from the class attributes, the
             other fields at their defaults.
         """
