@@ -17,11 +17,11 @@ from numbers import Integral, Real
 import time
 
 import numpy as np
-from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from . import inspection
+from ._chain import kernel_threads
 from ._data import (check_sample_weight, check_sequences, check_token_weight, encode_known_labels,
                     encode_labels, is_stream, names_like, SequenceVectorizer, vectorize_stream)
 from ._evaluation import check_scorer_call
@@ -202,9 +202,12 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         ``sum_t log p(y_t | x)``). ``'iobes'``, ``'bilou'``: see ``tag_scheme``.
     {tag_scheme_parameter}
     n_jobs : int or None, default=None
-        Threads for the inference kernels (OpenMP over sequences). None
-        means 1 unless in a :func:`joblib.parallel_backend` context; -1 means
-        all processors.
+        Threads for the inference kernels (OpenMP over sequences), resolved
+        as scikit-learn's: None means 1 unless in a
+        :func:`joblib.parallel_backend` context, -1 all processors; never
+        more than the cores this process may use, and 3 runs as 2 (the
+        kernels' sums are taken in four blocks: with 1 to 4 threads a fit
+        is bitwise the same).
     warm_start : bool, default=False
         If True and the estimator is fitted, start from the previous
         parameters (matched by attribute name and label, new ones start at 0).
@@ -543,7 +546,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
             prior = prior.bind(Xc, y_enc, offsets, layout)
         objective = make_objective(Xc, y_enc, offsets, layout, sample_weight=sample_weight,
                                    token_weight=token_weight,
-                                   n_threads=effective_n_jobs(self.n_jobs))
+                                   n_threads=kernel_threads(self.n_jobs))
         warm = self.warm_start and hasattr(self, "coef_")
         x0 = (layout.remap(names_like(features, self), classes, self.attributes_, self.classes_,
                            self.coef_, self.transition_, self.start_, self.end_)
@@ -644,12 +647,12 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         """Label indices of the decoded sequences (``decoder``, ``constraints``) and scores."""
         T = self.transition_ if transition is None else transition
         return decode(*check_decoding(self), self.classes_, unary, T,
-                      self.start_, self.end_, offsets, n_threads=effective_n_jobs(self.n_jobs))
+                      self.start_, self.end_, offsets, n_threads=kernel_threads(self.n_jobs))
 
     def _log_z(self, unary, offsets, transition):
         """Log partition function of each sequence (0 for an empty one)."""
         return forward_backward(unary, transition, self.start_, self.end_, offsets,
-                                n_threads=effective_n_jobs(self.n_jobs)).log_z
+                                n_threads=kernel_threads(self.n_jobs)).log_z
 
     @fill_doc(**_PREDICT_DOC)
     def decode(self, X):
@@ -744,7 +747,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         unary, offsets, T = self._potentials(X)
         allowed = get_allowed(check_decoding(self)[1], self.classes_)
         paths, scores = nbest_decode(unary, T, self.start_, self.end_, offsets,
-                                     n_best, allowed, n_threads=effective_n_jobs(self.n_jobs))
+                                     n_best, allowed, n_threads=kernel_threads(self.n_jobs))
         log_proba = scores - self._log_z(unary, offsets, T)[:, None]
         ranked = [self._split_labels(paths[m], offsets) for m in range(paths.shape[0])]
         return [[(ranked[m][k], float(log_proba[k, m]))
@@ -812,7 +815,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         """
         unary, offsets, T = self._potentials(X)
         fb = forward_backward(unary, T, self.start_, self.end_, offsets,
-                              n_threads=effective_n_jobs(self.n_jobs))
+                              n_threads=kernel_threads(self.n_jobs))
         return self._split(fb.marginals, offsets)
 
     # ----------------------------------------------------------- inspection

@@ -37,11 +37,12 @@ import scipy.sparse as sp
 
 from ._dask import (RETRIES, assign_groups, DistributedObjective, ParameterMixing,
                     select_sequences, WorkerData)
-from ._data import (attribute_counts, check_sample_weight, check_sequences, column_counts,
-                    encode_known_labels, encode_labels, hashed_counts, renumber_sequences,
-                    SequenceVectorizer)
+from ._data import (attribute_counts, check_sample_weight, check_sequences, classes_array,
+                    column_counts, encode_known_labels, encode_labels, hashed_counts,
+                    renumber_sequences, SequenceVectorizer)
 from ._model import make_layout, observed_pairs
 from ._tagger import CRFTagger
+from ._training import fitted_state
 from ._utils import HasMethods, validate_params
 from .losses import get_loss_tags
 from .solvers import get_solver_tags, solvers_with
@@ -109,14 +110,14 @@ def _fitted_pairs(own_pairs, column, labels, classes):
 
 
 def _partition_labels(y, offsets):
-    """The distinct labels of a partition (a single one is fine here)."""
+    """The distinct labels of a partition (one, or none, is fine here), kept as given."""
     lengths = np.diff(offsets)
     try:
         return encode_labels(y, lengths)[0]
     except ValueError as exc:
-        if "single label" not in str(exc):
+        if "single label" not in str(exc) and "no labels" not in str(exc):
             raise
-        return np.unique(np.asarray([lab for labels in y for lab in labels]))
+        return classes_array(list(dict.fromkeys(lab for labels in y for lab in labels)))
 
 
 def _shard(part, columns, classes, start):
@@ -385,9 +386,11 @@ class DaskCRFTagger(CRFTagger):
         theta, info = self._train(
             objective, loss, prior, solver, layout.zeros(), from_zero=True,
             snapshot=lambda t: self._snapshot(features, classes, layout, t, loss, prior))
-        self._set_fitted(features, classes, layout, theta, info, loss, prior)
-        self.n_partitions_ = len(data.X_parts)
-        self.n_evaluations_ = objective.n_evaluations
+        staged = self._snapshot(features, classes, layout, theta, loss, prior, info)
+        staged.n_partitions_ = len(data.X_parts)
+        staged.n_evaluations_ = objective.n_evaluations
+        # every fitted attribute in one update (see _training/_fitted_state.py)
+        self.__dict__.update(fitted_state(vars(staged), self.get_params(deep=False)))
         return self
 
     def _partitions(self, client, submit, X, y, sample_weight):
@@ -423,11 +426,14 @@ class DaskCRFTagger(CRFTagger):
         if len(kinds) > 1:
             raise ValueError("X mixes partitions of feature dicts with partitions of arrays.")
         kind = kinds.pop()
-        classes = np.unique(np.concatenate([s[1] for s in summaries if s[3]]))
-        if classes.shape[0] < 2:
-            raise ValueError(f"y has a single label {classes[0]!r}; a CRF needs at least two "
-                             "distinct labels.")
-        return parts, summaries, kind, classes
+        # The partitions' labels merged as fit orders them (kept as given: a
+        # tuple or a mix of ints and strings does not go through np.asarray).
+        labels = [label for s in summaries for label in s[1].tolist()]
+        classes = encode_labels([labels], np.array([len(labels)]))[0]
+        # An empty partition (e.g. after Bag.filter), its labels checked, takes no part.
+        kept = [i for i, s in enumerate(summaries) if s[3]]
+        data.starts = [data.starts[i] for i in kept]
+        return [parts[i] for i in kept], [summaries[i] for i in kept], kind, classes
 
     def _fit_vocabulary(self, summaries, kind):
         """The vectoriser fitted on the sum of the partitions' counts (or their width)."""

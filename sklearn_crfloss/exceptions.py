@@ -1,6 +1,6 @@
 """Warnings and errors of sklearn-crfloss."""
 
-__all__ = ["InconsistentVersionWarning", "UndefinedLossError"]
+__all__ = ["InconsistentVersionWarning", "PotentialMagnitudeError", "UndefinedLossError"]
 
 
 class InconsistentVersionWarning(UserWarning):
@@ -60,4 +60,20 @@ class UndefinedLossError(ValueError):
     :class:`~sklearn_crfloss.solvers.SGD` (and the SGD epochs of the
     default schedules) the solver catches it and takes the step on a larger
     minibatch instead (see there).
+    """
+
+
+class PotentialMagnitudeError(ValueError):
+    """Potentials of a magnitude whose marginals double precision cannot resolve.
+
+    Raised by :func:`~sklearn_crfloss.inference.forward_backward` when the
+    node marginals of a sequence do not sum to 1 (to within 1e-6), and by
+    :func:`~sklearn_crfloss.inference.marginals_vjp` when its product is not
+    finite: potentials of magnitude beyond about ``1e10`` (the marginals'
+    error grows as the magnitude times 1e-16; exponentials overflow from
+    about ``1e20``). The message names the sequence and the magnitude.
+
+    It is a ``ValueError``. During training it means that the weights grew
+    far out of range (a step size too large, features of a huge magnitude):
+    the training stage reports it as a divergence.
     """

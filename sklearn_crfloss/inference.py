@@ -26,6 +26,7 @@ from ._chain import (accumulator_blocks, Accumulators, Chain, chain_doc, check_p
                      n_best_batch, nonempty_sequences, position_forward_backward,
                      position_gold_counts, position_scores, position_viterbi, PositionTransitions,
                      scratch_width, segment_margins_batch, transition_table, viterbi_batch)
+from .exceptions import PotentialMagnitudeError
 
 __all__ = [
     "ForwardBackwardResult",
@@ -99,10 +100,19 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
     Raises
     ------
     {shape_error}
+    PotentialMagnitudeError
+        A ``ValueError``: if the marginals of a sequence with a finite
+        ``log_z`` are not a distribution to within ``MARGINAL_TOLERANCE``
+        (1e-6): potentials of
+        magnitude beyond about ``1e10`` (their error grows as the magnitude
+        times 1e-16; ``log_z`` itself stays exact), naming the sequence and
+        the magnitude.
     """
     c = Chain.checked(unary, transition, start, end, offsets, n_threads, positions=True)
     if isinstance(c.transition, PositionTransitions):
-        return ForwardBackwardResult(*position_forward_backward(*c[:5], sample_weight))
+        result = ForwardBackwardResult(*position_forward_backward(*c[:5], sample_weight))
+        _check_marginals(result.marginals, result.log_z, c)
+        return result
     L = c.n_labels
     weights = (np.ones(c.n_seq) if sample_weight is None
                else np.ascontiguousarray(sample_weight, dtype=np.float64))
@@ -123,6 +133,7 @@ def forward_backward(unary, transition, start, end, offsets, sample_weight=None,
     )
     log_z = np.zeros(c.n_seq)
     log_z[nonempty] = sub_log_z
+    _check_marginals(marginals, log_z, c)
     counts, start_counts, end_counts = acc.counts(exp_trans, n_fallback)
     return ForwardBackwardResult(
         log_z=log_z,
@@ -175,6 +186,10 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     ValueError
         On inconsistent shapes (see :func:`check_potentials`) or if
         ``grad_marginals`` does not have the shape of ``unary`` or is not finite.
+    PotentialMagnitudeError
+        A ``ValueError``: if the product is not finite (potentials whose
+        exponentials overflow: seen from magnitudes of 1e20), naming the
+        sequence and the magnitude.
 
     Notes
     -----
@@ -210,7 +225,8 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     if nonempty.shape[0] == 0:
         return d_unary, np.zeros((L, L)), np.zeros(L), np.zeros(L)
     max_length = int(np.diff(sub_offsets).max())
-    exp_trans, exp_start, exp_end, _ = exp_potentials(c.transition, c.start, c.end)
+    with np.errstate(over="ignore", invalid="ignore"):  # (refused below: _check_vjp)
+        exp_trans, exp_start, exp_end, _ = exp_potentials(c.transition, c.start, c.end)
     exp_trans_t = np.ascontiguousarray(exp_trans.T)
     n_acc = accumulator_blocks(c.n_threads, L * L + 2 * L)  # sums independent of n_threads
     pair_acc = np.zeros((n_acc, L, L))
@@ -224,14 +240,61 @@ def marginals_vjp(unary, transition, start, end, offsets, grad_marginals, n_thre
     d_start, d_end = boundary_acc.sum(axis=0)
     for k in np.flatnonzero(failed):
         s, e = sub_offsets[k], sub_offsets[k + 1]
-        dU, dT, ds, de = marginals_vjp_log_space(
-            c.unary[s:e], c.transition, c.start, c.end, grad[s:e]
-        )
+        with np.errstate(over="ignore", invalid="ignore"):
+            dU, dT, ds, de = marginals_vjp_log_space(
+                c.unary[s:e], c.transition, c.start, c.end, grad[s:e]
+            )
         d_unary[s:e] = dU
         d_trans += dT
         d_start += ds
         d_end += de
+    _check_vjp(c, d_unary, d_trans, d_start, d_end)
     return d_unary, d_trans, d_start, d_end
+
+
+def _check_vjp(c, d_unary, *others):
+    """Refuse a vector-Jacobian product that is not finite (potentials of huge magnitude)."""
+    if all(np.all(np.isfinite(a)) for a in (d_unary, *others)):
+        return
+    rows = np.flatnonzero(~np.all(np.isfinite(d_unary), axis=1))
+    seq = int(np.searchsorted(c.offsets, rows[0], side="right") - 1) if rows.shape[0] else 0
+    raise PotentialMagnitudeError(
+        f"marginals_vjp: the product is not finite (sequence {seq}): the potentials reach "
+        f"magnitude {_magnitude(c, seq):.3g}, whose exponentials overflow double precision. "
+        "Scale the features or the weights.")
+
+
+#: How far from 1 a row of marginals may sum before forward_backward refuses them.
+MARGINAL_TOLERANCE = 1e-6
+
+
+def _magnitude(c, seq):
+    """The largest finite potential of sequence ``seq`` in magnitude (its unary, the rest)."""
+    parts = [c.unary[c.offsets[seq]:c.offsets[seq + 1]], c.start, c.end,
+             c.transition.table if isinstance(c.transition, PositionTransitions)
+             else c.transition]
+    return max((float(np.max(np.abs(p[np.isfinite(p)]), initial=0.0)) for p in parts))
+
+
+def _check_marginals(marginals, log_z, c):
+    """Refuse marginals that are not distributions: potentials too large for double precision.
+
+    Sequences whose ``log_z`` is ``-inf`` (no labelling allowed) are left
+    as they are.
+    """
+    if marginals.shape[0] == 0:
+        return
+    row_seq = np.repeat(np.arange(c.n_seq), np.diff(c.offsets))
+    off = np.abs(marginals.sum(axis=1) - 1.0)
+    bad = np.flatnonzero(~(off <= MARGINAL_TOLERANCE) & np.isfinite(log_z[row_seq]))
+    if bad.shape[0]:
+        seq = int(row_seq[bad[0]])
+        raise PotentialMagnitudeError(
+            f"forward_backward: the marginals of sequence {seq} (token "
+            f"{int(bad[0] - c.offsets[seq])}) sum to {marginals[bad[0]].sum():.6g}, not 1: "
+            f"its potentials reach magnitude {_magnitude(c, seq):.3g}, beyond what double "
+            "precision resolves in the marginals (their error grows as the magnitude times "
+            "1e-16, to 1e-6 at about 1e10). Scale the features or the weights.")
 
 
 def _position_vjp(c, grad, d_unary):
@@ -245,6 +308,7 @@ def _position_vjp(c, grad, d_unary):
             d_table += dT
             d_start += ds
             d_end += de
+    _check_vjp(c, d_unary, d_table, d_start, d_end)
     return d_unary, d_table, d_start, d_end
 
 
@@ -334,13 +398,18 @@ def viterbi_2best(unary, transition, start, end, offsets, n_threads=1):
 def viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=1):
     """The ``n_best`` highest-scoring label sequences of each sequence (exact).
 
-    A list Viterbi (parallel list Viterbi, Seshadri & Sundberg 1994): every (token, label) cell keeps the ``n_best`` best
-    prefixes ending there, so the final list holds distinct sequences in
-    order of decreasing score, the first being the Viterbi path. Cost: about
-    ``n_best`` Viterbi passes in time, a backpointer table of
-    ``n_tokens * n_best * n_labels`` int32 in memory. ``-inf`` potentials
-    (decode-time constraints) are allowed: a sequence of score ``-inf`` is
-    never listed. ``transition`` may be a
+    Lazy k-best (Huang & Chiang 2005, Algorithm 3) on the Viterbi table:
+    one Viterbi pass gives the best prefix ending in every (token, label)
+    cell; a cell's next-best prefix is made only when a path through it is
+    asked for, from a heap holding the next candidate of each label before
+    it. The list holds distinct sequences in order of decreasing score, the
+    first being the Viterbi path, and is the list of the parallel list
+    Viterbi (Seshadri & Sundberg 1994; every cell keeping its ``n_best``
+    best prefixes), ties included. Cost: the Viterbi pass, then at most
+    ``n_tokens`` heap operations of ``O(log n_labels)`` per path, and
+    memory for the prefixes made (at most ``n_tokens`` per path) besides
+    the outputs. ``-inf`` potentials (decode-time constraints) are allowed:
+    a sequence of score ``-inf`` is never listed. ``transition`` may be a
     :class:`~sklearn_crfloss.inference.PositionTransitions`.
 
     Parameters
@@ -364,16 +433,23 @@ def viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=1):
         ``-inf`` past the number of labellings of finite score. An empty
         sequence has one labelling (the empty one) of score 0. Ties are
         broken towards smaller (label, rank) indices, as in
-        :func:`viterbi_2best`.
+        :func:`viterbi_2best`: among prefixes of equal score ending in the
+        same cell, the one extending a smaller label comes first, then the
+        one extending a better-ranked prefix of that label.
 
     Raises
     ------
     ValueError
-        On inconsistent shapes (see :func:`check_potentials`) or if
-        ``n_best`` is not an integer >= 1.
+        On inconsistent shapes (see :func:`check_potentials`), if
+        ``n_best`` is not an integer >= 1, or if more than ``2**31 - 1``
+        paths would be listed per sequence.
+    MemoryError
+        If the prefixes of a sequence's lists cannot be allocated.
 
     References
     ----------
+    L. Huang, D. Chiang (2005). Better k-best parsing. IWPT, Algorithm 3
+    (lazy k-best).
     N. Seshadri, C.-E. W. Sundberg (1994). List Viterbi decoding algorithms
     with applications. IEEE Transactions on Communications 42(2/3/4): the
     parallel list Viterbi algorithm.
@@ -384,13 +460,23 @@ def viterbi_nbest(unary, transition, start, end, offsets, n_best, n_threads=1):
     table, index = (c.transition if isinstance(c.transition, PositionTransitions)
                     else (c.transition[None], np.zeros(0, dtype=np.intp)))
     n_best = _n_labellings_cap(int(n_best), c.n_labels, np.diff(c.offsets))
+    if n_best > _MAX_RANK:
+        raise ValueError(f"n_best={n_best} is more than the {_MAX_RANK} paths per sequence "
+                         "the n-best lists can rank.")
     paths = np.zeros((n_best, c.n_tokens), dtype=np.intp)
     scores = np.full((c.n_seq, n_best), -np.inf)
     scores[np.diff(c.offsets) == 0, 0] = 0.0
+    failed = np.zeros(c.n_seq, dtype=np.int8)
     n_best_batch(c.unary, table, index, c.start, c.end, c.offsets, n_best, paths, scores,
-                 c.rows(n_best, dtype=np.int32), c.scratch(2 * n_best * c.n_labels),
-                 np.empty((c.n_threads, n_best), dtype=np.int32), c.n_threads)
+                 failed, c.n_threads)
+    if failed.any():
+        raise MemoryError(f"viterbi_nbest: out of memory for the n-best lists of sequence "
+                          f"{int(np.flatnonzero(failed)[0])} (n_best={n_best}).")
     return paths, scores
+
+
+#: The largest n_best the kernel ranks (its ranks are 32-bit integers).
+_MAX_RANK = 2**31 - 1
 
 
 def _n_labellings_cap(n_best, n_labels, lengths):

@@ -200,8 +200,9 @@ def export_crfsuite(estimator, path):
         observation-dependent label bigrams (``bigram_coef_``: CRFsuite's
         transitions are one matrix),
         non-string labels, MEA decoding or decode-time constraints (the
-        CRFsuite tagger runs plain Viterbi), or two attributes with the
-        same python-crfsuite name. Nothing is written then.
+        CRFsuite tagger runs plain Viterbi), two attributes with the
+        same python-crfsuite name, or a label or attribute name that UTF-8
+        cannot encode (a lone surrogate). Nothing is written then.
     sklearn.exceptions.NotFittedError
         If the estimator is not fitted.
 
@@ -254,8 +255,32 @@ def export_crfsuite(estimator, path):
         raise ValueError("Cannot export this model to CRFsuite: two attributes have the same "
                          "python-crfsuite name (e.g. 'k=v' and a numeric 'k:v'), or a name "
                          "holds a NUL character.")
+    _check_utf8(estimator.classes_.tolist(), "label")
+    _check_utf8(names, "attribute")
     write_model(path, estimator.classes_.tolist(), names,
                 (new_attr.ravel(), lab, W[attr, lab]), np.asarray(estimator.transition_))
+
+
+def _check_utf8(strings, kind):
+    """Refuse a label or attribute name that UTF-8 cannot encode (CRFsuite's strings are UTF-8).
+
+    Raises
+    ------
+    ValueError
+        Naming the string, the character and its position: a lone
+        surrogate (``'\\ud800'``), as text decoded with
+        ``errors='surrogateescape'`` holds.
+    """
+    for text in strings:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"Cannot export this model to CRFsuite: the {kind} {text!r:.80} holds "
+                f"{text[exc.start]!r} at position {exc.start}, which UTF-8 cannot encode (a "
+                "lone surrogate, e.g. from bytes decoded with errors='surrogateescape'); "
+                "CRFsuite stores its strings in UTF-8. Fix the text (decode the input "
+                "correctly) and refit. Nothing was written.") from None
 
 
 def import_crfsuite(path):

@@ -25,7 +25,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed
+from joblib import cpu_count, delayed, effective_n_jobs, Parallel
 from sklearn.base import BaseEstimator, clone
 from sklearn.model_selection import check_cv
 from sklearn.utils import check_random_state
@@ -518,7 +518,8 @@ class LOPTagger(SequenceTaggerTagsMixin, VersionedStateMixin, BaseEstimator):
             """The experts trained on the sequences ``seqs`` (all: None)."""
             Xs, offs, ys = (Xc, offsets, y_enc) if seqs is None else _subset(
                 Xc, offsets, y_enc, seqs)
-            return Parallel(n_jobs=self.n_jobs)(
+            # (n_jobs resolved as scikit-learn's, at most the cores: one process each)
+            return Parallel(n_jobs=min(effective_n_jobs(self.n_jobs), cpu_count()))(
                 delayed(_fit_expert)(clone(base), features.select(cols), Xs[:, cols], offs,
                                      classes, ys, lab)
                 for cols, lab in zip(groups, labels))
@@ -549,14 +550,15 @@ class LOPTagger(SequenceTaggerTagsMixin, VersionedStateMixin, BaseEstimator):
             nll = _pool_nll(weights, *blocks(experts, None))[0]
             info = FitInfo(loss_curve=[nll], stop_reason="converged", objective=nll)
 
-        self.experts_ = experts
-        self.expert_columns_ = groups
-        self.weights_ = np.asarray(weights)
-        self.weights_n_iter_ = info.n_iter
-        self.pool_ = _make_pool(clone(base), features, experts, groups, weights, info)
-        self.classes_ = classes
-        self.attributes_ = features.attributes
-        self.n_features_in_ = self.pool_.n_features_in_
+        if not np.isfinite(info.objective):
+            raise ConvergenceMonitor(0.0, 1, stage="LOP pool").diverged(
+                f"the pool's negative log-likelihood is {info.objective}")
+        pool = _make_pool(clone(base), features, experts, groups, weights, info)
+        # Every fitted attribute in one update, once the pool is known to be finite.
+        self.__dict__.update(experts_=experts, expert_columns_=groups,
+                             weights_=np.asarray(weights), weights_n_iter_=info.n_iter,
+                             pool_=pool, classes_=classes, attributes_=features.attributes,
+                             n_features_in_=pool.n_features_in_)
         return self
 
     # ---------------------------------------------------------------- predict
@@ -690,8 +692,11 @@ def _make_pool(pool, features, experts, groups, weights, info):
         T += w * e.transition_
         start += w * e.start_
         end += w * e.end_
-    pool._set_fitted(features, classes, layout, pack_blocks(layout, W, T, start, end, blocks),
-                     info, get_loss("cll"), get_prior("none"))
+    theta = pack_blocks(layout, W, T, start, end, blocks)
+    if not np.all(np.isfinite(theta)):
+        raise ConvergenceMonitor(0.0, 1, stage="LOP pool").diverged(
+            "the pool's weighted sums of the experts' parameters are not finite")
+    pool._set_fitted(features, classes, layout, theta, info, get_loss("cll"), get_prior("none"))
     return pool
 
 

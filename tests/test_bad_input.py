@@ -1,4 +1,4 @@
-"""Bad input, round 2: every label type, every reader, every entry point.
+"""Bad input, rounds 2 and 3: every label type, every reader, every entry point.
 
 The table :data:`BAD_INPUT` lists each case, the exception it must end with
 and what the message must say; the tests below it check what is read or
@@ -22,6 +22,8 @@ from sklearn_crfloss import CRFTagger, LOPTagger
 from sklearn_crfloss import decoding, inference
 from sklearn_crfloss.datasets import load_conll2000, read_conll, write_conll
 from sklearn_crfloss.features import TemplateFeatures
+from sklearn_crfloss.io import export_crfsuite
+from sklearn_crfloss.losses import SoftmaxMargin
 from sklearn_crfloss.metrics import (paired_bootstrap_test, segment_f1_scorer,
                                      token_accuracy_scorer)
 
@@ -217,6 +219,40 @@ BAD_INPUT = [
     ("viterbi_nbest n_best=0",
      lambda tmp: inference.viterbi_nbest(*_ok_potentials(), [0, 3], 0),
      ValueError, "n_best must be an integer >= 1"),
+    # round 3: weights, labels and values named as given
+    ("sample_weight='abc'", lambda tmp: CRFTagger().fit(X_TOY, Y_TOY, sample_weight="abc"),
+     ValueError, r"sample_weight must be one non-negative number per sequence \(20 of them\) "
+                 r"or a single number, got 'abc' \(str\)"),
+    ("sample_weight with a string",
+     lambda tmp: CRFTagger().fit(X_TOY, Y_TOY, sample_weight=[1.0] * 5 + ["x"] + [1.0] * 14),
+     ValueError, r"got 'x' \(str\) at index 5"),
+    ("sample_weight with None",
+     lambda tmp: CRFTagger().fit(X_TOY, Y_TOY, sample_weight=[1.0, None] + [1.0] * 18),
+     ValueError, "sample_weight must be finite and non-negative, got None for sequence 1"),
+    ("y as one 2-D array",
+     lambda tmp: CRFTagger().fit([np.ones((3, 2)), np.ones((3, 2))],
+                                 np.array([["A", "B", "A"], ["B", "A", "B"]])),
+     TypeError, r"y must be a list of label sequences .* pass list\(y\)"),
+    ("vocabulary: None value", _dict_fit({"n": None}),
+     TypeError, "Sequence 1, token 1: the value of feature 'n' is of type NoneType"),
+    ("partial_fit classes with a list",
+     lambda tmp: CRFTagger().partial_fit(X_TOY, Y_TOY, classes=["O", ["B-NP"]]),
+     TypeError, r"classes\[1\] = \['B-NP'\] of type list is not hashable"),
+    ("cost key of one label",
+     lambda tmp: _fit(loss=SoftmaxMargin(cost={("B-NP",): 1.0})),
+     ValueError, r"the key \('B-NP',\) is not a pair of two labels"),
+    ("cost of NaN",
+     lambda tmp: _fit(loss=SoftmaxMargin(cost={("B-NP", "O"): float("nan")})),
+     ValueError, r"cost of \('B-NP', 'O'\) must be finite and non-negative, got nan"),
+    ("export_crfsuite of a lone surrogate",
+     lambda tmp: export_crfsuite(_fit(X=[[{"w": "a\ud800"}, {"w": "b"}]] * 3,
+                                      y=[["A", "B"]] * 3, boundary_potentials=False),
+                                 tmp / "m.crfsuite"),
+     ValueError, r"the attribute 'w:a\\ud800' holds '\\ud800' at position 3, which UTF-8 "
+                 r"cannot encode"),
+    ("write_conll of an empty sentence",
+     lambda tmp: write_conll(io.StringIO(), [[("a",)], [], [("b",)]], [["O"], [], ["O"]]),
+     ValueError, "Sentence 1 is empty: the CoNLL format has no empty sentence"),
 ]
 
 

@@ -192,6 +192,28 @@ def test_bad_input_names_the_sequence_and_leaves_it_unfitted(client):
         est.coef_
 
 
+def test_empty_partitions_and_labels_of_mixed_types_train_as_one_process(client):
+    # Bag.filter leaves empty partitions; labels that are tuples and a mix
+    # of ints and strings stay the objects given (no np.asarray on them).
+    X, y = make_toy_chunks(60, seed=17)
+    names = {"O": 0, "B-NP": ("B", "NP"), "I-NP": ("I", "NP")}
+    y = [[names.get(label, label) for label in s] for s in y]
+    # 6 partitions of 10 sequences; the 2nd, 4th and 6th filtered out whole.
+    pairs = db.from_sequence(list(enumerate(zip(X, y))), npartitions=6).filter(
+        lambda p: p[0] // 10 % 2 == 0)
+    sizes = [len(p) for p in client.compute(pairs.to_delayed(), sync=True)]
+    kept = [p for i, p in enumerate(zip(X, y)) if i // 10 % 2 == 0]
+    local = CRFTagger(n_jobs=1).fit([x for x, _ in kept], [t for _, t in kept])
+    remote = DaskCRFTagger(client=client, n_jobs=1).fit(pairs.map(lambda p: p[1][0]),
+                                                        pairs.map(lambda p: p[1][1]))
+    assert sizes == [10, 0, 10, 0, 10, 0] and remote.n_partitions_ == 6
+    assert remote.classes_.tolist() == local.classes_.tolist()
+    assert ("B", "NP") in remote.classes_.tolist() and 0 in remote.classes_.tolist()
+    assert remote.objective_ == local.objective_
+    assert_array_equal(remote.coef_, local.coef_)
+    assert remote.predict([x for x, _ in kept]) == local.predict([x for x, _ in kept])
+
+
 def test_sgd_by_iterative_parameter_mixing_trains(client):
     # McDonald et al. (2010): per-worker epochs, parameters mixed between
     # epochs. On held-out data it scores close to SGD in one process.

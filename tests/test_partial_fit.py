@@ -169,3 +169,38 @@ def test_array_input():
     assert crf.score(X, y) > 0.9
     with pytest.raises(ValueError, match="features, expected 4"):
         crf.partial_fit([np.ones((2, 3))], [["a", "b"]])
+
+
+@pytest.mark.parametrize("names", [
+    {"O": ("o", 0), "B-NP": ("b", 1), "I-NP": ("i", 2), "B-VP": ("b", 3), "I-VP": ("i", 4)},
+    {"O": 0, "B-NP": "B-NP", "I-NP": 1, "B-VP": "B-VP", "I-VP": 2},
+])
+def test_classes_keep_the_labels_as_given(names):
+    # Tuples are not flattened, ints not turned into strings: the labels
+    # of partial_fit are those of fit, in the same order.
+    X, y = make_toy_chunks(40, seed=2)
+    y = [[names[label] for label in s] for s in y]
+    classes = list(names.values())
+    online = CRFTagger(random_state=0).partial_fit(X, y, classes=classes[::-1])
+    online.partial_fit(X, y, classes=classes)  # the same labels, in any order
+    batch = CRFTagger(solver="sgd", max_iter=1, random_state=0).fit(X, y)
+    assert online.classes_.tolist() == batch.classes_.tolist()
+    assert all(type(a) is type(b) for a, b in zip(online.classes_.tolist(), classes)
+               if a == b)
+    assert {label for s in online.predict(X) for label in s} <= set(classes)
+    with pytest.raises(ValueError, match="differs from the first call"):
+        online.partial_fit(X, y, classes=classes[:-1])
+
+
+@pytest.mark.parametrize("classes, error, match", [
+    (["a"], ValueError, "at least two distinct labels"),
+    (["a", "a"], ValueError, "at least two distinct labels"),
+    (["a", ["b"]], TypeError, r"classes\[1\] = \['b'\] of type list is not hashable"),
+    (["a", float("nan")], ValueError, "NaN"),
+    (["a", None], ValueError, "None"),
+    ("ab", TypeError, "list of labels"),
+])
+def test_bad_classes_are_named(classes, error, match):
+    X, y = make_toy_chunks(10, seed=2)
+    with pytest.raises(error, match=match):
+        CRFTagger().partial_fit(X, y, classes=classes)

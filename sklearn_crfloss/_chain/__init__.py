@@ -24,12 +24,14 @@ from ._position_transitions import (position_forward_backward, position_gold_cou
                                     position_scores, position_viterbi, PositionTransitions)
 from ._positions import exp_tables, position_scratch_width
 from ._potentials import pair_counts
+from ._threads import kernel_threads, usable_threads
 
 __all__ = ["Accumulators", "CHUNK", "Chain", "KERNEL_BUILD", "N_BLOCKS",
            "PositionTransitions", "accumulator_blocks", "chain_doc", "check_potentials",
            "chunk_queries_batch", "chunk_segments", "cll_features_batch",
            "exp_potentials", "exp_tables", "forward_backward_batch",
-           "fused_scratch_width", "marginal_loss_features_batch", "marginals_vjp_batch",
+           "fused_scratch_width", "kernel_threads", "marginal_loss_features_batch",
+           "marginals_vjp_batch",
            "marginals_vjp_log_space", "max_incorrect_batch",
            "max_incorrect_from_tables", "max_marginals_batch", "mce_f_labels_batch",
            "n_best_batch", "nonempty_sequences", "pair_counts", "pair_gradient",
@@ -37,4 +39,4 @@ __all__ = ["Accumulators", "CHUNK", "Chain", "KERNEL_BUILD", "N_BLOCKS",
            "position_forward_backward", "position_forward_backward_batch",
            "position_gold_counts", "position_scores", "position_scratch_width",
            "position_viterbi", "row_width", "scratch_width", "segment_margins_batch",
-           "span_gradients_batch", "transition_table", "viterbi_batch"]
+           "span_gradients_batch", "transition_table", "usable_threads", "viterbi_batch"]

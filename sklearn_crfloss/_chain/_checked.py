@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._position_transitions import PositionTransitions
+from ._threads import usable_threads
 
 __all__ = ["CHAIN_PARAMETERS", "Chain", "chain_doc", "check_potentials", "nonempty_sequences",
            "transition_table"]
@@ -145,9 +146,9 @@ class Chain(NamedTuple):
 
     @classmethod
     def checked(cls, unary, transition, start, end, offsets, n_threads, positions=False):
-        """:func:`check_potentials` and a valid thread count (at least 1)."""
+        """:func:`check_potentials` and a valid thread count (:func:`usable_threads`)."""
         return cls(*check_potentials(unary, transition, start, end, offsets, positions),
-                   max(1, int(n_threads)))
+                   usable_threads(n_threads))
 
     @property
     def n_tokens(self):

@@ -29,9 +29,9 @@ gradient (the same objective, up to the order of the additions).
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import effective_n_jobs
 
-from .._chain import CHUNK, N_BLOCKS, Accumulators, exp_potentials, row_width
+from .._chain import (CHUNK, N_BLOCKS, Accumulators, exp_potentials, kernel_threads,
+                      row_width)
 from .._model import CRFObjective
 from ..losses import get_loss_tags
 from ..priors import get_prior_tags
@@ -173,7 +173,7 @@ class WorkerData:
             offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.intp)
             weights = self.sample_weight
         self.objective = CRFObjective(X, y, offsets, layout, sample_weight=weights,
-                                      n_threads=effective_n_jobs(n_jobs))
+                                      n_threads=kernel_threads(n_jobs))
 
     def __getstate__(self):  # a copy starts without the kept buffers
         return {**self.__dict__, "_blocks": None, "_replies": None}

@@ -76,6 +76,11 @@ def _as_sequence_list(X, name="X"):
             f"{name} must be a list of sequences, got {type(X).__name__}."
         )
     if isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype != object:
+        if name == "y":
+            raise TypeError(
+                f"y must be a list of label sequences (one list or 1-D array of labels per "
+                f"sequence of X), got a single 2-D array of shape {X.shape}; if each of its "
+                f"{X.shape[0]} rows holds the labels of one sequence, pass list(y).")
         raise TypeError(
             f"{name} must be a list of sequences (one 2-D array per sequence), got a single "
             f"2-D array of shape {X.shape}."
@@ -186,10 +191,20 @@ def check_finite_tokens(Xcsr, offsets):
 
 
 def check_sample_weight(sample_weight, n_sequences):
-    """One non-negative finite weight per sequence, as float64 (None if None)."""
+    """One non-negative finite weight per sequence, as float64 (None if None).
+
+    Raises
+    ------
+    ValueError
+        If the weights are not numbers (naming the first that is not), not
+        one per sequence, not finite or negative.
+    """
     if sample_weight is None:
         return None
-    w = np.asarray(sample_weight, dtype=np.float64)
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(_not_weights(sample_weight, n_sequences)) from None
     if w.ndim == 0:
         w = np.full(n_sequences, float(w))
     if w.shape != (n_sequences,):
@@ -197,9 +212,28 @@ def check_sample_weight(sample_weight, n_sequences):
             f"sample_weight must have one weight per sequence, shape ({n_sequences},), "
             f"got {w.shape}."
         )
-    if not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise ValueError("sample_weight must be finite and non-negative.")
+    bad = np.flatnonzero(~np.isfinite(w) | (w < 0))
+    if bad.shape[0]:
+        i = int(bad[0])
+        value = sample_weight[i] if isinstance(sample_weight, list) else float(w[i])
+        raise ValueError(f"sample_weight must be finite and non-negative, got {value!r} for "
+                         f"sequence {i}.")
     return np.ascontiguousarray(w)
+
+
+def _not_weights(sample_weight, n_sequences):
+    """The message for a ``sample_weight`` that is not numbers, naming the first non-number."""
+    what = f"{sample_weight!r:.60} ({type(sample_weight).__name__})"
+    if (not isinstance(sample_weight, (str, bytes, Mapping))
+            and hasattr(sample_weight, "__iter__")):
+        for i, value in enumerate(sample_weight):
+            try:
+                float(value)
+            except (TypeError, ValueError):
+                what = f"{value!r:.60} ({type(value).__name__}) at index {i}"
+                break
+    return (f"sample_weight must be one non-negative number per sequence ({n_sequences} "
+            f"of them) or a single number, got {what}.")
 
 
 def _flat_labels(y, lengths):

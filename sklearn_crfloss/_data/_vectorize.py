@@ -41,6 +41,20 @@ from ._vocabulary import VocabularyTable, vocabulary_names, vocabulary_rows
 __all__ = ["SequenceVectorizer", "attribute_counts", "column_counts"]
 
 
+def _check_finite(Xc, tokens, offsets):
+    """:func:`check_finite_tokens`, naming a value of a type no feature takes.
+
+    DictVectorizer turns a value ``None`` into NaN: the error then names its
+    type (:func:`hashed_pairs`'s ``TypeError``), not a NaN the user never
+    wrote.
+    """
+    try:
+        check_finite_tokens(Xc, offsets)
+    except ValueError:
+        hashed_pairs(tokens, offsets)  # raises on a value of another type than a number's
+        raise
+
+
 def column_counts(X):
     """Stored entries per column of a sparse matrix.
 
@@ -208,7 +222,7 @@ class SequenceVectorizer:
             attributes = np.asarray(  # names of type str already: no per-name check
                 self.vectorizer.get_feature_names_out() if names is None else names, dtype=object)
         Xc.eliminate_zeros()
-        check_finite_tokens(Xc, offsets)
+        _check_finite(Xc, tokens, offsets)
         keep = self._set_columns(attributes, column_counts(Xc),
                                  used if self.feature_hashing is not None else None)
         if keep is not None:
@@ -333,7 +347,7 @@ class SequenceVectorizer:
             return sp.csr_matrix((0, self.n_features))
         Xc = self._dict_rows(tokens)
         Xc.eliminate_zeros()
-        check_finite_tokens(Xc, offsets)
+        _check_finite(Xc, tokens, offsets)
         return Xc
 
     def _dict_rows(self, tokens, table=None):
@@ -409,7 +423,7 @@ class SequenceVectorizer:
                     raise_for_bad_value(tokens, offsets, exc)
             else:
                 Xc = self.vectorizer.transform(hashed_pairs(tokens, offsets)).tocsr()
-            check_finite_tokens(Xc, offsets)
+            _check_finite(Xc, tokens, offsets)
         else:
             Xc = tokens
         if self.columns is None:

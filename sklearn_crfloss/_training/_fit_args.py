@@ -16,8 +16,8 @@ import warnings
 from functools import partial
 
 import numpy as np
-from joblib import effective_n_jobs
 
+from .._chain import kernel_threads
 from .._data import check_sample_weight, check_sequences, encode_known_labels
 from .._model import CRFObjective
 from ..decoding import decode
@@ -256,7 +256,7 @@ def validation_score(held_out, layout, classes, loss, scoring, *, decoder, const
         (``'loss'``: the weighted loss; ``'accuracy'``: each token weighted
         by its sequence's weight).
     """
-    n_threads = effective_n_jobs(n_jobs)
+    n_threads = kernel_threads(n_jobs)
     weight = getattr(held_out, "sample_weight", None)
     if isinstance(held_out, ValidationSet):
         held_out = (held_out.X, held_out.y, held_out.offsets)

@@ -4,7 +4,7 @@
 hashing columns fixed by the first call, or a vocabulary that grows with
 the stream), the labels given by the first call's ``classes``, the resolved
 loss, prior and solver, and the solver's own state
-(:class:`~sklearn_crfloss.solvers._sgd.SGDState`: the scaled iterate, the
+(:class:`~sklearn_crfloss.solvers._sgd_state.SGDState`: the scaled iterate, the
 averaging sums, the step count and step size of Bottou's SGD;
 :class:`~sklearn_crfloss.solvers._online.OnlineState`: the parameters and
 averaging sums of the perceptron and MIRA). Each call vectorises its batch,
@@ -17,43 +17,61 @@ import copy
 
 import numpy as np
 
-from .._data import check_sample_weight, check_sequences, encode_known_labels, SequenceVectorizer
+from .._data import (check_sample_weight, check_sequences, encode_known_labels, encode_labels,
+                     SequenceVectorizer)
 from .._model import bigram_columns, BigramLayout, pack_blocks, ParameterLayout
 from .._utils import validate_params
 from ..losses import get_loss, get_loss_tags
 from ..priors import get_prior
-from ..solvers import default_solver, FitInfo, get_solver_tags, make_solver
+from ..solvers import ConvergenceMonitor, default_solver, FitInfo, get_solver_tags, make_solver
 
 __all__ = ["PartialFit", "PartialFitMixin", "check_classes"]
 
 
 def check_classes(classes):
-    """The sorted distinct labels of ``partial_fit``'s ``classes``.
+    """The distinct labels of ``partial_fit``'s ``classes``, ordered and kept as ``fit`` keeps them.
+
+    Labels are any hashable values, as in ``fit``: a tuple stays a tuple and
+    a mix of ints and strings keeps its types (no ``np.asarray`` of the
+    list, which would flatten the one and turn the other into strings).
 
     Parameters
     ----------
-    classes : array-like of hashable labels
+    classes : list or 1-D array of hashable labels
 
     Returns
     -------
     ndarray of shape (n_classes,)
+        As the ``classes_`` of a ``fit`` on these labels (sorted where
+        ``<`` orders them; :func:`~sklearn_crfloss._data.classes_array`).
 
     Raises
     ------
     ValueError
-        If there are fewer than two distinct labels or one is None.
+        If there are fewer than two distinct labels, or one is None or NaN.
     TypeError
-        If ``classes`` is not a list (or array) of labels.
+        If ``classes`` is not a list (or array) of labels, or a label is not
+        hashable (naming its index).
     """
     if isinstance(classes, (str, bytes)) or not hasattr(classes, "__len__"):
         raise TypeError(f"classes must be a list of labels, got {type(classes).__name__}.")
-    values = list(classes)
-    if any(label is None for label in values):
-        raise ValueError("classes contains None.")
-    out = np.unique(np.asarray(values))
-    if out.shape[0] < 2:
-        raise ValueError(f"classes must hold at least two distinct labels, got {values!r}.")
-    return out
+    values = classes.tolist() if isinstance(classes, np.ndarray) else list(classes)
+    for i, label in enumerate(values):
+        if label is None:
+            raise ValueError("classes contains None.")
+        try:
+            hash(label)
+        except TypeError:
+            raise TypeError(f"classes[{i}] = {label!r:.60} of type {type(label).__name__} is "
+                            "not hashable; labels must be hashable values (str, int, tuple, "
+                            "...), e.g. a tuple instead of a list.") from None
+    try:
+        return encode_labels([values], np.array([len(values)]))[0]
+    except ValueError as exc:
+        if "NaN" in str(exc):
+            raise ValueError(f"classes contains NaN, which equals no label: {values!r}.") from None
+        raise ValueError(f"classes must hold at least two distinct labels, got {values!r}.") \
+            from None
 
 
 def online_solver(spec, loss, prior, *, average, eta0, random_state):
@@ -168,7 +186,11 @@ all_possible_states, min_freq, boundary_potentials
         ------
         ValueError, TypeError
             On bad input (naming the sequence) or a label outside
-            ``classes``; the state is then unchanged.
+            ``classes``; the state is then unchanged. A ``ValueError`` also
+            if the objective or the parameters are not finite after the
+            epoch: the solver has put its state back (its own solvers do;
+            otherwise the state is dropped, ``run`` is None, and
+            ``partial_fit`` starts anew at its next call).
         """
         first = self.run is None
         kind, tokens, offsets = check_sequences(
@@ -188,36 +210,43 @@ all_possible_states, min_freq, boundary_potentials
             Xc = features.extend_transform(tokens, offsets)
         columns = bigram_columns(features.attributes)  # (new ones after the old ones)
         L = self.classes.shape[0]
-        if first:
-            self.run = self.solver.new_state(Xc.shape[1], L, self.all_states)
-        self.features = features
-        self.run.grow(Xc.shape[1], columns.shape[0])
-        self.run.observe(Xc, y_enc)
+        run = self.solver.new_state(Xc.shape[1], L, self.all_states) if first else self.run
+        # The solver grows its state to the new attributes, and puts it back
+        # as it was if the epoch diverges (a ValueError).
         value = self.solver.partial_solve(Xc, y_enc, offsets, sample_weight, self.loss,
-                                          self.prior, self.C, self.run, verbose=verbose,
+                                          self.prior, self.C, run, verbose=verbose,
                                           bigram_columns=columns)
-        self.info.n_iter += 1
-        self.info.loss_curve.append(float(value))
-        self.info.objective = float(value)  # the batch's epoch estimate (SGD's Notes)
-        self.info.message = f"partial_fit: {self.info.n_iter} batches"
+        info = copy.copy(self.info)
+        info.n_iter += 1
+        info.loss_curve = self.info.loss_curve + [float(value)]
+        info.objective = float(value)  # the batch's epoch estimate (SGD's Notes)
+        info.message = f"partial_fit: {info.n_iter} batches"
+        out = self._fitted(run, features, info)
+        if not (np.isfinite(value) and np.all(np.isfinite(out[3]))):
+            # (a solver that does not check, or averaged parameters that overflow)
+            self.run = None  # (the state cannot be trusted: dropped)
+            raise ConvergenceMonitor(0.0, 1, stage="partial_fit").diverged(
+                f"the objective of the batch is {value}" if not np.isfinite(value) else
+                "the parameters are not finite after the batch")
+        self.run, self.features, self.info = run, features, info
         if verbose:
-            print(f"partial_fit batch {self.info.n_iter}: {lengths.shape[0]} sequences, "
+            print(f"partial_fit batch {info.n_iter}: {lengths.shape[0]} sequences, "
                   f"{Xc.shape[1]} attributes, objective {value:.6e}", flush=True)
-        return self.fitted()
+        return out
 
-    def fitted(self):
-        """The arguments of the estimator's fitted state for the current parameters."""
-        W, T, s, e, *blocks = self.solver.parameters_of(self.run)
+    def _fitted(self, run, features, info):
+        """The arguments of the estimator's fitted state for the parameters of ``run``."""
+        W, T, s, e, *blocks = self.solver.parameters_of(run)
         # (the online rules train every pair; SGD those observed, or all)
         dense = self.all_states or self.solver.dense_states
-        state_index = None if dense else np.flatnonzero(self.run.mask)
-        columns = bigram_columns(self.features.attributes)
+        state_index = None if dense else np.flatnonzero(run.mask)
+        columns = bigram_columns(features.attributes)
         layout = (BigramLayout(W.shape[0], W.shape[1], state_index, columns) if columns.shape[0]
                   else ParameterLayout(W.shape[0], W.shape[1], state_index))
         theta = pack_blocks(layout, W, T, s, e, *blocks)
-        info = copy.copy(self.info)
-        info.loss_curve = list(self.info.loss_curve)
-        return (self.features, self.classes, layout, theta, info, self.loss, self.prior)
+        info = copy.copy(info)
+        info.loss_curve = list(info.loss_curve)
+        return (features, self.classes, layout, theta, info, self.loss, self.prior)
 
 
 class PartialFitMixin:
@@ -276,7 +305,11 @@ class PartialFitMixin:
         ValueError
             If ``classes`` is missing on the first call or differs later, a
             label is not in ``classes`` (naming the sequence), the solver is a
-            batch solver, ``min_freq > 1``, or on the errors of :meth:`fit`.
+            batch solver, ``min_freq > 1``, a given ``eta0`` is so large that
+            a step would zero the weights, the batch's objective or the
+            parameters after it are not finite (the batch is undone: the
+            model and the online state stay those of the calls before), or
+            on the errors of :meth:`fit`.
         TypeError
             If X, y or ``classes`` is not a list.
         """
@@ -291,10 +324,16 @@ class PartialFitMixin:
             params = self.get_params(deep=False)
             state = PartialFit(classes, **{name: params[name] for name in PartialFit.PARAMETERS
                                            if name in params})
-        elif classes is not None and not np.array_equal(check_classes(classes), state.classes):
+        elif classes is not None and check_classes(classes).tolist() != state.classes.tolist():
             raise ValueError(f"classes={list(classes)!r} differs from the first call's "
                              f"{state.classes.tolist()!r}.")
-        self._set_fitted(*state.step(X, y, sample_weight, verbose=self.verbose))
+        try:
+            fitted = state.step(X, y, sample_weight, verbose=self.verbose)
+        except ValueError:
+            if state.run is None:  # the online state could not be kept: start anew
+                self.__dict__.pop("_partial", None)
+            raise
+        self._set_fitted(*fitted)
         state.coef = self.coef_
         self._partial = state
         return self

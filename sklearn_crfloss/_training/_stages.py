@@ -16,6 +16,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
+from ..exceptions import PotentialMagnitudeError
 from ..losses import ConditionalLogLikelihood, get_loss_tags
 from ..solvers import (ConvergenceMonitor, default_solver, FitInfo, get_solver_tags, make_solver,
                        stage_summary, takes_model)
@@ -186,6 +187,89 @@ def _warn_if_saturated_start(loss, x0, stage):
         "(a wider sigmoid), or another C for the loss.", UserWarning, stacklevel=4)
 
 
+class _Watched:
+    """A stage's objective that counts its evaluations which are not finite.
+
+    The solvers see it in place of the objective (every other attribute is
+    the objective's), so that :func:`run_stage` can tell a solver that
+    stalled because the objective overflowed at every trial step.
+
+    Parameters
+    ----------
+    objective : CRFObjective or DistributedObjective
+    """
+
+    def __init__(self, objective):
+        self.objective = objective
+        self.non_finite = 0
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name == "objective":
+            raise AttributeError(name)
+        return getattr(self.objective, name)
+
+    def _count(self, out):
+        value, grad = out
+        if not (np.isfinite(value) and np.all(np.isfinite(grad))):
+            self.non_finite += 1
+        return out
+
+    def value_and_grad(self, theta, loss, prior, C):
+        """The objective's ``value_and_grad``, counted."""
+        return self._count(self.objective.value_and_grad(theta, loss, prior, C))
+
+    def loss_value_and_grad(self, theta, loss):
+        """The objective's ``loss_value_and_grad``, counted."""
+        return self._count(self.objective.loss_value_and_grad(theta, loss))
+
+
+def _culprits(objective):
+    """The sequences of the largest feature value and sample weight, for a divergence's message.
+
+    Empty for an objective whose data are elsewhere (the dask workers').
+    """
+    try:
+        X, offsets, weights = objective.stored_X, objective.offsets, objective.sample_weight
+    except AttributeError:
+        return ""
+    notes = []
+    if X.nnz:
+        k = int(np.argmax(np.abs(X.data)))
+        value = float(abs(X.data[k]))
+        if value > UNSCALED_LIMIT:
+            row = int(np.searchsorted(X.indptr, k, side="right") - 1)
+            seq = int(np.searchsorted(offsets, row, side="right") - 1)
+            notes.append(f"Sequence {seq} (token {row - int(offsets[seq])}) holds the largest "
+                         f"feature value in magnitude, {value:.6g}")
+    if weights is not None and np.asarray(weights).shape[0]:
+        seq = int(np.argmax(weights))
+        if weights[seq] > 1.0:
+            notes.append(f"Sequence {seq} has the largest sample weight, {weights[seq]:.6g}")
+    return "".join(f". {note}" for note in notes)
+
+
+def _diverged(monitor, objective, what):
+    """The stage's divergence error (:meth:`ConvergenceMonitor.diverged`), naming sequences."""
+    return monitor.diverged(what + _culprits(objective))
+
+
+def _check_start(value, grad, monitor, objective):
+    """Refuse a stage whose objective, gradient or gradient norm is not finite at its start.
+
+    The solvers measure their steps by the gradient's norm: one that
+    overflows (a feature value near the float64 limit) leaves them without a
+    first step.
+    """
+    if not np.isfinite(value):
+        raise _diverged(monitor, objective,
+                        f"the objective is {value} at the starting parameters")
+    if not np.isfinite(np.einsum("i,i->", grad, grad)):  # (no BLAS threads woken)
+        where = "" if np.all(np.isfinite(grad)) else " (some entries are not finite)"
+        raise _diverged(monitor, objective,
+                        f"the gradient's norm overflows at the starting parameters{where}, "
+                        f"where the objective is {value}")
+
+
 def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
     """Run ``solver`` from ``x0``; the parameters to keep and their objective.
 
@@ -210,6 +294,15 @@ def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
     value : float
         The objective at ``theta``.
 
+    Raises
+    ------
+    ValueError
+        If the objective or its gradient's norm is not finite at ``x0``, the
+        objective or the parameters are not finite at the solver's result or
+        at a reported iteration, or the solver stalled without a single step
+        because the objective was not finite at its trial points: naming the
+        stage and the likely causes (:meth:`ConvergenceMonitor.diverged`).
+
     Warns
     -----
     ConvergenceWarning
@@ -220,17 +313,32 @@ def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
         lowered the objective by less than 1e-6 (relative): ``stop_reason``
         'stalled', ``init='cll'`` is the remedy.
     """
-    start_value = float(objective.value_and_grad(x0, loss, prior, C)[0])
+    start_value, start_grad = objective.value_and_grad(x0, loss, prior, C)
+    start_value = float(start_value)
+    _check_start(start_value, start_grad, monitor, objective)
     tags = get_loss_tags(loss)
     monitor.gradient_test = tags.smooth
     _warn_if_saturated_start(loss, x0, stage)
+    watched = _Watched(objective)
     # The solvers' vector operations (norms, dots of the whole parameter
     # vector) are BLAS calls; a multi-threaded BLAS wakes its threads for
     # them, which then spin beside the kernels' own threads (n_jobs), in CPU
     # time and on the cores. The kernels' OpenMP threads are not BLAS.
     with threadpool_limits(limits=1, user_api="blas"):
-        theta = monitor.result(solver.solve(objective, loss, prior, C, x0, monitor))
+        try:
+            theta = monitor.result(solver.solve(watched, loss, prior, C, x0, monitor))
+        except PotentialMagnitudeError as exc:
+            raise _diverged(monitor, objective,
+                            f"the weights grew out of range during training ({exc})") from exc
     value = float(objective.value_and_grad(theta, loss, prior, C)[0])
+    if not (np.isfinite(value) and np.all(np.isfinite(theta))):
+        raise _diverged(monitor, objective, f"the objective is {value} at the solver's result"
+                        if not np.isfinite(value) else "the solver's result is not finite")
+    if watched.non_finite and monitor.n_iter == 0 and monitor.stop_reason == "stalled":
+        raise _diverged(
+            monitor, objective,
+            f"the objective or its gradient was not finite at {watched.non_finite} trial "
+            "point(s) and the solver found no step from the starting parameters")
     tolerance = 1e-12 * max(abs(start_value), 1.0)
     own_rule = get_solver_tags(solver).own_rule  # (the perceptron, MIRA)
     if (not own_rule and not monitor.early_stopped

@@ -281,7 +281,8 @@ def write_conll(
     ------
     ValueError
         If ``y`` or ``y_pred`` do not have the same number of sentences as
-        ``X`` or a sentence's labels are not as many as its tokens, or if a
+        ``X``, a sentence's labels are not as many as its tokens, a
+        sentence is empty (CoNLL files cannot hold one), or if a
         column would not read back with :func:`read_conll` (with
         ``sep=None`` for the default ``sep=" "``, else with the same
         ``sep``): e.g. a column containing ``sep`` or a line break, a
@@ -320,6 +321,12 @@ def write_conll(
 
     lines = []
     for i, sent in enumerate(X):
+        if len(sent) == 0:
+            raise ValueError(
+                f"Sentence {i} is empty: the CoNLL format has no empty sentence (a blank "
+                "line ends a sentence, so it would read back as one sentence fewer and "
+                "misalign every sentence after it). Leave it out (with its labels)."
+            )
         extra = [seqs[i] for _, seqs in columns]
         for (name, _), labels in zip(columns, extra):
             if len(labels) != len(sent):

@@ -21,7 +21,7 @@ from ._fused import RISK, applies, marginal_loss, softmax_margin
 from ._likelihood import ConditionalLogLikelihood
 
 __all__ = ["COST_LOSS_SECTIONS", "CostSensitiveLoss", "HammingCost", "JensenRiskBound",
-           "LabelCost", "Risk", "SoftmaxMargin", "get_cost"]
+           "LabelCost", "Risk", "SoftmaxMargin", "check_cost_matrix", "get_cost"]
 
 #: The Parameters, Attributes and first References entry of every
 #: cost-sensitive loss's docstring (``{cost_sections}``, see ``fill_doc``).
@@ -98,7 +98,8 @@ class LabelCost(BaseEstimator):
     Raises
     ------
     ValueError
-        From :meth:`matrix`, if a cost in ``costs`` is negative, a
+        From :meth:`matrix`, naming the key: if a key of ``costs`` is not
+        a pair of labels, its cost is not a finite non-negative number, a
         diagonal pair has a non-zero cost, or a pair names a label that is
         not among the training labels (a misspelt label would otherwise
         leave the cost without effect). The ranges of ``default`` and
@@ -119,7 +120,10 @@ class LabelCost(BaseEstimator):
     def matrix(self, classes):
         """Cost matrix ``c[a, b]`` of shape (n_classes, n_classes) in ``classes`` order."""
         index = {c: i for i, c in enumerate(classes)}
-        unknown = sorted({repr(label) for pair in dict(self.costs) for label in pair
+        costs = dict(self.costs)
+        for key, value in costs.items():
+            _check_pair(key, value)
+        unknown = sorted({repr(label) for pair in costs for label in pair
                           if label not in index})
         if unknown:
             raise ValueError(
@@ -127,13 +131,72 @@ class LabelCost(BaseEstimator):
                 f"{', '.join(unknown)} (the labels are {np.asarray(classes).tolist()}).")
         n = len(classes)
         M = float(self.default) * (1.0 - np.eye(n))
-        for (a, b), value in dict(self.costs).items():
-            if value < 0:
-                raise ValueError(f"cost of ({a!r}, {b!r}) is negative: {value}")
+        for (a, b), value in costs.items():
             if a == b and value != 0:
                 raise ValueError(f"cost of ({a!r}, {a!r}) must be 0, got {value}")
             M[index[a], index[b]] = value
         return float(self.cost_scale) * M
+
+
+def _check_pair(key, value):
+    """Refuse a cost entry that is not ``(gold, predicted) -> finite cost >= 0``.
+
+    Raises
+    ------
+    ValueError
+        Naming the key: it is not a pair of labels, or its cost is not a
+        real number, not finite or negative.
+    """
+    if not isinstance(key, tuple) or len(key) != 2:
+        raise ValueError(
+            f"a cost given as a dict maps (gold, predicted) label pairs to costs: the key "
+            f"{key!r} is not a pair of two labels.")
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise ValueError(f"cost of {key!r} must be a real number, got {value!r} "
+                         f"({type(value).__name__}).")
+    if not np.isfinite(value) or value < 0:
+        raise ValueError(f"cost of {key!r} must be finite and non-negative, got {value}.")
+
+
+def check_cost_matrix(M, n_labels, cost, cost_scale):
+    """The cost matrix as float64, checked: its shape, finite, non-negative.
+
+    Parameters
+    ----------
+    M : array-like
+        What the cost object's ``matrix(classes)`` returned.
+    n_labels : int
+    cost, cost_scale
+        The loss's parameters, named in the message.
+
+    Returns
+    -------
+    ndarray of float64 of shape (n_labels, n_labels)
+
+    Raises
+    ------
+    ValueError
+        If ``M`` is not of shape (n_labels, n_labels) of real numbers, or
+        holds a value that is not finite (e.g. an infinite ``cost_scale``
+        times a zero) or is negative, naming the first such pair of label
+        indices.
+    """
+    try:
+        M = np.asarray(M, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"the cost matrix of cost={cost!r} is not an array of real numbers.") \
+            from None
+    if M.shape != (n_labels, n_labels):
+        raise ValueError(f"cost matrix has shape {M.shape}, expected {(n_labels, n_labels)}")
+    bad = np.argwhere(~np.isfinite(M) | (M < 0))
+    if bad.shape[0]:
+        a, b = (int(i) for i in bad[0])
+        raise ValueError(
+            f"the cost matrix of cost={cost!r} with cost_scale={cost_scale!r} must be finite "
+            f"and non-negative; entry ({a}, {b}) (label indices: gold, predicted) is "
+            f"{M[a, b]}. A cost of inf or nan makes the loss and every trained parameter "
+            "not finite.")
+    return M
 
 
 def get_cost(cost, cost_scale):
@@ -189,7 +252,9 @@ class CostSensitiveLoss(BaseLoss):
         # Docstring inherited; also sets cost_matrix_ in classes_ order (a
         # ValueError if the cost is invalid: see get_cost, LabelCost.matrix).
         super().set_classes(classes)
-        self.cost_matrix_ = get_cost(self.cost, self.cost_scale).matrix(self.classes_)
+        self.cost_matrix_ = check_cost_matrix(
+            get_cost(self.cost, self.cost_scale).matrix(self.classes_), len(self.classes_),
+            self.cost, self.cost_scale)
         return self
 
     def __loss_tags__(self):
@@ -223,7 +288,8 @@ class CostSensitiveLoss(BaseLoss):
             if isinstance(self.cost, dict):
                 raise ValueError("a cost given by label names needs set_classes(classes) first "
                                  "(CRFTagger.fit calls it)")
-            M = get_cost(self.cost, self.cost_scale).matrix(np.arange(n_labels))
+            M = check_cost_matrix(get_cost(self.cost, self.cost_scale).matrix(
+                np.arange(n_labels)), n_labels, self.cost, self.cost_scale)
         if M.shape != (n_labels, n_labels):
             raise ValueError(f"cost matrix has shape {M.shape}, expected {(n_labels, n_labels)}")
         return M[y]

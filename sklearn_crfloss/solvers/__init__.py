@@ -23,7 +23,8 @@ from ._quickprop import QuickProp
 from ._rprop import Rprop
 from ._schedule import (SOLVERS, default_solver, GPDQuickProp, make_solver, Schedule,
                         solvers_with, Suzuki2006)
-from ._sgd import SGD, SGDState
+from ._sgd import SGD
+from ._sgd_state import SGDState
 
 __all__ = ["BaseSolver", "ConvergenceMonitor", "GPDQuickProp", "HeldOutScore", "LBFGS", "MIRA",
            "OWLQN", "QuickProp", "Rprop", "SGD", "SOLVERS", "Schedule", "StructuredPerceptron",

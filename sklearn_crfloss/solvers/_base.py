@@ -31,7 +31,10 @@ class SolverTags:
     online : bool, default=False
         Whether ``partial_fit`` continues it, one epoch per call: it has
         ``new_state(n_features, n_labels, all_states)``,
-        ``partial_solve(...)`` on that state and ``parameters_of(state)``.
+        ``partial_solve(...)`` on that state (which grows it to the batch's
+        attributes, and puts it back as it was when it raises, e.g. on an
+        objective or parameters that are not finite) and
+        ``parameters_of(state)``.
     takes_bigrams : bool, default=False
         Whether it trains the blocks of observation-dependent label bigrams
         (a schedule: whether every stage does).

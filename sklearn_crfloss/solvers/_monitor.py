@@ -18,8 +18,31 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import ShuffleSplit
 
-__all__ = ["ConvergenceMonitor", "HeldOutScore", "split_sequences", "take_sequences",
-           "takes_model"]
+__all__ = ["ConvergenceMonitor", "HeldOutScore", "diverged", "split_sequences",
+           "take_sequences", "takes_model"]
+
+
+def diverged(stage, what):
+    """The ``ValueError`` of training whose objective or parameters are not finite.
+
+    Parameters
+    ----------
+    stage : str or None
+        The stage (e.g. ``"loss='cll'"``), or None.
+    what : str
+        What is not finite, and where.
+
+    Returns
+    -------
+    ValueError
+        Naming the stage, ``what`` and the likely causes, to be raised.
+    """
+    where = f" (stage {stage})" if stage else ""
+    return ValueError(
+        f"training diverged{where}: {what}. Likely causes: a cost of the loss that is "
+        "very large, sample weights of a very large magnitude, feature values of a very "
+        "large magnitude (scale numeric features, e.g. to [-1, 1]), or a step size too "
+        "large (lower eta0, or leave eta0='auto'). The estimator was left as it was.")
 
 
 class ConvergenceMonitor:
@@ -43,8 +66,9 @@ class ConvergenceMonitor:
       ``SGDClassifier`` rule). The parameters of the best score are kept
       (:attr:`best_theta`).
 
-    A non-finite objective is never reported: :meth:`report` raises a
-    ``ValueError`` naming the stage and the likely causes.
+    A non-finite objective (or parameters) is never reported: :meth:`report`
+    raises a ``ValueError`` (:meth:`diverged`) naming the stage and the
+    likely causes.
 
     Parameters
     ----------
@@ -178,19 +202,17 @@ class ConvergenceMonitor:
         Raises
         ------
         ValueError
-            If ``value`` is not finite (the message names the stage, the
-            iteration and the likely causes), or if the parameters are
-            needed and ``theta`` is None.
+            If ``value`` or ``theta`` (an array) is not finite (the message
+            names the stage, the iteration and the likely causes), or if
+            the parameters are needed and ``theta`` is None.
         """
         value = float(value)
         k = len(self.history) + 1
         if not np.isfinite(value):
-            where = f" (stage {self.stage})" if self.stage else ""
-            raise ValueError(
-                f"training diverged{where}: the objective is {value} at {self.unit} {k}. "
-                "Likely causes: a step size too large (lower eta0, or leave "
-                "eta0='auto'), or feature values of a very large magnitude (scale "
-                "numeric features, e.g. to [-1, 1]). The estimator was left as it was.")
+            raise self.diverged(f"the objective is {value} at {self.unit} {k}")
+        if isinstance(theta, np.ndarray) and not np.all(np.isfinite(theta)):
+            raise self.diverged(f"the parameters are not finite at {self.unit} {k} (the "
+                                f"objective is {value})")
         self.history.append(value)
         self.best_value = min(self.best_value, value)
         self._best_history.append(self.best_value)
@@ -238,6 +260,22 @@ class ConvergenceMonitor:
         else:
             self._rule = ("converged", "the objective stopped improving")
         return True
+
+    def diverged(self, what):
+        """The ``ValueError`` of a stage whose objective or parameters are not finite.
+
+        Parameters
+        ----------
+        what : str
+            What is not finite, and where (e.g. ``"the objective is nan at
+            iter 3"``).
+
+        Returns
+        -------
+        ValueError
+            Naming the stage, ``what`` and the likely causes, to be raised.
+        """
+        return diverged(self.stage, what)
 
     def _validate(self, theta, k):
         """Score ``theta`` on the held-out data; (stop, verbose note)."""

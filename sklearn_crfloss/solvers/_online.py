@@ -40,6 +40,8 @@ from .._model import (local_chain, local_columns, local_transitions, pack_blocks
                       split_bigram_columns)
 from ..losses import get_loss_tags
 from ._base import BaseSolver
+from ._monitor import diverged
+from ._rollback import RowCheckpoint, rng_state, set_rng_state
 
 __all__ = ["MIRA", "OnlineState", "StructuredPerceptron", "random_generator"]
 
@@ -118,10 +120,31 @@ class _OnlineSolver(BaseSolver):
 
         The arguments of :meth:`SGD.partial_solve
         <sklearn_crfloss.solvers.SGD.partial_solve>`, with an
-        :class:`OnlineState`; returns the number of mistakes (updates) in
-        the batch.
+        :class:`OnlineState` (grown to the batch's attributes); returns the
+        number of mistakes (updates) in the batch.
+
+        Raises
+        ------
+        ValueError
+            If the parameters are not finite after the epoch (features of a
+            huge magnitude); ``state`` is then put back as it was.
         """
         self.check(loss, prior)
+        saved = state.checkpoint(np.unique(X.indices))
+        try:
+            state.grow(X.shape[1], len(bigram_columns))
+            value = self._partial_epoch(X, y, offsets, sample_weight, loss, prior, C, state,
+                                        bigram_columns)
+            if not (np.isfinite(value) and state.finite(saved)):
+                raise diverged("partial_fit", "the parameters are not finite after the batch")
+        except BaseException:
+            state.rollback(saved)
+            raise
+        return value
+
+    def _partial_epoch(self, X, y, offsets, sample_weight, loss, prior, C, state,
+                       bigram_columns):
+        """The epoch of :meth:`partial_solve` over a batch, on its state in place."""
         self._tail_masks = None  # partial_fit trains the start and end potentials
         n_seq = offsets.shape[0] - 1
         if state.rng is None:
@@ -196,6 +219,30 @@ class OnlineState:
 
     def observe(self, X, y):
         """Nothing to record: the perceptron and MIRA train every pair they see."""
+
+    def checkpoint(self, rows):
+        """What :meth:`rollback` needs to undo a call that touches the weight ``rows``."""
+        saved = RowCheckpoint(rows)
+        for k, p in enumerate(self.params):
+            (saved.save_rows if k == 0 else saved.save)(f"params{k}", p)
+        for k, p in enumerate(self.sums or ()):
+            (saved.save_rows if k == 0 else saved.save)(f"sums{k}", p)
+        saved.scalars = (len(self.params), None if self.sums is None else len(self.sums),
+                         self.count, self.rng, rng_state(self.rng))
+        return saved
+
+    def rollback(self, saved):
+        """Put the state back as :meth:`checkpoint` found it."""
+        n_params, n_sums, self.count, self.rng, rng = saved.scalars
+        self.params = [saved.restore(f"params{k}", p) for k, p in enumerate(self.params[:n_params])]
+        self.sums = None if n_sums is None else [
+            saved.restore(f"sums{k}", p) for k, p in enumerate(self.sums[:n_sums])]
+        set_rng_state(self.rng, rng)
+
+    def finite(self, saved):
+        """Whether every weight a call from :meth:`checkpoint` may have changed is finite."""
+        return (saved.finite("params0", self.params[0])
+                and all(np.all(np.isfinite(p)) for p in self.params[1:]))
 
 
 class _MistakeDriven(_OnlineSolver):

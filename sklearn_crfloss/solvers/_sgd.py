@@ -52,16 +52,17 @@ import numpy as np
 from .._data import column_counts
 from .._model import kernel_csr, pack_blocks, split_bigram_columns
 from .._utils import Interval, StrOptions, validate_parameter_constraints
-from ..exceptions import UndefinedLossError
+from ..exceptions import PotentialMagnitudeError, UndefinedLossError
 from ..losses import get_loss_tags
 from ..priors import get_prior_tags
 from ._base import BaseSolver
-from ._monitor import take_sequences
+from ._monitor import diverged, take_sequences
 from ._online import random_generator
 from ._sgd_blocks import ScaledBlocks
 from ._sgd_loops import batch_potentials, sgd_pass, sgd_step
+from ._sgd_state import may_fold, SGDState
 
-__all__ = ["SGD", "SGDState"]
+__all__ = ["SGD"]
 
 _KIND_SUM, _KIND_MAX = 0, 1
 _KINDS = {"sum": _KIND_SUM, "max": _KIND_MAX}
@@ -264,6 +265,8 @@ class _ScaledModel:
                 self.y[rows], local,
                 sample_weight=None if self.sample_weight is None else self.weights[seqs],
                 **extra)
+        except PotentialMagnitudeError:
+            raise  # weights grown out of range: the training stage's divergence
         except ValueError as exc:
             # A loss that is not a sum over sequences (an F-score) may be
             # undefined on a small minibatch (run() enlarges it).
@@ -337,106 +340,6 @@ class _ScaledModel:
         self.state[:] = state
         if blocks is not None:
             self.blocks.B[:] = blocks
-
-
-class SGDState:
-    """What :meth:`SGD.partial_solve` carries from one call to the next.
-
-    The scaled iterate ``theta = a V`` and the averaging corrections of
-    :class:`SGD` (see the module docstring), in the natural row order, with
-    the step count, the step size and the random generator, so that calls
-    on successive batches continue one run of the schedule.
-
-    Parameters
-    ----------
-    n_features : int
-    n_labels : int
-    all_states : bool
-        If False, only the (attribute, label) pairs marked in ``mask`` (see
-        :meth:`observe`) are trained, the others stay 0 (CRFsuite's
-        observed pairs); if True, all.
-    average : bool
-        Whether the averaging corrections are kept.
-
-    Attributes
-    ----------
-    W : ndarray of shape (n_features, n_labels)
-        ``V``'s state weights.
-    tail : ndarray of shape (n_labels ** 2 + 2 n_labels,)
-        ``V``'s transitions, start and end potentials.
-    mask : ndarray of uint8 of shape (n_features, n_labels) or (0, n_labels)
-    BW, Btail : ndarray
-        Averaging corrections (0 rows without averaging).
-    B, BB : ndarray of shape (n_bigram * n_labels ** 2,)
-        ``V``'s blocks of the bigram attributes (observation-dependent label
-        bigrams, in the order of their columns) and their averaging
-        corrections (empty without averaging).
-    state : ndarray of shape (5,)
-        ``[a, t, S, n_avg, n_folds]`` (scale, sequences seen, ...).
-    n_seen : int
-        Sequences seen by all calls (the ``n`` of ``lam = 1 / (C n)``).
-    eta0 : float or None
-        The first step size, calibrated by the first call if None.
-    average_start : int or None
-    rng : numpy.random.Generator or None
-    """
-
-    def __init__(self, n_features, n_labels, all_states=False, average=True):
-        L = n_labels
-        self.W = np.zeros((n_features, L))
-        self.tail = np.zeros(L * L + 2 * L)
-        self.mask = np.zeros((0 if all_states else n_features, L), dtype=np.uint8)
-        rows = n_features if average else 0
-        self.BW, self.Btail = np.zeros((rows, L)), np.zeros(self.tail.shape[0] if average else 0)
-        self.B, self.BB, self.average = np.zeros(0), np.zeros(0), average
-        self.state = np.array([1.0, 0.0, 0.0, 0.0, 0.0])
-        self.n_seen = 0
-        self.eta0 = None
-        self.average_start = None
-        self.rng = None
-
-    def grow(self, n_features, n_bigram=0):
-        """Add zero rows for new attributes (a vocabulary that grows with the stream),
-        and zero blocks for new bigram attributes (their columns after the old ones)."""
-        L = self.W.shape[1]
-        extra = n_bigram * L * L - self.B.shape[0]
-        if extra > 0:  # (the scale multiplies zeros: no fold needed)
-            self.B = np.concatenate([self.B, np.zeros(extra)])
-            if self.average:
-                self.BB = np.concatenate([self.BB, np.zeros(extra)])
-        extra = n_features - self.W.shape[0]
-        if extra > 0:
-            def pad(A):
-                return A if A.shape[0] == 0 else np.concatenate(
-                    [A, np.zeros((extra, A.shape[1]), dtype=A.dtype)])
-            self.W, self.mask, self.BW = pad(self.W), pad(self.mask), pad(self.BW)
-
-    def observe(self, X, y):
-        """Mark the (attribute, gold label) pairs of a batch as trained.
-
-        Parameters
-        ----------
-        X : scipy.sparse.csr_matrix of shape (n_tokens, n_features)
-        y : ndarray of intp of shape (n_tokens,)
-        """
-        if self.mask.shape[0]:
-            rows = np.repeat(np.asarray(y, dtype=np.intp), np.diff(X.indptr))
-            self.mask[X.indices, rows] = 1
-
-    def parameters(self):
-        """``(W, transition, start, end, blocks)``: the average of the iterates once
-        averaging has begun, else the current iterate (new arrays); ``blocks`` of
-        shape (n_bigram, n_labels, n_labels)."""
-        a, _, S, n_avg, _ = self.state
-        if self.BW.shape[0] and n_avg > 0:
-            W = (S * self.W - self.BW) / n_avg
-            tail = (S * self.tail - self.Btail) / n_avg
-            B = (S * self.B - self.BB) / n_avg
-        else:
-            W, tail, B = a * self.W, a * self.tail, a * self.B
-        L = self.W.shape[1]
-        return (W, tail[:L * L].reshape(L, L), tail[L * L:L * L + L], tail[L * L + L:],
-                B.reshape(-1, L, L))
 
 
 class SGD(BaseSolver):
@@ -703,7 +606,8 @@ class SGD(BaseSolver):
         loss, prior, C
             As for :meth:`solve`.
         state : SGDState
-            Updated in place.
+            Updated in place (grown to the batch's attributes, which it
+            observes, see :meth:`SGDState.observe`).
         verbose : int, default=0
         bigram_columns : array-like of int, default=()
             The columns of X that are bigram attributes, in the order of
@@ -714,6 +618,13 @@ class SGD(BaseSolver):
         float
             The summed weighted losses of the batch (each before its
             step) plus the penalty of the current iterate.
+
+        Raises
+        ------
+        ValueError
+            If the objective or the parameters are not finite after the
+            epoch (a step size too large, features or weights of a huge
+            magnitude); ``state`` is then put back as it was.
         """
         self.check(loss, prior)
         n_seq = offsets.shape[0] - 1
@@ -722,6 +633,54 @@ class SGD(BaseSolver):
         batch = self.batch_size
         if batch == "auto":
             batch = 1 if kind is not None else self.generic_batch_size
+        lam = 0.0 if get_prior_tags(prior).zero else 1.0 / (C * (state.n_seen + n_seq))
+        self._check_step(state, lam, 1 if kind is not None else batch)
+        # (the generic path may enlarge a minibatch up to the rest of the batch)
+        whole = may_fold(state, n_seq, lam, 1 if kind is not None else n_seq)
+        saved = state.checkpoint(np.unique(X.indices), whole)
+        try:
+            state.grow(X.shape[1], len(bigram_columns))
+            state.observe(X, y)
+            value = self._partial_epoch(X, y, offsets, sample_weight, loss, prior, C, state,
+                                        verbose, bigram_columns, kind, cost, batch)
+            if not (np.isfinite(value) and state.finite(saved)):
+                raise diverged("partial_fit", f"the objective of the batch is {value}" if not
+                               np.isfinite(value) else "the parameters are not finite after "
+                               "the batch")
+        except BaseException:
+            state.rollback(saved)
+            raise
+        return value
+
+    def _check_step(self, state, lam, batch):
+        """Refuse a given ``eta0`` whose first step of the batch zeroes the weights.
+
+        A step multiplies the weights by ``1 - eta lam m`` (the L2 prior's
+        shrinkage, for ``m`` sequences): at ``eta lam m >= 1`` it is clipped
+        to 0, every step discards all the previous ones and the weights
+        only grow with ``eta`` (to ``1e50`` and beyond, or not finite). A
+        calibrated ``eta0='auto'`` is chosen to lower the objective.
+        """
+        if self.eta0 == "auto" or lam == 0.0:
+            return
+        eta0 = float(self.eta0)
+        power = (self.power_t if self.power_t is not None
+                 else (0.75 if state.BW.shape[0] else 1.0))
+        lam_s = lam if lam > 0 else 1.0 / max(state.n_seen, 1)
+        eta = eta0 / (1.0 + eta0 * lam_s * state.state[1]) ** power
+        if eta * lam * batch >= 1.0:
+            raise ValueError(
+                f"partial_fit: eta0={self.eta0!r} is too large: the step size at this "
+                f"batch, {eta:.3g}, times the L2 prior's 1 / (C n) = {lam:.3g} is at least "
+                "1, so every step would set the weights to zero before its gradient step "
+                "and training diverges. Lower eta0 (or leave eta0='auto', calibrated on "
+                "the first batch). The estimator was left as it was.")
+
+    def _partial_epoch(self, X, y, offsets, sample_weight, loss, prior, C, state, verbose,
+                       bigram_columns, kind, cost, batch):
+        """The epoch of :meth:`partial_solve` over a batch, on its state in place."""
+        n_seq = offsets.shape[0] - 1
+        L = state.W.shape[1]
         if state.rng is None:
             state.rng = random_generator(self.random_state)
             state.average_start = self._average_start(n_seq) if state.BW.shape[0] else None

@@ -25,7 +25,7 @@ class ScaledBlocks:
         The bigram rows (:func:`~sklearn_crfloss._model._bigram_rows.split_bigram_columns`).
     B : ndarray of float64 of shape (n_bigram * n_labels ** 2,)
         ``V_B``, updated in place (an SGD run's copy of the starting blocks,
-        or :class:`~sklearn_crfloss.solvers._sgd.SGDState`'s array).
+        or :class:`~sklearn_crfloss.solvers._sgd_state.SGDState`'s array).
     BB : ndarray of float64 of shape (n_bigram * n_labels ** 2,) or (0,)
         The averaging corrections (empty: no averaging), updated in place.
     n_labels : int
