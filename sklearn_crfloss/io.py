@@ -225,27 +225,29 @@ def export_crfsuite(estimator, path):
         raise TypeError(f"export_crfsuite exports a CRFTagger or LOPTagger, not "
                         f"{type(estimator).__name__}.")
     check_is_fitted(estimator)
-    why = None
+    reasons = []  # every reason at once, so that one refit fixes them all
     if np.any(estimator.start_ != 0) or np.any(estimator.end_ != 0):
-        why = ("it has non-zero start/end potentials, which CRFsuite models do not have; "
-               "train it with boundary_potentials=False")
-    elif estimator.input_kind_ != "dict":
-        why = ("it was trained on numeric arrays; CRFsuite attributes are named feature-dict "
-               "entries (train on feature dicts)")
+        reasons.append("it has non-zero start/end potentials, which CRFsuite models do not "
+                       "have; train it with boundary_potentials=False")
+    if estimator.input_kind_ != "dict":
+        reasons.append("it was trained on numeric arrays; CRFsuite attributes are named "
+                       "feature-dict entries (train on feature dicts)")
     elif separator(estimator._features) is None:
-        why = ("it uses hashed features (feature_hashing), whose attribute names are "
-               "unknown; train without feature_hashing")
-    elif (estimator.transition_.shape != 2 * estimator.classes_.shape
-          or getattr(estimator, "bigram_coef_", None) is not None):
-        why = "its transitions depend on the observations; CRFsuite's are one matrix"
-    elif not all(isinstance(c, str) and "\0" not in c for c in estimator.classes_.tolist()):
-        why = "CRFsuite labels are strings (without NUL characters); its labels are not"
-    elif estimator.decoder != "viterbi" or estimator.constraints is not None:
-        why = ("it decodes with decoder={!r}, constraints={!r}; CRFsuite's tagger runs plain "
-               "Viterbi (set_params(decoder='viterbi', constraints=None) to export it)".format(
-                   estimator.decoder, estimator.constraints))
-    if why is not None:
-        raise ValueError(f"Cannot export this model to CRFsuite: {why}.")
+        reasons.append("it uses hashed features (feature_hashing), whose attribute names are "
+                       "unknown; train without feature_hashing")
+    if (estimator.transition_.shape != 2 * estimator.classes_.shape
+            or getattr(estimator, "bigram_coef_", None) is not None):
+        reasons.append("its transitions depend on the observations; CRFsuite's are one matrix")
+    if not all(isinstance(c, str) and "\0" not in c for c in estimator.classes_.tolist()):
+        reasons.append("CRFsuite labels are strings (without NUL characters); its labels are "
+                       "not")
+    if estimator.decoder != "viterbi" or estimator.constraints is not None:
+        reasons.append(
+            "it decodes with decoder={!r}, constraints={!r}; CRFsuite's tagger runs plain "
+            "Viterbi (set_params(decoder='viterbi', constraints=None) to export it)".format(
+                estimator.decoder, estimator.constraints))
+    if reasons:
+        raise ValueError("Cannot export this model to CRFsuite: " + "; and ".join(reasons) + ".")
     W = np.asarray(estimator.coef_.T)  # (n_features, n_classes)
     attr, lab = np.nonzero(W)  # row-major: sorted by attribute
     used, new_attr = np.unique(attr, return_inverse=True)

@@ -510,3 +510,13 @@ def test_save_load_keeps_label_identity(tmp_path, relabel):
     got, want = loaded.predict(X), crf.predict(X)
     assert got == want
     assert [type(v) for s in got for v in s] == [type(v) for s in want for v in s]
+
+
+def test_export_names_every_reason_at_once(tmp_path):
+    crf, _, _ = _fit(feature_hashing=32, decoder="mea")  # boundary potentials on too
+    with pytest.raises(ValueError) as info:
+        export_crfsuite(crf, tmp_path / "m.crfsuite")
+    message = str(info.value)
+    for reason in ("non-zero start/end", "hashed features", "plain Viterbi"):
+        assert reason in message
+    assert not (tmp_path / "m.crfsuite").exists()
