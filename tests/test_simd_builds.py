@@ -1,9 +1,10 @@
-"""The vector builds of the sum-product kernels (sklearn_crfloss._chain._dispatch).
+"""The vector builds of the chain kernels (sklearn_crfloss._chain._dispatch).
 
-A portable build compiles the forward-backward and fused-loss kernels for
-the baseline instruction set and, where the compiler can, for AVX2 and
-AVX-512; the widest the CPU runs is used. Every build this machine can run
-must give the results of the baseline one, up to rounding.
+A portable build compiles the chain kernel modules for the baseline
+instruction set and, for the modules listed in _ext/meson.build and where the
+compiler can, for AVX2 and AVX-512; per module, the widest copy the CPU runs
+is used. Every build this machine can run must give the results of the
+baseline one, up to rounding.
 """
 
 import numpy as np
@@ -32,8 +33,13 @@ def runnable_builds():
     return builds
 
 
+def build_modules(build):
+    """A build's kernel modules, the baseline ones where it has no copy."""
+    return {**_simd.kernel_modules("baseline"), **_simd.kernel_modules(build)}
+
+
 def evaluate(build, loss, monkeypatch):
-    modules = _simd.kernel_modules(build)
+    modules = build_modules(build)
     monkeypatch.setattr(objective_module, "cll_features_batch",
                         modules["_forward_backward"].cll_features_batch)
     monkeypatch.setattr(fused_module, "marginal_loss_features_batch",
@@ -44,10 +50,14 @@ def evaluate(build, loss, monkeypatch):
     return objective.loss_value_and_grad(theta, loss)
 
 
-def test_the_selected_build_is_the_widest_runnable_one():
-    assert _simd.KERNEL_BUILD == runnable_builds()[-1]
+def test_each_module_runs_the_widest_runnable_build_that_has_it():
+    for name in _simd.MODULES:
+        widest = [b for b in runnable_builds() if name in _simd.kernel_modules(b)][-1]
+        assert _simd.KERNEL_BUILD[name] == widest, name
     assert _simd.cll_features_batch is _simd.kernel_modules(
-        _simd.KERNEL_BUILD)["_forward_backward"].cll_features_batch
+        _simd.KERNEL_BUILD["_forward_backward"])["_forward_backward"].cll_features_batch
+    assert _simd.viterbi_batch is _simd.kernel_modules(
+        _simd.KERNEL_BUILD["_viterbi"])["_viterbi"].viterbi_batch
 
 
 @pytest.mark.parametrize("loss", [None, SoftmaxMargin(), Risk(), LabelwiseAccuracyLoss()],
@@ -72,7 +82,7 @@ def use_build(build, monkeypatch):
     """Point the inference functions at one build's kernels."""
     import sklearn_crfloss.inference as inference
 
-    modules = _simd.kernel_modules(build)
+    modules = build_modules(build)
     for name in ("forward_backward_batch", "marginals_vjp_batch", "max_incorrect_batch",
                  "max_marginals_batch", "n_best_batch", "segment_margins_batch",
                  "viterbi_batch"):
@@ -108,3 +118,25 @@ def test_every_runnable_build_gives_the_baseline_inference(monkeypatch):
     for build in runnable_builds()[1:]:
         for got, expected in zip(run(build), reference):
             assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+
+
+def test_a_module_without_a_copy_runs_its_next_widest_build(monkeypatch):
+    real_import = _simd._import
+    dropped = {("_viterbi", "avx512"), ("_viterbi", "avx2"), ("_potentials", "avx512")}
+
+    def without_copies(name, build):
+        if (name, build) in dropped:
+            raise ImportError(f"no {name}_{build}")
+        return real_import(name, build)
+
+    monkeypatch.setattr(_simd, "_import", without_copies)
+    builds, modules = _simd._select()
+    runnable = runnable_builds()
+    assert builds["_viterbi"] == "baseline"
+    assert modules["_viterbi"] is _simd.kernel_modules("baseline")["_viterbi"]
+    expected = "avx2" if "avx2" in runnable and "_potentials" in _simd.kernel_modules("avx2") \
+        else "baseline"
+    assert builds["_potentials"] == expected
+    assert modules["_potentials"].__name__.endswith(
+        "" if expected == "baseline" else "_avx2")
+    assert builds["_forward_backward"] == _simd.KERNEL_BUILD["_forward_backward"]

@@ -1,16 +1,17 @@
-"""The chain kernels for this CPU: the widest vector build it can run.
+"""The chain kernels for this CPU: per module, the widest vector build it can run.
 
 A portable build (the default; ``-Dnative_arch=true`` compiles everything
 for the building machine instead) compiles the kernels that the training
 objective and the inference functions call (``_potentials``,
 ``_forward_backward``, ``_fused_losses``, ``_marginal_vjp``, ``_viterbi``,
-``_max_marginals``, ``_chunk_queries``, ``_positions``) three times: for the
-baseline x86-64 instruction set, with AVX2 + FMA (modules ``*_avx2``) and with
-AVX-512 (F, CD, BW, DQ, VL;
-modules ``*_avx512``). The widest copy whose instructions numpy's CPU
-detection reports is imported; elsewhere (other architectures, or a build
-without the copies) the baseline kernels run. All give the same results up
-to rounding (fused multiply-adds round once).
+``_max_marginals``, ``_chunk_queries``, ``_positions``) for the baseline
+x86-64 instruction set and, for the modules where it measured faster, also
+with AVX2 + FMA (modules ``*_avx2``) and with AVX-512 (F, CD, BW, DQ, VL;
+modules ``*_avx512``); ``_ext/meson.build`` lists which. For each module,
+the widest copy that this installation has and whose instructions numpy's
+CPU detection reports is imported; elsewhere (other architectures, a build
+without the copies, a module without them) the baseline kernels run. All
+give the same results up to rounding (fused multiply-adds round once).
 """
 
 import importlib
@@ -46,28 +47,52 @@ def _cpu_features():
     return __cpu_features__
 
 
-def kernel_modules(build):
-    """The kernel modules of a build ('baseline', 'avx2', 'avx512'), by name.
-
-    Raises ImportError if this installation has no such build.
-    """
+def _import(name, build):
     suffix = "" if build == "baseline" else f"_{build}"
-    return {name: importlib.import_module(f"{__package__}.{name}{suffix}") for name in MODULES}
+    return importlib.import_module(f"{__package__}.{name}{suffix}")
+
+
+def kernel_modules(build):
+    """The kernel modules that a build ('baseline', 'avx2', 'avx512') has, by name.
+
+    The baseline build has every module of ``MODULES``; a vector build only
+    those compiled for it (the others are missing from the dict). Raises
+    ImportError if this installation has no module of that build.
+    """
+    if build == "baseline":
+        return {name: _import(name, build) for name in MODULES}
+    found = {}
+    for name in MODULES:
+        try:
+            found[name] = _import(name, build)
+        except ImportError:  # not compiled for this build, or a native / non-x86 build
+            continue
+    if not found:
+        raise ImportError(f"this installation has no kernel module of the build {build!r}")
+    return found
 
 
 def _select():
-    """The widest build the CPU runs and this installation has, and its modules."""
+    """Per module, the widest build that the CPU runs and this installation has.
+
+    Returns ``(builds, modules)``: the build's name and the module, by module name.
+    """
     features = _cpu_features()
-    for build, needs in _BUILDS.items():
-        if all(features.get(f) for f in needs):
-            try:
-                return build, kernel_modules(build)
-            except ImportError:  # a native or non-x86 build has no copies
-                continue
-    return "baseline", kernel_modules("baseline")
+    builds = dict.fromkeys(MODULES, "baseline")
+    modules = kernel_modules("baseline")
+    for build, needs in reversed(_BUILDS.items()):  # narrowest first: wider ones override
+        if not all(features.get(f) for f in needs):
+            continue
+        try:
+            found = kernel_modules(build)
+        except ImportError:
+            continue
+        builds.update(dict.fromkeys(found, build))
+        modules.update(found)
+    return builds, modules
 
 
-#: The build whose kernels run: 'avx512', 'avx2' or 'baseline'.
+#: The build whose kernels run, by module name: 'avx512', 'avx2' or 'baseline'.
 KERNEL_BUILD, _modules = _select()
 pair_potentials = _modules["_potentials"].pair_potentials
 pair_gradient = _modules["_potentials"].pair_gradient
