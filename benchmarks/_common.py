@@ -248,6 +248,25 @@ def add_bootstrap_arguments(parser):
     parser.add_argument("--random-state", type=int, default=0)
 
 
+def parse_significance_run(parser, argv):
+    """Add the bootstrap options, parse, silence ConvergenceWarning, print command and load.
+
+    Returns
+    -------
+    argparse.Namespace
+    """
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    add_bootstrap_arguments(parser)
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    print("command:", " ".join(["python"] + sys.argv), flush=True)
+    print("load average:", open("/proc/loadavg").read().strip(), flush=True)
+    return args
+
+
 def paired_tests_line(y_true, pred_a, pred_b, n_resamples, random_state):
     """One line: paired bootstrap of segment F1 (a - b) and McNemar on sentences and tokens."""
     from sklearn_crfloss import metrics

@@ -20,15 +20,13 @@ import argparse
 import os
 import sys
 import time
-import warnings
 
-from sklearn.exceptions import ConvergenceWarning
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, os.pardir, "examples"))
 
-from _common import add_bootstrap_arguments  # noqa: E402
+from _common import parse_significance_run  # noqa: E402
 from conll2002_cost_losses import featurize  # noqa: E402
 
 from sklearn_crfloss import CRFTagger, metrics  # noqa: E402
@@ -44,11 +42,7 @@ def main(argv=None):
                    help="versions of the corpus: as distributed (iob2) or written in IOB1")
     p.add_argument("--C", type=float, default=50.0)
     p.add_argument("--max-iter", type=int, default=1000)
-    add_bootstrap_arguments(p)
-    args = p.parse_args(argv)
-    warnings.simplefilter("ignore", ConvergenceWarning)
-    print("command:", " ".join(["python"] + sys.argv), flush=True)
-    print("load average:", open("/proc/loadavg").read().strip(), flush=True)
+    args = parse_significance_run(p, argv)
 
     (X_tr, y_tr), (X_a, y_a), (X_b, y_b) = (load_conll2002("esp", part)
                                             for part in ("train", "testa", "testb"))

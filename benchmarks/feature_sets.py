@@ -22,15 +22,13 @@ import json
 import os
 import sys
 import time
-import warnings
 
-from sklearn.exceptions import ConvergenceWarning
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, os.pardir, "examples"))
 
-from _common import add_bootstrap_arguments  # noqa: E402
+from _common import parse_significance_run  # noqa: E402
 from conll2002_cost_losses import featurize  # noqa: E402
 
 from sklearn_crfloss import CRFTagger, metrics  # noqa: E402
@@ -79,11 +77,7 @@ def main(argv=None):
     p.add_argument("--dev", action="store_true", help="score on the development split")
     p.add_argument("--params", default="{}", help="JSON parameters of ChunkFeatures/NERFeatures")
     p.add_argument("--n-jobs", type=int, default=1)
-    add_bootstrap_arguments(p)
-    args = p.parse_args(argv)
-    warnings.simplefilter("ignore", ConvergenceWarning)
-    print("command:", " ".join(["python"] + sys.argv), flush=True)
-    print("load average:", open("/proc/loadavg").read().strip(), flush=True)
+    args = parse_significance_run(p, argv)
     params = json.loads(args.params)
     if "chunking" in args.tasks:
         data = _data("chunking", args.dev)

@@ -17,8 +17,12 @@ pickle-free file format (:func:`sklearn_crfloss.io.save_model`), and
 The features of a token are a dict computed from the words of the
 document (and their tags where the pipeline has set them) by a feature
 function, chosen in the component's config from spaCy's ``misc`` registry:
-``{"@misc": "crfloss.word_features.v1"}`` by default (see
-:func:`make_word_features`); register a function of your own the same way.
+by default the package's feature sets, ``{"@misc": "crfloss.ner_features.v1"}``
+(:class:`~sklearn_crfloss.features.NERFeatures`) for ``"crfloss_ner"`` and
+``{"@misc": "crfloss.pos_features.v1"}``
+(:class:`~sklearn_crfloss.features.POSFeatures`) for ``"crfloss_tagger"``
+(see :func:`make_feature_set`); ``"crfloss.word_features.v1"`` is a smaller
+set (:class:`WordFeatures`); register a function of your own the same way.
 """
 
 import json
@@ -30,11 +34,12 @@ from spacy.training import biluo_to_iob
 from spacy.util import registry
 
 from ._tagger import CRFTagger
+from .features import NERFeatures, POSFeatures
 from .io import load_model, save_model
 from .segments import get_segments
 
-__all__ = ["CRFComponent", "WordFeatures", "doc_labels", "gold_labels", "make_word_features",
-           "set_labels"]
+__all__ = ["CRFComponent", "FeatureSetFunction", "WordFeatures", "doc_labels", "gold_labels",
+           "make_feature_set", "make_word_features", "set_labels"]
 
 _MODEL_FILE = "model.crfl"
 _CONFIG_FILE = "cfg.json"
@@ -114,7 +119,7 @@ class WordFeatures:
 
 @registry.misc("crfloss.word_features.v1")
 def make_word_features(window: int = 1):
-    """The default feature function of the components, :class:`WordFeatures`.
+    """A smaller feature function of the words than the default: :class:`WordFeatures`.
 
     Registered in spaCy's ``misc`` registry as ``"crfloss.word_features.v1"``;
     in a config: ``features = {"@misc": "crfloss.word_features.v1", "window": 2}``.
@@ -128,6 +133,75 @@ def make_word_features(window: int = 1):
     WordFeatures
     """
     return WordFeatures(window)
+
+
+class FeatureSetFunction:
+    """One of the package's feature-set transformers as a feature function of a document.
+
+    The document's words are the tokens' first column, their tags (where
+    the pipeline has set them) the second, as the transformers read CoNLL
+    tokens (``(word, POS)``).
+
+    Parameters
+    ----------
+    transformer : NERFeatures or POSFeatures
+        Any transformer of :mod:`sklearn_crfloss.features` that takes
+        sentences of token tuples; it learns nothing in ``fit``.
+
+    Examples
+    --------
+    >>> from sklearn_crfloss.features import NERFeatures
+    >>> features = FeatureSetFunction(NERFeatures())
+    >>> features(["Vive", "en", "Madrid"])[2] == NERFeatures().fit_transform(
+    ...     [[("Vive",), ("en",), ("Madrid",)]])[0][2]
+    True
+    """
+
+    def __init__(self, transformer):
+        self.transformer = transformer
+
+    def __call__(self, words, tags=None):
+        """Feature dicts of one document: ``words`` (list of str), ``tags`` (list of str or None)."""
+        tokens = ([(w,) for w in words] if tags is None or not all(tags)
+                  else list(zip(words, tags)))
+        return self.transformer.fit_transform([tokens])[0]
+
+
+@registry.misc("crfloss.ner_features.v1")
+def make_ner_features():
+    """The default features of ``"crfloss_ner"``: :class:`~sklearn_crfloss.features.NERFeatures`.
+
+    Returns
+    -------
+    FeatureSetFunction
+    """
+    return make_feature_set(NERFeatures())
+
+
+@registry.misc("crfloss.pos_features.v1")
+def make_pos_features():
+    """The default features of ``"crfloss_tagger"``: :class:`~sklearn_crfloss.features.POSFeatures`.
+
+    Returns
+    -------
+    FeatureSetFunction
+    """
+    return make_feature_set(POSFeatures())
+
+
+def make_feature_set(transformer):
+    """A feature function of documents from a feature-set transformer (:class:`FeatureSetFunction`).
+
+    Parameters
+    ----------
+    transformer : NERFeatures, POSFeatures, ChunkFeatures or TemplateFeatures
+        With the parameters wanted.
+
+    Returns
+    -------
+    FeatureSetFunction
+    """
+    return FeatureSetFunction(transformer)
 
 
 def doc_labels(doc, kind):
@@ -387,12 +461,12 @@ class CRFComponent:
         return self
 
 
-_DEFAULT_FEATURES = {"@misc": "crfloss.word_features.v1"}
 
 
 @Language.factory("crfloss_ner", assigns=["doc.ents", "token.ent_iob", "token.ent_type"],
-                  default_config={"features": _DEFAULT_FEATURES, "loss": "cll", "C": 1.0,
-                                  "max_iter": None, "constraints": "iob2", "crf_params": {}})
+                  default_config={"features": {"@misc": "crfloss.ner_features.v1"}, "loss": "cll",
+                                  "C": 1.0, "max_iter": None, "constraints": "iob2",
+                                  "crf_params": {}})
 def make_crfloss_ner(nlp, name, features, loss, C, max_iter, constraints, crf_params):
     """Factory of ``"crfloss_ner"``: a :class:`CRFComponent` with ``kind='ner'``.
 
@@ -403,8 +477,9 @@ def make_crfloss_ner(nlp, name, features, loss, C, max_iter, constraints, crf_pa
 
 
 @Language.factory("crfloss_tagger", assigns=["token.tag"],
-                  default_config={"features": _DEFAULT_FEATURES, "loss": "cll", "C": 1.0,
-                                  "max_iter": None, "constraints": None, "crf_params": {}})
+                  default_config={"features": {"@misc": "crfloss.pos_features.v1"}, "loss": "cll",
+                                  "C": 1.0, "max_iter": None, "constraints": None,
+                                  "crf_params": {}})
 def make_crfloss_tagger(nlp, name, features, loss, C, max_iter, constraints, crf_params):
     """Factory of ``"crfloss_tagger"``: a :class:`CRFComponent` with ``kind='tagger'``."""
     return CRFComponent(nlp, name, kind="tagger", features=features, loss=loss, C=C,

@@ -8,7 +8,8 @@ from spacy.training import Example
 import sklearn_crfloss.spacy as crf_spacy
 from sklearn_crfloss import CRFTagger
 from sklearn_crfloss.metrics import segment_f1_score, token_accuracy
-from sklearn_crfloss.spacy import WordFeatures, doc_labels
+from sklearn_crfloss.features import NERFeatures
+from sklearn_crfloss.spacy import FeatureSetFunction, WordFeatures, doc_labels
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -40,9 +41,9 @@ def test_ner_matches_crftagger_and_survives_to_disk(conll_docs, tmp_path):
     pred = list(nlp.pipe(_plain(nlp, d) for d in test))
     y_test = [doc_labels(d, "ner") for d in test]
     ours = segment_f1_score(y_test, [doc_labels(d, "ner") for d in pred])
-    # CRFTagger on the same features of the same words (no tagger in the pipeline:
-    # the gold tags of the reference docs are not features)
-    features = WordFeatures()
+    # CRFTagger on the same features of the same words (the default, NERFeatures; no
+    # tagger in the pipeline: the gold tags of the reference docs are not features)
+    features = FeatureSetFunction(NERFeatures())
     direct = CRFTagger(max_iter=60, constraints="iob2").fit(
         [features([t.text for t in d]) for d in train],
         [doc_labels(d, "ner") for d in train])
@@ -97,7 +98,7 @@ def test_tags_of_earlier_components_are_features():
     nlp.add_pipe("crfloss_tagger", config={"max_iter": 20})
     ner = nlp.add_pipe("crfloss_ner", config={"max_iter": 20})
     nlp.initialize(lambda: examples)
-    assert "tag:NP" in set(ner.model.attributes_)  # the tagger ran before the NER's features
+    assert "pos[0]:NP" in set(ner.model.attributes_)  # the tagger ran before the NER's features
     doc = nlp("Ann likes Rome")
     assert [t.tag_ for t in doc] == ["NP", "V", "NP"]
     assert [(e.text, e.label_) for e in doc.ents] == [("Ann", "PER"), ("Rome", "LOC")]
