@@ -27,8 +27,9 @@ from ._data import (check_sample_weight, check_sequences, check_token_weight, en
 from ._evaluation import check_scorer_call
 from ._model import (BIGRAM_DOC, bigram_state, make_layout, make_objective, model_transitions,
                      observed_pairs)
-from ._training import (FIT_DOC, TAG_SCHEME_DOC, check_token_weight_use, check_validation_set,
-                        early_stopping_scoring, fitted_state, keyword_only_after_y,
+from ._training import (FIT_DOC, TAG_SCHEME_DOC, TRAINING_PARAMS_DOC, check_token_weight_use,
+                        check_validation_set, early_stopping_scoring, fitted_state,
+                        keyword_only_after_y,
                         PartialFitMixin, print_header, resolve_components, snapshot_methods,
                         StageSettings, to_model_labels, to_training_labels, to_user_labels,
                         train_stages, validation_score, warn_if_iob1_segments, warn_if_unscaled)
@@ -61,7 +62,7 @@ TypeError, ValueError
 )
 
 
-@fill_doc(**TAG_SCHEME_DOC, **BIGRAM_DOC)
+@fill_doc(**TAG_SCHEME_DOC, **BIGRAM_DOC, **TRAINING_PARAMS_DOC)
 @snapshot_methods("decode", "predict_nbest", "sequence_log_proba", "predict_marginals",
                   "top_state_features", "explain")  # consistent with a concurrent refit
 class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
@@ -146,44 +147,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         than CLL's at the same ``C``, and a CLL start with a large ``C``
         leaves few training sequences near the decision boundary, where
         the MCE losses have a gradient.
-    solver : str, solver object, list or None, default=None
-        Training procedure: a name registered in
-        :data:`sklearn_crfloss.solvers.SOLVERS`, a solver object such as
-        ``SGD(batch_size=16)`` (:class:`~sklearn_crfloss.solvers.BaseSolver`;
-        used with its own parameters: ``average``, ``eta0`` and
-        ``random_state`` of the estimator apply to names only), or a list of
-        stages run one after the other, each from the last one's result (a
-        :class:`~sklearn_crfloss.solvers.Schedule`): a solver or a pair
-        ``(solver, n_iter)``, e.g. ``[('sgd', 10), 'quickprop']``; a stage
-        without ``n_iter`` runs ``max_iter``. None: the loss's own choice
-        (:func:`~sklearn_crfloss.solvers.default_solver`): ``'lbfgs'``
-        (L-BFGS) for smooth losses, ``'owlqn'`` (OWL-QN) for them with
-        ``prior='l1'``, Suzuki et al.'s schedule (ten SGD epochs from zero
-        only, then ``'quickprop'``) for ``'mce'`` and ``'mce_f'``, ``'sgd'``
-        for ``'max_margin'``, the online rules ``'perceptron'`` and
-        ``'mira'`` for those losses (which accept no other). ``'rprop'`` and
-        ``'quickprop'`` are full-batch first-order solvers without line
-        search, for nonsmooth and nonconvex losses. ``'sgd'`` (every loss
-        but the perceptron and MIRA; L2 or no prior): Bottou's SGD, one
-        sequence per step (a small minibatch for the losses without a
-        compiled per-sequence gradient), shuffled with ``random_state``,
-        step ``eta0 / (1 + eta0 lambda t) ** power``,
-        ``lambda = 1 / (C n_sequences)``, ``max_iter`` epochs; it trains the
-        same parameters as L-BFGS. The perceptron and MIRA train a weight
-        for every label of every attribute they see (``all_possible_states``
-        does not apply). See :doc:`/user_guide/solvers`.
-    average : bool or int, default=True
-        Online trainers: return the average of the parameters over the
-        steps instead of the last ones (averaged perceptron; averaged SGD,
-        Bottou's crfasgd). For ``solver='sgd'`` averaging starts after one
-        epoch, or, for an int ``k``, once ``k`` sequences have been seen
-        (as ``SGDClassifier(average=k)``); the perceptron and MIRA average
-        over all steps. Ignored by batch solvers.
-    eta0 : 'auto' or float, default='auto'
-        First step size of ``solver='sgd'``. ``'auto'``: calibrated on
-        1,000 training sequences (Bottou's crfsgd: the constant step that
-        lowers a sample's objective most after one pass; halved without
-        averaging).
+    {solver_parameters}
     decoder : {'viterbi', 'mea'}, default='viterbi'
         Decoder used by :meth:`predict` and :meth:`decode`. ``'viterbi'``:
         the most probable label sequence. ``'mea'``: maximum expected
@@ -229,30 +193,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         model)`` with ``model`` a fitted copy of the estimator holding the
         parameters of that iteration (to follow the test score during
         training; it costs one copy of the weights per call).
-    early_stopping : bool, default=False
-        Hold out ``validation_fraction`` of the training sequences (drawn
-        with ``random_state``), score them after every iteration (epoch) of
-        any solver and stop when the score has not improved for
-        ``n_iter_no_change`` iterations; the parameters of the best score
-        are kept (``validation_scores_``, ``best_validation_score_``). The
-        held-out sequences are vectorised with the others but not trained
-        on; ``fit(X, y, X_val=..., y_val=...)`` scores a given validation
-        set instead. Not applied to the ``init='cll'`` stage.
-    validation_fraction : float, default=0.1
-        Share of the training sequences held out with ``early_stopping``,
-        in (0, 1).
-    n_iter_no_change : int, default=5
-        Iterations (epochs) without an improvement of the held-out score by
-        more than ``tol`` (relative, at least ``tol`` absolute) before early
-        stopping.
-    scoring : {None, 'f1', 'accuracy', 'loss'}, default=None
-        Held-out score of early stopping: segment F1 (conlleval) of the
-        decoded sequences (``decoder``, ``constraints``), their token
-        accuracy, or minus the training loss on them. None: ``'f1'`` when
-        the training labels contain chunks (``B-``/``I-``... prefixes),
-        else ``'accuracy'`` (segment F1 is 0 at every iteration on labels
-        without chunks, such as POS tags).
-
+    {early_stopping_parameters}
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
