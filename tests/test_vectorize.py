@@ -112,3 +112,28 @@ def test_column_counts_equal_bincount():
     rng = np.random.default_rng(5)
     X = sp.random(3000, 700, density=0.01, format="csr", random_state=rng)
     assert_array_equal(column_counts(X), np.bincount(X.indices, minlength=700))
+
+
+@pytest.mark.parametrize("numeric", [False, True])
+def test_vocabulary_dict_is_built_when_the_vectorizer_is_read(numeric):
+    rng = np.random.default_rng(5)
+    tokens = random_dicts(rng, 200, numeric)
+    offsets = np.array([0, 200])
+    vec = SequenceVectorizer()
+    X = vec.fit_transform("dict", tokens, offsets)
+    assert "vocabulary_" not in vars(vec._vectorizer)  # the fit's pass did not keep one
+    fresh = pickle.loads(pickle.dumps(vec))  # pickled without it
+    dv = DictVectorizer(separator=vec._vectorizer.separator).fit(tokens)
+    for v in (vec, fresh):
+        assert v.vectorizer.vocabulary_ == dv.vocabulary_
+        assert v.vectorizer.feature_names_ == dv.feature_names_
+        assert_array_equal(v.vectorizer.transform(tokens).toarray(),
+                           dv.transform(tokens).toarray())
+    assert_array_equal(fresh.transform(tokens, offsets).toarray(), X.toarray())
+    # the state pickled before the vectoriser became a property
+    state = vec.__getstate__()
+    state["vectorizer"] = state.pop("_vectorizer")
+    old = SequenceVectorizer.__new__(SequenceVectorizer)
+    old.__setstate__(state)
+    assert old.vectorizer is vec.vectorizer
+    assert_array_equal(old.transform(tokens, offsets).toarray(), X.toarray())

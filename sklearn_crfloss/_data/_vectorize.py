@@ -112,17 +112,26 @@ def attribute_counts(tokens):
     return dict(zip(dv.feature_names_, column_counts(Xc).tolist()))
 
 
+def _vocabulary(dv):
+    """``dv.vocabulary_`` if it is there, else a new one from ``feature_names_``, not kept."""
+    vocabulary = vars(dv).get("vocabulary_")
+    if vocabulary is None:
+        vocabulary = {name: k for k, name in enumerate(dv.feature_names_)}
+    return vocabulary
+
+
 def _dict_vectorizer(names=None):
     """Our DictVectorizer: unfitted, or fitted to the sorted column ``names`` as ``fit`` leaves it.
 
     The default (sparse) output whatever ``sklearn.set_config(transform_output=...)``
     says; python-crfsuite's attribute names
-    (:mod:`sklearn_crfloss._data._attribute_names`).
+    (:mod:`sklearn_crfloss._data._attribute_names`). Fitted to ``names``,
+    its ``vocabulary_`` is left to :attr:`SequenceVectorizer.vectorizer`,
+    which builds it when read.
     """
     dv = DictVectorizer(dtype=np.float64, separator=SEPARATOR).set_output(transform="default")
     if names is not None:
         dv.feature_names_ = names
-        dv.vocabulary_ = {name: k for k, name in enumerate(names)}
     return dv
 
 
@@ -143,7 +152,10 @@ class SequenceVectorizer:
     kind : {'dict', 'array'}
         The input kind seen in :meth:`fit_transform`.
     vectorizer : DictVectorizer, FeatureHasher or None
-        The fitted scikit-learn vectoriser (None for array input).
+        The fitted scikit-learn vectoriser (None for array input). A
+        property: a DictVectorizer fitted by the compiled vocabulary pass
+        gets its ``vocabulary_`` (16 MB for CoNLL-2000's 338,500 columns) on
+        the first read, so that a fit holds it only once it is trained.
     columns : ndarray of intp or None
         The columns of the vectoriser's (or the array's) output kept, in
         order; None: all.
@@ -161,6 +173,18 @@ class SequenceVectorizer:
     def __init__(self, min_freq=1, feature_hashing=None):
         self.min_freq = min_freq
         self.feature_hashing = feature_hashing
+
+    @property
+    def vectorizer(self):
+        dv = self._vectorizer
+        fitted = vars(dv) if isinstance(dv, DictVectorizer) else {}
+        if "feature_names_" in fitted and "vocabulary_" not in fitted:
+            dv.vocabulary_ = _vocabulary(dv)  # as DictVectorizer.fit leaves it
+        return dv
+
+    @vectorizer.setter
+    def vectorizer(self, value):
+        self._vectorizer = value
 
     def fit_transform(self, kind, tokens, offsets):
         """Fit on the training batch and return its feature matrix.
@@ -215,12 +239,13 @@ class SequenceVectorizer:
                         if not nested:
                             raise
                         self.vectorizer.fit(tokens)
-                Xc = self._dict_rows(tokens, VocabularyTable(self.vectorizer.feature_names_,
-                                                             self.vectorizer.separator))
+                Xc = self._dict_rows(tokens, VocabularyTable(self._vectorizer.feature_names_,
+                                                             self._vectorizer.separator),
+                                     vocabulary=False)
             except (TypeError, ValueError, OverflowError) as exc:
                 raise_for_bad_value(tokens, offsets, exc)
             attributes = np.asarray(  # names of type str already: no per-name check
-                self.vectorizer.get_feature_names_out() if names is None else names, dtype=object)
+                self._vectorizer.get_feature_names_out() if names is None else names, dtype=object)
         Xc.eliminate_zeros()
         _check_finite(Xc, tokens, offsets)
         keep = self._set_columns(attributes, column_counts(Xc),
@@ -350,7 +375,7 @@ class SequenceVectorizer:
         _check_finite(Xc, tokens, offsets)
         return Xc
 
-    def _dict_rows(self, tokens, table=None):
+    def _dict_rows(self, tokens, table=None, vocabulary=True):
         """The DictVectorizer's matrix of ``tokens`` by the compiled lookup.
 
         Through the compiled ``table`` of the vocabulary if given (a
@@ -358,14 +383,19 @@ class SequenceVectorizer:
         the vocabulary dict (a column name built per value: cheaper than a
         table when the tokens are few, as in a ``partial_fit`` chunk);
         ``DictVectorizer.transform`` for values of other types.
+        ``vocabulary=False``: a vocabulary dict not yet built is built for
+        this call only (the fit's pass), not kept in the vectoriser.
         """
-        dv = self.vectorizer
-        rows = vocabulary_rows(tokens, dv.vocabulary_, dv.separator, table)
+        dv = self._vectorizer
+        # At fit time (vocabulary=False) a dict of its own, freed after the pass.
+        vocabulary = self.vectorizer.vocabulary_ if vocabulary else _vocabulary(dv)
+        rows = vocabulary_rows(tokens, vocabulary, dv.separator, table)
         if rows is None:  # nested dicts, lists, other value types
             tokens, nested = join_nested_keys(tokens)
-            rows = vocabulary_rows(tokens, dv.vocabulary_, dv.separator, table) if nested else None
+            rows = vocabulary_rows(tokens, vocabulary, dv.separator, table) if nested else None
+        del vocabulary
         if rows is None:
-            return dv.transform(tokens).tocsr()
+            return self.vectorizer.transform(tokens).tocsr()
         indptr, indices, data = rows
         if indices.shape[0] < 2**31:  # scipy's index dtype, as DictVectorizer's output
             indptr = indptr.astype(np.int32)
@@ -391,8 +421,8 @@ class SequenceVectorizer:
             if "table" in cache:  # built by another thread meanwhile
                 return cache["table"]
             order = getattr(self, "_frequency_order", None)
-            cache["table"] = VocabularyTable(self.vectorizer.feature_names_,
-                                             self.vectorizer.separator,
+            cache["table"] = VocabularyTable(self._vectorizer.feature_names_,
+                                             self._vectorizer.separator,
                                              None if order is None else order.tolist())
         return cache["table"]
 
@@ -400,6 +430,11 @@ class SequenceVectorizer:
         state = self.__dict__.copy()
         state["_cache"] = {}
         return state
+
+    def __setstate__(self, state):
+        if "vectorizer" in state:  # pickled before the vectoriser became a property
+            state["_vectorizer"] = state.pop("vectorizer")
+        self.__dict__.update(state)
 
     def transform(self, tokens, offsets):
         """The feature matrix of a batch of the fitted kind (predict time).
