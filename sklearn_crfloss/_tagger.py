@@ -33,7 +33,7 @@ from ._training import (FIT_DOC, TAG_SCHEME_DOC, TRAINING_PARAMS_DOC, check_toke
                         PartialFitMixin, print_header, resolve_components, snapshot_methods,
                         StageSettings, to_model_labels, to_training_labels, to_user_labels,
                         train_stages, validation_score, warn_if_iob1_segments, warn_if_unscaled)
-from ._utils import (fill_doc, HasMethods, Interval, RegisteredParamsMixin,
+from ._utils import (fill_doc, HasMethods, Interval, RegisteredParamsMixin, release_free_heap,
                      SequenceTaggerTagsMixin, StrOptions, validate_params, VersionedStateMixin)
 from .decoding import CONSTRAINTS, DECODERS, check_decoding, decode, get_allowed, nbest_decode
 from .inference import forward_backward, sequence_scores
@@ -503,6 +503,10 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         theta, info = self._train(
             objective, loss, prior, solver, x0, from_zero=not warm, validation=validation,
             snapshot=lambda t: self._snapshot(features, classes, layout, t, loss, prior))
+        # The objective's buffers (kept accumulators, codes, counts) and the solver's
+        # freed before the fitted state is built: the fit's peak stays its training's.
+        del objective
+        release_free_heap()
         staged = self._snapshot(features, classes, layout, theta, loss, prior, info)
         # one C-level update of __dict__: atomic for other threads (see _fitted_state)
         self.__dict__.update(fitted_state(vars(staged), self.get_params(deep=False)))

@@ -290,3 +290,11 @@ def test_dense_row_gradient_adds_the_blocks_in_order(n_labels):
     expected[weights.hot_index] = (((hot[0] + hot[1]) + hot[2]) + hot[3]).ravel()[
         weights.hot_position]
     assert_array_equal(out, expected)
+
+
+def test_release_free_heap_calls_malloc_trim_under_glibc():
+    import platform
+
+    from sklearn_crfloss._utils import release_free_heap
+
+    assert release_free_heap() == (platform.libc_ver()[0] == "glibc")
