@@ -434,7 +434,8 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         t0 = time.perf_counter()
         features = SequenceVectorizer(self.min_freq, self.feature_hashing)
         Xc = features.fit_transform(kind, tokens, offsets)
-        warn_if_unscaled(Xc, features.attributes)
+        del tokens  # (a list as long as the tokens) not held through training
+        warn_if_unscaled(Xc, features.column_names)
         if self.verbose >= 2:
             print(f"vectorised {lengths.shape[0]} sequences ({Xc.shape[0]} tokens, {kind} input) "
                   f"into {Xc.shape[1]} attributes in {time.perf_counter() - t0:.2f} s",
@@ -488,6 +489,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         objective = make_objective(Xc, y_enc, offsets, layout, sample_weight=sample_weight,
                                    token_weight=token_weight,
                                    n_threads=kernel_threads(self.n_jobs))
+        release_free_heap()  # what the vectorisation freed, before the solver's vectors
         warm = self.warm_start and hasattr(self, "coef_")
         x0 = (layout.remap(names_like(features, self), classes, self.attributes_, self.classes_,
                            self.coef_, self.transition_, self.start_, self.end_)

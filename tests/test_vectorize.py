@@ -115,15 +115,26 @@ def test_column_counts_equal_bincount():
 
 
 @pytest.mark.parametrize("numeric", [False, True])
-def test_vocabulary_dict_is_built_when_the_vectorizer_is_read(numeric):
+def test_names_and_vocabulary_dict_are_built_when_read(numeric):
     rng = np.random.default_rng(5)
     tokens = random_dicts(rng, 200, numeric)
     offsets = np.array([0, 200])
+    tokens[7]["w"] = "\u00f1o\u20ac"  # names of other widths in the joined string
     vec = SequenceVectorizer()
     X = vec.fit_transform("dict", tokens, offsets)
-    assert "vocabulary_" not in vars(vec._vectorizer)  # the fit's pass did not keep one
-    fresh = pickle.loads(pickle.dumps(vec))  # pickled without it
+    # the fit kept neither the vocabulary dict nor the names as str objects
+    assert not {"vocabulary_", "feature_names_"} & vars(vec._vectorizer).keys()
+    assert "_attributes" not in vars(vec)
+    fresh = pickle.loads(pickle.dumps(vec))  # pickled without them
     dv = DictVectorizer(separator=vec._vectorizer.separator).fit(tokens)
+    names = vec.column_names  # read one at a time, nothing kept
+    assert len(names) == len(dv.feature_names_) and "_attributes" not in vars(vec)
+    assert list(names) == dv.feature_names_
+    assert [names[k] for k in (0, 5, -1)] == [dv.feature_names_[k] for k in (0, 5, -1)]
+    with pytest.raises(IndexError):
+        names[len(names)]
+    assert fresh.attributes.dtype == object and fresh.attributes.tolist() == dv.feature_names_
+    assert fresh.column_names is fresh.attributes
     for v in (vec, fresh):
         assert v.vectorizer.vocabulary_ == dv.vocabulary_
         assert v.vectorizer.feature_names_ == dv.feature_names_
@@ -133,7 +144,8 @@ def test_vocabulary_dict_is_built_when_the_vectorizer_is_read(numeric):
     # the state pickled before the vectoriser became a property
     state = vec.__getstate__()
     state["vectorizer"] = state.pop("_vectorizer")
+    state["attributes"] = state.pop("_attributes")
     old = SequenceVectorizer.__new__(SequenceVectorizer)
     old.__setstate__(state)
-    assert old.vectorizer is vec.vectorizer
+    assert old.vectorizer is vec.vectorizer and old.attributes is vec.attributes
     assert_array_equal(old.transform(tokens, offsets).toarray(), X.toarray())
