@@ -149,3 +149,17 @@ def test_names_and_vocabulary_dict_are_built_when_read(numeric):
     old.__setstate__(state)
     assert old.vectorizer is vec.vectorizer and old.attributes is vec.attributes
     assert_array_equal(old.transform(tokens, offsets).toarray(), X.toarray())
+
+
+def test_boolean_features_are_stored_as_int8_indicators():
+    rng = np.random.default_rng(6)
+    tokens = random_dicts(rng, 200)
+    for k, token in enumerate(tokens):
+        token["upper"] = bool(k % 3)  # False values are zeros, dropped
+    X = SequenceVectorizer().fit_transform("dict", tokens, np.array([0, 200]))
+    expected = DictVectorizer(separator=":").fit_transform(tokens)
+    expected.eliminate_zeros()
+    assert_same_csr(X, expected)  # int8, as every stored value is 1
+    tokens[5]["scale"] = 2.5
+    X = SequenceVectorizer().fit_transform("dict", tokens, np.array([0, 200]))
+    assert X.dtype == np.float64 and 2.5 in X.data

@@ -113,6 +113,18 @@ def attribute_counts(tokens):
     return dict(zip(dv.feature_names_, column_counts(Xc).tolist()))
 
 
+def _indicator_int8(X):
+    """``X`` with its values stored as int8 when every stored value is 1 (else ``X``).
+
+    Boolean features (``True`` values, the ``False`` ones dropped as zeros)
+    give a float64 matrix of ones: a byte per value instead of 8 (37 MB
+    less for CoNLL-2002's 5 million), the same products.
+    """
+    if X.dtype == np.int8 or X.nnz == 0 or X.data.min() != 1 or X.data.max() != 1:
+        return X
+    return sp.csr_matrix((np.ones(X.nnz, dtype=np.int8), X.indices, X.indptr), shape=X.shape)
+
+
 def _vocabulary(dv):
     """``dv.vocabulary_`` if it is there, else a new one from ``feature_names_``, not kept."""
     vocabulary = vars(dv).get("vocabulary_")
@@ -318,6 +330,7 @@ class SequenceVectorizer:
                     dtype=object)
         Xc.eliminate_zeros()
         _check_finite(Xc, tokens, offsets)
+        Xc = _indicator_int8(Xc)
         keep = self._set_columns(attributes, column_counts(Xc),
                                  used if self.feature_hashing is not None else None)
         if keep is not None:
