@@ -232,6 +232,7 @@ class SequenceVectorizer:
 
     @property
     def vectorizer(self):
+        """The fitted scikit-learn vectoriser (a DictVectorizer's vocabulary built when read)."""
         dv = self._vectorizer
         if isinstance(dv, DictVectorizer) and "vocabulary_" not in vars(dv):
             # as DictVectorizer.fit leaves it (the names shared with attributes)
@@ -246,6 +247,7 @@ class SequenceVectorizer:
 
     @property
     def attributes(self):
+        """The column names, ndarray of object (built from the joined names on first read)."""
         attributes = vars(self).get("_attributes")
         if attributes is None:
             attributes = np.array(_unpack(self._names), dtype=object)
@@ -260,6 +262,7 @@ class SequenceVectorizer:
 
     @property
     def column_names(self):
+        """The column names as a sequence of str, without building :attr:`attributes`."""
         packed = vars(self).get("_names")
         return self.attributes if packed is None else _PackedNames(packed)
 
