@@ -38,7 +38,8 @@ from ._data import (attribute_key, check_sequences, encode_labels, join_nested_k
 from ._lop import count_trained, expert_parts, pool_blocks
 from ._model import BigramLayout, pack_blocks, ParameterLayout
 from ._tagger import CRFTagger
-from ._training import check_validation_set, keyword_only_after_y
+from ._training import (check_validation_set, keyword_only_after_y, to_model_labels,
+                        to_training_labels)
 from ._utils import (Interval, SequenceTaggerTagsMixin, StrOptions, validate_params,
                      VersionedStateMixin)
 from .inference import PositionTransitions
@@ -251,7 +252,10 @@ class LOPTagger(SequenceTaggerTagsMixin, VersionedStateMixin, BaseEstimator):
         monolithic expert).
     estimator : CRFTagger or None, default=None
         Template of every expert (cloned). None: ``CRFTagger(prior='none')``.
-        Its ``min_freq`` and ``feature_hashing`` define the columns.
+        Its ``min_freq`` and ``feature_hashing`` define the columns; with a
+        ``tag_scheme`` the experts train in that scheme (the label experts'
+        types are read from the converted labels) and the pool predicts in
+        the scheme of the labels given to :meth:`fit`, as a ``CRFTagger``.
     reduced : callable, list of str or None, default=None
         For ``experts='simple'``: the reduced expert's columns, as a
         callable ``attribute_name -> bool`` or a list of attribute keys (the
@@ -487,6 +491,7 @@ class LOPTagger(SequenceTaggerTagsMixin, VersionedStateMixin, BaseEstimator):
         base = CRFTagger(prior="none") if self.estimator is None else self.estimator
         base_params = base.get_params()
         kind, tokens, offsets = check_sequences(X)
+        y, schemes = to_training_labels(base_params.get("tag_scheme"), y)  # the experts' scheme
         classes, y_enc = encode_labels(y, np.diff(offsets))
         features = SequenceVectorizer(base_params.get("min_freq", 1),
                                       base_params.get("feature_hashing"))
@@ -508,7 +513,8 @@ class LOPTagger(SequenceTaggerTagsMixin, VersionedStateMixin, BaseEstimator):
         if (X_val is not None or y_val is not None) and mode != "fit":
             raise ValueError(f"X_val and y_val are used by weights='fit' only, not "
                              f"weights={self.weights!r}.")
-        val = check_validation_set(features, classes, X_val, y_val, None, kind)
+        val = check_validation_set(features, classes, X_val, None if y_val is None else
+                                   to_model_labels(schemes, y_val), None, kind)
         fixed = np.ones(len(groups)) if mode == "uniform" else None
         if mode == "fixed":
             fixed = _normalised_weights(self.weights, len(groups),
@@ -521,7 +527,7 @@ class LOPTagger(SequenceTaggerTagsMixin, VersionedStateMixin, BaseEstimator):
             # (n_jobs resolved as scikit-learn's, at most the cores: one process each)
             return Parallel(n_jobs=min(effective_n_jobs(self.n_jobs), cpu_count()))(
                 delayed(_fit_expert)(clone(base), features.select(cols), Xs[:, cols], offs,
-                                     classes, ys, lab)
+                                     classes, ys, lab, schemes)
                 for cols, lab in zip(groups, labels))
 
         def blocks(experts, seqs):
@@ -697,6 +703,7 @@ def _make_pool(pool, features, experts, groups, weights, info):
         raise ConvergenceMonitor(0.0, 1, stage="LOP pool").diverged(
             "the pool's weighted sums of the experts' parameters are not finite")
     pool._set_fitted(features, classes, layout, theta, info, get_loss("cll"), get_prior("none"))
+    pool.tag_schemes_ = experts[0].tag_schemes_  # (the estimator's tag_scheme)
     return pool
 
 
@@ -706,9 +713,9 @@ def _subset(Xc, offsets, y, seqs):
     return Xc[rows], sub_offsets, y[rows]
 
 
-def _fit_expert(estimator, features, X, offsets, classes, y, labels):
+def _fit_expert(estimator, features, X, offsets, classes, y, labels, schemes):
     return count_trained(estimator._fit_vectorized(features, X, offsets, classes, y,
-                                                   labels=labels), labels)
+                                                   labels=labels, tag_schemes=schemes), labels)
 
 
 def _table(transition):

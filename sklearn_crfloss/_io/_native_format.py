@@ -22,10 +22,12 @@ from .._model import saved_layout
 from .._tagger import CRFTagger
 from .._utils import validate_params
 from ._bounded_reading import check_dense_size, read_array_member, read_json_member, ZIP_ERRORS
+from ..decoding import CONSTRAINTS, get_allowed
 from ..features import TemplateFeatures
 from ..lop import LOPTagger
 from ..losses import LOSSES, get_loss, HammingCost, LabelCost
 from ..priors import PRIORS, get_prior
+from ..segments import TAG_SCHEMES
 from ..solvers import SOLVERS, FitInfo
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "dict_features", "read_estimator", "write_estimator"]
@@ -183,6 +185,7 @@ def _tagger_record(est, w, prefix, with_features=True):
         "stop_reason": w.encode(est.stop_reason_, "stop_reason_"),
         "validation_scores": w.encode(est.validation_scores_, "validation_scores_"),
         "best_validation_score": w.encode(est.best_validation_score_, "best_validation_score_"),
+        "tag_schemes": w.encode(getattr(est, "tag_schemes_", None), "tag_schemes_"),
     }
 
 
@@ -444,11 +447,32 @@ def _build_tagger(record, arrays, prefix, features, content, where):
            f"{where}: fit statistics")
     est._set_fitted(features, values, layout, theta, info, get_loss(est.loss),
                     get_prior(est.prior))
+    est.tag_schemes_ = _tag_schemes(record.get("tag_schemes"), values, where)
     est.n_parameters_ = record.get("n_parameters")
     est.sparsity_ = record.get("sparsity")
     _check(isinstance(est.n_parameters_, int) and isinstance(est.sparsity_, float),
            f"{where}: n_parameters or sparsity")
     return est
+
+
+def _tag_schemes(value, classes, where):
+    """The ``tag_schemes_`` of a record, checked against the labels (None if not stated).
+
+    Files of versions that did not write it hold no tag schemes.
+    """
+    schemes = _decode(value, {}, f"{where} tag_schemes")
+    if schemes is None:
+        return None
+    _check(isinstance(schemes, tuple) and len(schemes) == 2 and schemes[0] in TAG_SCHEMES
+           and schemes[1] in CONSTRAINTS,
+           f"{where}: tag_schemes {schemes!r} is not a pair (scheme of the labels given to "
+           f"fit in {TAG_SCHEMES}, training scheme in {sorted(CONSTRAINTS)})")
+    try:
+        get_allowed(schemes[1], classes)  # the labels are those of the training scheme
+    except ValueError as exc:
+        raise ValueError(f"Inconsistent model file: {where}: tag_schemes {schemes!r}: "
+                         f"{exc}") from None
+    return schemes
 
 
 def _build_estimator(body, arrays, prefix, content, where):
