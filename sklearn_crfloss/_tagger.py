@@ -411,28 +411,29 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
             If X or y is not a list of sequences, or more than X and y are
             passed positionally.
         """
-        if is_stream(X):
-            validate_params(self)
-            refuse_tag_scheme(self.tag_scheme, "CRFTagger.fit on a stream",
-                              "the scheme of the labels is detected on all of them at once")
-            return self._fit_vectorized(*vectorize_stream(
-                X, y, sample_weight, token_weight, min_freq=self.min_freq,
-                feature_hashing=self.feature_hashing))
         validate_params(self)
         loss, prior, solver = self._components()
-        kind, tokens, offsets = check_sequences(X)
-        lengths = np.diff(offsets)
-        y_train, schemes = to_training_labels(self.tag_scheme, y)  # published with the fit
-        classes, y_enc = encode_labels(y_train, lengths)
-        warn_if_iob1_segments(loss, y, self.tag_scheme)
-        sample_weight = check_sample_weight(sample_weight, lengths.shape[0])
-        token_weight = check_token_weight(token_weight, lengths)
-        if token_weight is not None:
-            check_token_weight_use(loss, solver)
         t0 = time.perf_counter()
-        features = SequenceVectorizer(self.min_freq, self.feature_hashing)
-        Xc = features.fit_transform(kind, tokens, offsets)
-        warn_if_unscaled(Xc, features.attributes)
+        if is_stream(X):
+            refuse_tag_scheme(self.tag_scheme, "CRFTagger.fit on a stream",
+                              "the scheme of the labels is detected on all of them at once")
+            features, Xc, offsets, classes, y_enc, sample_weight = vectorize_stream(
+                X, y, sample_weight, token_weight, min_freq=self.min_freq,
+                feature_hashing=self.feature_hashing)
+            kind, lengths, token_weight, schemes = features.kind, np.diff(offsets), None, None
+        else:
+            kind, tokens, offsets = check_sequences(X)
+            lengths = np.diff(offsets)
+            y_train, schemes = to_training_labels(self.tag_scheme, y)  # published with the fit
+            classes, y_enc = encode_labels(y_train, lengths)
+            warn_if_iob1_segments(loss, y, self.tag_scheme)
+            sample_weight = check_sample_weight(sample_weight, lengths.shape[0])
+            token_weight = check_token_weight(token_weight, lengths)
+            if token_weight is not None:
+                check_token_weight_use(loss, solver)
+            features = SequenceVectorizer(self.min_freq, self.feature_hashing)
+            Xc = features.fit_transform(kind, tokens, offsets)
+            warn_if_unscaled(Xc, features.attributes)
         if self.verbose >= 2:
             print(f"vectorised {lengths.shape[0]} sequences ({Xc.shape[0]} tokens, {kind} input) "
                   f"into {Xc.shape[1]} attributes in {time.perf_counter() - t0:.2f} s",
