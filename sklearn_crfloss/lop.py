@@ -35,7 +35,7 @@ from scipy.special import softmax
 
 from ._data import (attribute_key, check_sequences, encode_labels, join_nested_keys,
                     SequenceVectorizer)
-from ._lop import count_trained, expert_parts, pool_blocks
+from ._lop import count_trained, expert_parts, normalised_weights, pool_blocks
 from ._model import BigramLayout, pack_blocks, ParameterLayout
 from ._tagger import CRFTagger
 from ._training import (check_validation_set, keyword_only_after_y, to_model_labels,
@@ -517,7 +517,7 @@ class LOPTagger(SequenceTaggerTagsMixin, VersionedStateMixin, BaseEstimator):
                                    to_model_labels(schemes, y_val), None, kind)
         fixed = np.ones(len(groups)) if mode == "uniform" else None
         if mode == "fixed":
-            fixed = _normalised_weights(self.weights, len(groups),
+            fixed = normalised_weights(self.weights, len(groups),
                                         f"the expert set {self.experts!r}")
 
         def fit_experts(seqs):
@@ -547,12 +547,12 @@ class LOPTagger(SequenceTaggerTagsMixin, VersionedStateMixin, BaseEstimator):
                 val.offsets)
             weights, monitor = _fit_weights([data], self.max_iter, self.tol)
         if fixed is None:
-            weights = _normalised_weights(weights, len(groups), "the pool")  # NaN: diverged
+            weights = normalised_weights(weights, len(groups), "the pool")  # NaN: diverged
             info = FitInfo(n_iter=monitor.n_iter, loss_curve=monitor.history,
                            converged=monitor.converged, stop_reason=monitor.stop_reason,
                            objective=_pool_nll(weights, *blocks(experts, None))[0])
         else:
-            weights = _normalised_weights(fixed, len(groups), "the pool")
+            weights = normalised_weights(fixed, len(groups), "the pool")
             nll = _pool_nll(weights, *blocks(experts, None))[0]
             info = FitInfo(loss_curve=[nll], stop_reason="converged", objective=nll)
 
@@ -618,7 +618,7 @@ class LOPTagger(SequenceTaggerTagsMixin, VersionedStateMixin, BaseEstimator):
             On a wrong length, negative, non-finite or all-zero weights.
         """
         check_is_fitted(self)
-        w = _normalised_weights(weights, len(self.experts_), "this pool")
+        w = normalised_weights(weights, len(self.experts_), "this pool")
         new = copy.copy(self)
         new.weights = w
         new.weights_ = w
@@ -655,31 +655,6 @@ def entity_type(label):
         return None
     prefix, typ = split_label(text)
     return typ if prefix in ("B", "I", "E", "S") and typ else text
-
-
-def _normalised_weights(weights, n_experts, owner):
-    """Expert weights checked and scaled to sum 1, without overflow.
-
-    Divided by their maximum before their sum, so that ``[1e308, 1e308]``
-    gives ``[0.5, 0.5]`` (the sum alone would overflow to inf and the
-    weights to 0).
-
-    Raises
-    ------
-    ValueError
-        On a shape other than ``(n_experts,)``, a NaN, infinite or negative
-        weight, or weights all 0.
-    """
-    w = np.asarray(weights, dtype=np.float64)
-    if w.shape != (n_experts,):
-        raise ValueError(f"weights has shape {w.shape} but {owner} has {n_experts} experts "
-                         f"(the monolithic one first): pass {n_experts} non-negative "
-                         "weights, one per expert")
-    if not np.isfinite(w).all() or np.any(w < 0) or not w.max() > 0:
-        raise ValueError("weights must be finite, >= 0 (non-negative) and not all 0, got "
-                         f"{w.tolist()}")
-    w = w / w.max()
-    return w / w.sum()
 
 
 def _make_pool(pool, features, experts, groups, weights, info):

@@ -18,8 +18,10 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.pipeline import Pipeline
 
 from .._data import classes_array, SequenceVectorizer
+from .._lop import normalised_weights
 from .._model import saved_layout
 from .._tagger import CRFTagger
+from .._training import resolve_components
 from .._utils import validate_params
 from ._bounded_reading import check_dense_size, read_array_member, read_json_member, ZIP_ERRORS
 from ..decoding import CONSTRAINTS, get_allowed
@@ -380,14 +382,40 @@ def _select(features, columns, where):
 
 
 def _make(cls, params, arrays, where):
-    """An unfitted ``cls`` with the parameters of a record, validated."""
+    """An unfitted ``cls`` with the parameters of a record, validated as ``fit`` validates them."""
     _check(isinstance(params, dict), f"{where}: no parameters")
     try:
         est = cls(**_decode(params, arrays, f"{where} parameters"))
     except TypeError as exc:
         raise ValueError(f"Inconsistent model file: {where} parameters: {exc}") from None
-    validate_params(est)
+    _validate(est, f"{where} parameters")
     return est
+
+
+def _validate(est, where):
+    """Check an estimator's parameters as its ``fit`` does, before anything is built.
+
+    The declared constraints (``_parameter_constraints``) of the estimator
+    and of a LOPTagger's ``estimator``, and a CRFTagger's loss, prior and
+    solver resolved together (their hyperparameters and combination).
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter, the value and where in the file it is.
+    """
+    try:
+        validate_params(est)
+        if isinstance(est, LOPTagger):
+            if est.estimator is not None:
+                _validate(est.estimator, f"{where} estimator")
+            return
+        resolve_components(est.loss, est.prior, est.solver, average=est.average, eta0=est.eta0,
+                           random_state=est.random_state, init=est.init, warm=False)
+    except (TypeError, ValueError) as exc:
+        if str(exc).startswith("Inconsistent model file"):
+            raise
+        raise ValueError(f"Inconsistent model file: {where}: {exc}") from None
 
 
 def _build_tagger(record, arrays, prefix, features, content, where):
@@ -494,9 +522,17 @@ def _build_estimator(body, arrays, prefix, content, where):
                           _select(features, c, f"{where} expert {k}"), content,
                           f"{where} expert {k}") for k, (r, c) in enumerate(zip(experts, columns))]
         est.expert_columns_ = [c.astype(np.intp) for c in columns]
-        weights = arrays.get(body.get("weights"))
-        _check(weights is not None and weights.shape == (len(experts),)
-               and np.isfinite(weights).all(), f"{where}: LOP weights")
+        weights = arrays.get(body.get("weights")) if isinstance(body.get("weights"), str) \
+            else None
+        _check(weights is not None and weights.dtype == np.float64, f"{where}: LOP weights")
+        try:  # as with_weights checks them
+            normalised = normalised_weights(weights, len(experts), f"{where}'s pool")
+        except ValueError as exc:
+            raise ValueError(f"Inconsistent model file: {where}: LOP weights: {exc}") from None
+        _check(np.allclose(normalised, weights, rtol=1e-12, atol=0),
+               f"{where}: LOP weights {weights.tolist()} do not sum to 1")
+        _check(all(np.array_equal(e.classes_, pool.classes_) for e in est.experts_),
+               f"{where}: the experts' labels are not the pool's")
         est.weights_ = weights
         est.weights_n_iter_ = body.get("weights_n_iter")
         est.pool_ = pool
