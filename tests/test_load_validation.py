@@ -205,3 +205,12 @@ def test_every_field_mutated_loads_a_model_or_raises_value_error(tmp_path, crf_f
         return
     assert [len(p) for p in predicted] == [len(x) for x in X]
     assert {label for p in predicted for label in p} <= set(model.classes_.tolist())
+
+
+@pytest.mark.parametrize("name, value", [("stop_reason", "nope"), ("n_iter", -1),
+                                         ("sparsity", 1.5), ("n_parameters", -3)])
+def test_fit_statistics_are_validated(tmp_path, crf_file, name, value):
+    document, arrays = json.loads(json.dumps(crf_file[0])), dict(crf_file[1])
+    document["estimator"][name] = value
+    with pytest.raises(ValueError, match="fit statistics|n_parameters or sparsity"):
+        load_model(_forged(tmp_path / "m", document, arrays))

@@ -42,6 +42,8 @@ _JSON = "model.json"
 _COMPONENTS = {"loss": LOSSES, "prior": PRIORS, "solver": SOLVERS,
                "cost": {"hamming": HammingCost, "label": LabelCost}}
 _ESTIMATORS = {"CRFTagger": CRFTagger, "LOPTagger": LOPTagger}
+#: The values of ``stop_reason_`` (see ``ConvergenceMonitor``); None before any stage ran.
+_STOP_REASONS = (None, "converged", "max_iter", "stalled", "early_stopping")
 
 
 # ------------------------------------------------------------- parameters
@@ -469,16 +471,18 @@ def _build_tagger(record, arrays, prefix, features, content, where):
                    validation_scores=_decode(record.get("validation_scores"), {}, where),
                    best_validation_score=_decode(record.get("best_validation_score"), {}, where))
     _check(isinstance(info.n_iter, int) and isinstance(info.init_n_iter, int)
+           and min(info.n_iter, info.init_n_iter) >= 0
            and isinstance(info.loss_curve, list) and isinstance(info.converged, bool)
-           and isinstance(info.objective, float)
-           and (info.stop_reason is None or isinstance(info.stop_reason, str)),
-           f"{where}: fit statistics")
+           and isinstance(info.objective, float) and info.stop_reason in _STOP_REASONS,
+           f"{where}: fit statistics (n_iter, init_n_iter, loss_curve, converged, objective, "
+           f"stop_reason in {_STOP_REASONS})")
     est._set_fitted(features, values, layout, theta, info, get_loss(est.loss),
                     get_prior(est.prior))
     est.tag_schemes_ = _tag_schemes(record.get("tag_schemes"), values, where)
     est.n_parameters_ = record.get("n_parameters")
     est.sparsity_ = record.get("sparsity")
-    _check(isinstance(est.n_parameters_, int) and isinstance(est.sparsity_, float),
+    _check(isinstance(est.n_parameters_, int) and est.n_parameters_ >= 0
+           and isinstance(est.sparsity_, float) and 0.0 <= est.sparsity_ <= 1.0,
            f"{where}: n_parameters or sparsity")
     return est
 
