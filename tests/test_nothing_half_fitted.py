@@ -7,7 +7,9 @@ before, whatever fails: a non-finite objective in the middle of training
 (weights of 1e308), labels that the constraints refuse, a callback that
 raises, a label scheme that cannot be read, with and without a
 ``tag_scheme`` and a loss that receives the labels (``set_classes``); on
-lists, on a stream and in a :class:`LOPTagger`.
+lists, on a stream, in a :class:`LOPTagger` and a ``DaskCRFTagger``; and a
+``partial_fit`` refused (a label outside ``classes``, a ``tag_scheme``)
+leaves the model and its online state as they were.
 """
 
 import copy
@@ -36,7 +38,9 @@ class _Stream:
 def _same(a, b, where="vars"):
     """Deep equality of two attribute values (arrays by value, objects by their vars)."""
     assert type(a) is type(b), where
-    if isinstance(a, np.ndarray):
+    if isinstance(a, np.random.RandomState):
+        _same(a.get_state(), b.get_state(), f"{where}.get_state()")
+    elif isinstance(a, np.ndarray):
         assert a.dtype == b.dtype and a.shape == b.shape, where
         np.testing.assert_array_equal(a, b, err_msg=where)
     elif isinstance(a, dict):
@@ -137,3 +141,38 @@ def test_a_failing_lop_fit_changes_nothing(fitted):
     with pytest.raises(ValueError, match="stop here"):
         lop.fit(X, Y)
     _same(before, vars(lop))
+
+
+@pytest.mark.parametrize("fitted", [False, True], ids=["fresh", "fitted"])
+def test_a_failing_dask_fit_changes_nothing(fitted):
+    from dask.distributed import Client, LocalCluster
+
+    from sklearn_crfloss.dask import DaskCRFTagger
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        est = DaskCRFTagger(client=client, max_iter=20)
+        if fitted:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est.fit(X, Y)
+        est.set_params(callback=_raise_at_second_iteration)
+        before = {k: v for k, v in vars(est).items() if k != "client"}
+        before = copy.deepcopy(before)
+        with pytest.raises(ValueError, match="stop here"):
+            est.fit(X, Y)
+        _same(before, {k: v for k, v in vars(est).items() if k != "client"})
+
+
+def test_a_refused_partial_fit_changes_nothing():
+    est = CRFTagger(random_state=0)
+    est.partial_fit(X[:10], Y[:10], classes=sorted({t for s in Y for t in s}))
+    before = copy.deepcopy(vars(est))
+    with pytest.raises(ValueError, match="not one of"):
+        est.partial_fit(X[10:], [["Z"] * len(s) for s in Y[10:]])
+    _same(before, vars(est))
+    fresh = CRFTagger(tag_scheme="iobes")
+    before = copy.deepcopy(vars(fresh))
+    with pytest.raises(ValueError, match="partial_fit does not apply tag_scheme"):
+        fresh.partial_fit(X, Y, classes=["O", "B-NP", "I-NP", "B-VP", "I-VP"])
+    _same(before, vars(fresh))
