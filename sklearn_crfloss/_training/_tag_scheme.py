@@ -26,7 +26,12 @@ TAG_SCHEME_DOC = dict(
     ``predict_nbest``, ``decode`` and ``score`` answer in the scheme of the
     labels given to ``fit``, and ``sequence_log_proba`` reads ``y`` in it.
     ``classes_``, the weights and ``predict_marginals`` are those of the
-    training labels. The labels must be ``'O'`` or ``<prefix>-<type>``.""",
+    training labels. The labels must be ``'O'`` or ``<prefix>-<type>``.
+    Model files (:func:`~sklearn_crfloss.io.save_model`), pickles and the
+    experts of a :class:`~sklearn_crfloss.LOPTagger` keep it; ``fit`` on a
+    stream, ``partial_fit`` and ``DaskCRFTagger`` refuse it (the scheme is
+    detected on all the labels at once), and so does
+    :func:`~sklearn_crfloss.io.export_crfsuite`.""",
     tag_schemes_attribute="""tag_schemes_ : tuple of (str, str) or None
     ``(scheme of the labels given to fit, training scheme)`` with
     ``tag_scheme``, else None.""",
