@@ -29,8 +29,8 @@ from ._model import (BIGRAM_DOC, bigram_state, make_layout, make_objective, mode
                      observed_pairs)
 from ._training import (FIT_DOC, TAG_SCHEME_DOC, TRAINING_PARAMS_DOC, check_token_weight_use,
                         check_validation_set, early_stopping_scoring, fitted_state,
-                        keyword_only_after_y, PartialFitMixin, print_header, refuse_tag_scheme,
-                        resolve_components, snapshot_methods, StageSettings, to_model_labels,
+                        keyword_only_after_y, PartialFitMixin, print_header, resolve_components,
+                        snapshot_methods, StageSettings, to_model_labels,
                         to_training_labels, to_user_labels, train_stages, validation_score,
                         warn_if_iob1_segments, warn_if_unscaled)
 from ._utils import (fill_doc, HasMethods, Interval, RegisteredParamsMixin,
@@ -415,12 +415,13 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         loss, prior, solver = self._components()
         t0 = time.perf_counter()
         if is_stream(X):
-            refuse_tag_scheme(self.tag_scheme, "CRFTagger.fit on a stream",
-                              "the scheme of the labels is detected on all of them at once")
+            # (with a tag_scheme the labels, not the features, are read at once)
+            y, schemes = to_training_labels(self.tag_scheme, y if self.tag_scheme is None
+                                            else [list(labels) for labels in y])
             features, Xc, offsets, classes, y_enc, sample_weight = vectorize_stream(
                 X, y, sample_weight, token_weight, min_freq=self.min_freq,
                 feature_hashing=self.feature_hashing)
-            kind, lengths, token_weight, schemes = features.kind, np.diff(offsets), None, None
+            kind, lengths, token_weight = features.kind, np.diff(offsets), None
         else:
             kind, tokens, offsets = check_sequences(X)
             lengths = np.diff(offsets)

@@ -95,7 +95,6 @@ EXCEPTIONS = {
     "constraints": {"export_crfsuite": ("refused", r"constraints='iob2'.*CRFsuite's tagger")},
     "tag_scheme": {
         "partial_fit": ("refused", r"partial_fit does not apply tag_scheme='iobes'"),
-        "stream": ("refused", r"CRFTagger.fit on a stream does not apply tag_scheme='iobes'"),
         "dask": ("refused", r"DaskCRFTagger does not apply tag_scheme='iobes'"),
         "export_crfsuite": ("refused", r"tag_scheme='iobes'.*CRFsuite"),
     },

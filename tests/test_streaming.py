@@ -89,3 +89,12 @@ def test_stream_fit_uses_the_validation_set():
     assert stream.validation_scores_ == lists.validation_scores_
     with pytest.raises(ValueError, match="early_stopping=False"):
         CRFTagger().fit(Stream(X), Stream(y), X_val=X_val, y_val=y_val)
+
+
+def test_stream_fit_in_a_tag_scheme_equals_list_fit():
+    X, y = make_toy_chunks(30, seed=25)
+    stream = CRFTagger(tag_scheme="bilou").fit(Stream(X), iter(y))  # y read once, at once
+    lists = CRFTagger(tag_scheme="bilou").fit(X, y)
+    _same(stream, lists)
+    assert stream.tag_schemes_ == lists.tag_schemes_ == ("iob2", "bilou")
+    assert stream.predict(X) == lists.predict(X)

@@ -27,11 +27,11 @@ TAG_SCHEME_DOC = dict(
     labels given to ``fit``, and ``sequence_log_proba`` reads ``y`` in it.
     ``classes_``, the weights and ``predict_marginals`` are those of the
     training labels. The labels must be ``'O'`` or ``<prefix>-<type>``.
-    Model files (:func:`~sklearn_crfloss.io.save_model`), pickles and the
-    experts of a :class:`~sklearn_crfloss.LOPTagger` keep it; ``fit`` on a
-    stream, ``partial_fit`` and ``DaskCRFTagger`` refuse it (the scheme is
-    detected on all the labels at once), and so does
-    :func:`~sklearn_crfloss.io.export_crfsuite`.""",
+    ``fit`` on a stream (which then reads the labels at once), model files
+    (:func:`~sklearn_crfloss.io.save_model`), pickles and the experts of a
+    :class:`~sklearn_crfloss.LOPTagger` keep it; ``partial_fit`` and
+    ``DaskCRFTagger`` refuse it (the scheme is detected on all the labels at
+    once), and so does :func:`~sklearn_crfloss.io.export_crfsuite`.""",
     tag_schemes_attribute="""tag_schemes_ : tuple of (str, str) or None
     ``(scheme of the labels given to fit, training scheme)`` with
     ``tag_scheme``, else None.""",
@@ -119,4 +119,4 @@ def refuse_tag_scheme(tag_scheme, path, reason):
             f"{path} does not apply tag_scheme={tag_scheme!r}: {reason}. Convert the labels "
             f"first (sklearn_crfloss.segments.convert_scheme(y, {tag_scheme!r})) and train "
             f"with tag_scheme=None (constraints={tag_scheme!r} decodes well-formed "
-            "sequences), or use CRFTagger.fit on lists.")
+            "sequences), or use CRFTagger.fit (on lists or a stream).")
