@@ -29,10 +29,10 @@ from ._model import (BIGRAM_DOC, bigram_state, make_layout, make_objective, mode
                      observed_pairs)
 from ._training import (FIT_DOC, TAG_SCHEME_DOC, TRAINING_PARAMS_DOC, check_token_weight_use,
                         check_validation_set, early_stopping_scoring, fitted_state,
-                        keyword_only_after_y,
-                        PartialFitMixin, print_header, resolve_components, snapshot_methods,
-                        StageSettings, to_model_labels, to_training_labels, to_user_labels,
-                        train_stages, validation_score, warn_if_iob1_segments, warn_if_unscaled)
+                        keyword_only_after_y, PartialFitMixin, print_header, resolve_components,
+                        snapshot_methods, StageSettings, to_model_labels,
+                        to_training_labels, to_user_labels, train_stages, validation_score,
+                        warn_if_iob1_segments, warn_if_unscaled)
 from ._utils import (fill_doc, HasMethods, Interval, RegisteredParamsMixin,
                      SequenceTaggerTagsMixin, StrOptions, validate_params, VersionedStateMixin)
 from .decoding import CONSTRAINTS, DECODERS, check_decoding, decode, get_allowed, nbest_decode
@@ -411,30 +411,30 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
             If X or y is not a list of sequences, or more than X and y are
             passed positionally.
         """
-        if is_stream(X):
-            validate_params(self)
-            return self._fit_vectorized(*vectorize_stream(
-                X, y, sample_weight, token_weight, min_freq=self.min_freq,
-                feature_hashing=self.feature_hashing))
         validate_params(self)
         loss, prior, solver = self._components()
-        kind, tokens, offsets = check_sequences(X)
-        lengths = np.diff(offsets)
-        y_train, schemes = to_training_labels(self.tag_scheme, y)
-        if schemes is None:
-            self.__dict__.pop("_tag_schemes", None)
-        else:
-            self._tag_schemes = schemes  # published as tag_schemes_ by _set_fitted
-        classes, y_enc = encode_labels(y_train, lengths)
-        warn_if_iob1_segments(loss, y, self.tag_scheme)
-        sample_weight = check_sample_weight(sample_weight, lengths.shape[0])
-        token_weight = check_token_weight(token_weight, lengths)
-        if token_weight is not None:
-            check_token_weight_use(loss, solver)
         t0 = time.perf_counter()
-        features = SequenceVectorizer(self.min_freq, self.feature_hashing)
-        Xc = features.fit_transform(kind, tokens, offsets)
-        warn_if_unscaled(Xc, features.attributes)
+        if is_stream(X):
+            # (with a tag_scheme the labels, not the features, are read at once)
+            y, schemes = to_training_labels(self.tag_scheme, y if self.tag_scheme is None
+                                            else [list(labels) for labels in y])
+            features, Xc, offsets, classes, y_enc, sample_weight = vectorize_stream(
+                X, y, sample_weight, token_weight, min_freq=self.min_freq,
+                feature_hashing=self.feature_hashing)
+            kind, lengths, token_weight = features.kind, np.diff(offsets), None
+        else:
+            kind, tokens, offsets = check_sequences(X)
+            lengths = np.diff(offsets)
+            y_train, schemes = to_training_labels(self.tag_scheme, y)  # published with the fit
+            classes, y_enc = encode_labels(y_train, lengths)
+            warn_if_iob1_segments(loss, y, self.tag_scheme)
+            sample_weight = check_sample_weight(sample_weight, lengths.shape[0])
+            token_weight = check_token_weight(token_weight, lengths)
+            if token_weight is not None:
+                check_token_weight_use(loss, solver)
+            features = SequenceVectorizer(self.min_freq, self.feature_hashing)
+            Xc = features.fit_transform(kind, tokens, offsets)
+            warn_if_unscaled(Xc, features.attributes)
         if self.verbose >= 2:
             print(f"vectorised {lengths.shape[0]} sequences ({Xc.shape[0]} tokens, {kind} input) "
                   f"into {Xc.shape[1]} attributes in {time.perf_counter() - t0:.2f} s",
@@ -446,7 +446,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
                                                   warn=False))
         return self._fit_vectorized(features, Xc, offsets, classes, y_enc, sample_weight,
                                     token_weight, components=(loss, prior, solver),
-                                    validation_set=validation_set)
+                                    validation_set=validation_set, tag_schemes=schemes)
 
     def _components(self):
         """The resolved loss, prior and solver (ValueError on a bad combination)."""
@@ -456,12 +456,13 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
 
     def _fit_vectorized(self, features, Xc, offsets, classes, y_enc, sample_weight=None,
                         token_weight=None, *, components=None, labels=None,
-                        validation_set=None):
+                        validation_set=None, tag_schemes=None):
         """Train on vectorised data and set the fitted state.
 
         The entry point of :meth:`fit` after validation, and of the experts
         of :class:`~sklearn_crfloss.LOPTagger` (a column subset of the pool's
-        features, ``labels``: the label mask of a label expert).
+        features, ``labels``: the label mask of a label expert); ``tag_schemes``
+        is published as ``tag_schemes_`` with the other fitted attributes.
         """
         if components is None:
             validate_params(self)
@@ -502,8 +503,10 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
                          init=self.init, tol=self.tol, max_iter=self.max_iter)
         theta, info = self._train(
             objective, loss, prior, solver, x0, from_zero=not warm, validation=validation,
-            snapshot=lambda t: self._snapshot(features, classes, layout, t, loss, prior))
-        staged = self._snapshot(features, classes, layout, theta, loss, prior, info)
+            snapshot=lambda t: self._snapshot(features, classes, layout, t, loss, prior,
+                                              schemes=tag_schemes))
+        staged = self._snapshot(features, classes, layout, theta, loss, prior, info,
+                                schemes=tag_schemes)
         # one C-level update of __dict__: atomic for other threads (see _fitted_state)
         self.__dict__.update(fitted_state(vars(staged), self.get_params(deep=False)))
         if self.verbose:
@@ -511,10 +514,11 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
                                time.perf_counter() - t0), flush=True)
         return self
 
-    def _snapshot(self, features, classes, layout, theta, loss, prior, info=None):
+    def _snapshot(self, features, classes, layout, theta, loss, prior, info=None, schemes=None):
         """A fitted copy of the estimator holding ``theta`` (the callback's model, the fit's)."""
         model = copy.copy(self)
         model._set_fitted(features, classes, layout, theta, info or FitInfo(), loss, prior)
+        model.tag_schemes_ = schemes
         return model
 
     def _train(self, objective, loss, prior, solver, x0, from_zero, validation=None,
@@ -551,7 +555,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         self.best_validation_score_ = info.best_validation_score
         self._loss = loss
         self._prior = prior
-        self.tag_schemes_ = self.__dict__.pop("_tag_schemes", None)
+        self.tag_schemes_ = None  # (a fit in another tag scheme sets it after)
         self.bigram_attributes_, self.bigram_coef_ = bigram_state(layout, theta, self.attributes_)
 
     # -------------------------------------------------------------- predict

@@ -42,7 +42,7 @@ from ._data import (attribute_counts, check_sample_weight, check_sequences, clas
                     renumber_sequences, SequenceVectorizer)
 from ._model import make_layout, observed_pairs
 from ._tagger import CRFTagger
-from ._training import fitted_state
+from ._training import fitted_state, refuse_tag_scheme
 from ._utils import HasMethods, validate_params
 from .losses import get_loss_tags
 from .solvers import get_solver_tags, solvers_with
@@ -225,7 +225,8 @@ class DaskCRFTagger(CRFTagger):
         them, weighted by the workers' shares of the sequences; see
         :class:`~sklearn_crfloss._dask._distributed.ParameterMixing`). The
         perceptron, MIRA and schedules are not available, nor
-        ``warm_start`` and ``early_stopping``.
+        ``warm_start``, ``early_stopping`` and ``tag_scheme`` (convert the
+        labels with :func:`~sklearn_crfloss.segments.convert_scheme` first).
 
     Attributes
     ----------
@@ -335,8 +336,8 @@ class DaskCRFTagger(CRFTagger):
         ValueError
             On invalid parameters, a solver other than a batch solver or
             ``'sgd'``, a loss that is not a
-            sum over sequences (``'mce_f'``), ``warm_start`` or
-            ``early_stopping``, partitions that do not match, no client,
+            sum over sequences (``'mce_f'``), ``warm_start``,
+            ``early_stopping`` or ``tag_scheme``, partitions that do not match, no client,
             or inconsistent data (the message names the sequence's index in
             X); the estimator is then left as it was.
         TypeError
@@ -348,6 +349,9 @@ class DaskCRFTagger(CRFTagger):
         validate_params(self)
         if self.warm_start or self.early_stopping:
             raise ValueError("DaskCRFTagger supports neither warm_start nor early_stopping.")
+        refuse_tag_scheme(self.tag_scheme, "DaskCRFTagger",
+                          "the labels stay on the workers, and their scheme is detected on "
+                          "all of them at once")
         loss, prior, solver = self._components()
         tags = get_loss_tags(loss)
         if not tags.additive:
