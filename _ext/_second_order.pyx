@@ -1,0 +1,290 @@
+# Exact inference for a second-order (label-trigram) linear-chain CRF.
+#
+# Design notes
+# ------------
+# * A sequence i occupies rows offsets[i]:offsets[i+1] of the unary potentials
+#   U (n_tokens, L). Its score is start[y_0] + sum_t U[t, y_t]
+#   + sum_{t>0} T[y_{t-1}, y_t] + sum_{t>1} W3[y_{t-2}, y_{t-1}, y_t]
+#   + end[y_{T-1}] (Sha & Pereira 2003; McDonald et al. 2005).
+# * A second-order chain over L labels is a first-order chain over the label
+#   pairs (b, c) = (y_{t-1}, y_t), whose transitions (a, b) -> (b, c) are
+#   sparse. Only the P allowed pairs of a boolean mask are states (pair p is
+#   (pair_first[p], pair_last[p])); the predecessors of p are the allowed
+#   pairs (a, b), listed in CSR form (pred_ptr, pred_pair), each edge k with
+#   its weight (exp(T[b, c] + W3[a, b, c] - shift) for sum-product, the
+#   score itself for max-product). Position 0 has the L single labels as
+#   states, position 1 reaches the pairs through T alone (pair_weight).
+#   The cost per token is the number of allowed triples, not L^3.
+# * Sum-product is scaled as _forward_backward.pyx's (Rabiner 1989): every
+#   alpha row is normalised to sum 1 and the log of its normaliser kept; the
+#   exponentials of the transition tables are taken once per call by the
+#   Python wrapper (shifted by their maximum), those of U once per token
+#   (shifted by the row's maximum). A sequence whose normaliser underflows or
+#   whose backward rows overflow is reported (failed[i] = 1) and left to the
+#   caller's log-space path, as is every sequence the caller marks in
+#   ``failed`` on entry; its accumulators are not touched.
+# * Chunks of 8 sequences run in parallel (OpenMP prange, static schedule,
+#   chunk c on thread c % n_threads); chunk c adds into accumulator block
+#   c % n_acc, and the caller sums the blocks in order: with n_acc a multiple
+#   of n_threads the sums do not depend on the number of threads (as in
+#   _forward_backward.pyx, accumulator_blocks).
+
+import numpy as np
+
+from cython.parallel cimport prange, threadid
+from libc.math cimport exp, log, isfinite, INFINITY
+
+
+def second_order_scratch_width(Py_ssize_t n_labels, Py_ssize_t n_pairs, Py_ssize_t max_length):
+    """Doubles of scratch per thread for sequences of at most ``max_length`` tokens (low level)."""
+    cdef Py_ssize_t W = max(n_labels, n_pairs)
+    return 2 * max_length * W + max_length * n_labels + max_length + 1
+
+
+cdef inline bint _scale_ok(double c) noexcept nogil:
+    return c > 1e-300 and isfinite(c)
+
+
+cdef int _sequence(
+    const double* U, Py_ssize_t n, Py_ssize_t L, Py_ssize_t P,
+    const double* es, const double* ee, const double* e2, const Py_ssize_t* pb,
+    const Py_ssize_t* pc, const Py_ssize_t* pred_ptr, const Py_ssize_t* pred_pair,
+    const double* e3, double weight, double* marg, double* log_z, double* pair_acc,
+    double* triple_acc, double* start_acc, double* end_acc, double* work,
+) noexcept nogil:
+    """Scaled forward-backward of one sequence over pair states; 1 if it failed."""
+    cdef Py_ssize_t W = L if L > P else P
+    cdef double* alpha = work
+    cdef double* beta = alpha + n * W
+    cdef double* psi = beta + n * W
+    cdef double* rs = psi + n * L
+    cdef Py_ssize_t t, j, p, k
+    cdef double m, c, s, v, lz = 0.0
+    for t in range(n):
+        m = -INFINITY
+        for j in range(L):
+            if U[t * L + j] > m:
+                m = U[t * L + j]
+        if not isfinite(m):
+            return 1
+        lz += m
+        for j in range(L):
+            psi[t * L + j] = exp(U[t * L + j] - m)
+    # Forward.
+    c = 0.0
+    for j in range(L):
+        alpha[j] = es[j] * psi[j]
+        c += alpha[j]
+    if not _scale_ok(c):
+        return 1
+    rs[0] = 1.0 / c
+    lz += log(c)
+    for j in range(L):
+        alpha[j] *= rs[0]
+    for t in range(1, n):
+        c = 0.0
+        for p in range(P):
+            if t == 1:
+                s = alpha[pb[p]] * e2[p]
+            else:
+                s = 0.0
+                for k in range(pred_ptr[p], pred_ptr[p + 1]):
+                    s = s + alpha[(t - 1) * W + pred_pair[k]] * e3[k]
+            s = s * psi[t * L + pc[p]]
+            alpha[t * W + p] = s
+            c += s
+        if not _scale_ok(c):
+            return 1
+        rs[t] = 1.0 / c
+        lz += log(c)
+        for p in range(P):
+            alpha[t * W + p] *= rs[t]
+    # End.
+    c = 0.0
+    if n == 1:
+        for j in range(L):
+            c += alpha[j] * ee[j]
+    else:
+        for p in range(P):
+            c += alpha[(n - 1) * W + p] * ee[pc[p]]
+    if not _scale_ok(c):
+        return 1
+    lz += log(c)
+    if n == 1:
+        for j in range(L):
+            beta[j] = ee[j] / c
+    else:
+        for p in range(P):
+            beta[(n - 1) * W + p] = ee[pc[p]] / c
+    # Backward: beta[t-1] from beta[t], scattered along the edges.
+    for t in range(n - 1, 0, -1):
+        if t == 1:
+            for j in range(L):
+                beta[j] = 0.0
+        else:
+            for p in range(P):
+                beta[(t - 1) * W + p] = 0.0
+        for p in range(P):
+            v = psi[t * L + pc[p]] * beta[t * W + p] * rs[t]
+            if t == 1:
+                beta[pb[p]] += e2[p] * v
+            else:
+                for k in range(pred_ptr[p], pred_ptr[p + 1]):
+                    beta[(t - 1) * W + pred_pair[k]] += e3[k] * v
+        s = 0.0
+        for j in range(L if t == 1 else P):
+            s += beta[(t - 1) * W + j]
+        if not isfinite(s):
+            return 1
+    # Success: marginals and the weighted sums.
+    log_z[0] = lz
+    for j in range(L):
+        marg[j] = alpha[j] * beta[j]
+        start_acc[j] += weight * marg[j]
+    for t in range(1, n):
+        for j in range(L):
+            marg[t * L + j] = 0.0
+        for p in range(P):
+            v = alpha[t * W + p] * beta[t * W + p]
+            marg[t * L + pc[p]] += v
+            pair_acc[p] += weight * v
+            if t >= 2:
+                v = weight * psi[t * L + pc[p]] * beta[t * W + p] * rs[t]
+                for k in range(pred_ptr[p], pred_ptr[p + 1]):
+                    triple_acc[k] += alpha[(t - 1) * W + pred_pair[k]] * v
+    for j in range(L):
+        end_acc[j] += weight * marg[(n - 1) * L + j]
+    return 0
+
+
+def second_order_forward_backward_batch(
+    const double[:, ::1] unary, const double[::1] exp_start, const double[::1] exp_end,
+    const double[::1] exp_pair, const Py_ssize_t[::1] pair_first,
+    const Py_ssize_t[::1] pair_last, const Py_ssize_t[::1] pred_ptr,
+    const Py_ssize_t[::1] pred_pair, const double[::1] exp_triple,
+    const Py_ssize_t[::1] offsets, const double[::1] weights, double[:, ::1] marginals,
+    double[::1] log_z, signed char[::1] failed, double[:, ::1] pair_acc,
+    double[:, ::1] triple_acc, double[:, ::1] boundary_acc, double[:, ::1] scratch,
+    int n_threads,
+):
+    """Scaled second-order forward-backward over a batch of sequences (low level).
+
+    Use :func:`sklearn_crfloss.inference.second_order_forward_backward`,
+    which builds the tables, adds back the shifts and runs the log-space
+    path of the failed sequences. Shapes: unary, marginals (n_tokens, L);
+    exp_start, exp_end (L,); exp_pair, pair_first, pair_last (P,); pred_ptr
+    (P + 1,); pred_pair, exp_triple (n_edges,); offsets (n_sequences + 1,);
+    weights, log_z, failed (n_sequences,); pair_acc (n_acc, P), triple_acc
+    (n_acc, n_edges), boundary_acc (n_acc, 2 * L), zeroed, n_acc a multiple
+    of n_threads; scratch (n_threads, second_order_scratch_width(L, P,
+    max_length)). ``failed[i] = 1`` on entry skips sequence i; on return it
+    marks the sequences left to the caller (their marginals and log_z are
+    not written). log_z is without the shifts; triple_acc holds the edge
+    sums still to be multiplied by exp_triple. Every sequence must be
+    non-empty.
+    """
+    cdef Py_ssize_t n_seq = offsets.shape[0] - 1
+    cdef Py_ssize_t n_chunks = (n_seq + 7) // 8
+    cdef Py_ssize_t L = unary.shape[1]
+    cdef Py_ssize_t P = pair_first.shape[0]
+    cdef Py_ssize_t n_acc = pair_acc.shape[0]
+    cdef Py_ssize_t ch, i, a, s, n
+    cdef int tid
+    with nogil:
+        for ch in prange(n_chunks, num_threads=n_threads, schedule='static', chunksize=1):
+            tid = threadid()
+            a = ch % n_acc
+            for i in range(8 * ch, min(8 * ch + 8, n_seq)):
+                if failed[i]:
+                    continue
+                s = offsets[i]
+                n = offsets[i + 1] - s
+                failed[i] = _sequence(
+                    &unary[s, 0], n, L, P, &exp_start[0], &exp_end[0], &exp_pair[0],
+                    &pair_first[0], &pair_last[0], &pred_ptr[0], &pred_pair[0],
+                    &exp_triple[0], weights[i], &marginals[s, 0], &log_z[i], &pair_acc[a, 0],
+                    &triple_acc[a, 0], &boundary_acc[a, 0], &boundary_acc[a, L],
+                    &scratch[tid, 0])
+
+
+cdef void _viterbi(
+    const double* U, Py_ssize_t n, Py_ssize_t L, Py_ssize_t P, const double* start,
+    const double* end, const double* s2, const Py_ssize_t* pb, const Py_ssize_t* pc,
+    const Py_ssize_t* pred_ptr, const Py_ssize_t* pred_pair, const double* s3,
+    Py_ssize_t* path, double* score, double* delta, Py_ssize_t* back,
+) noexcept nogil:
+    """Second-order Viterbi of one sequence (max-product over pair states)."""
+    cdef Py_ssize_t W = L if L > P else P
+    cdef Py_ssize_t t, j, p, k, arg, q
+    cdef double best, x
+    for j in range(L):
+        delta[j] = start[j] + U[j]
+    for t in range(1, n):
+        for p in range(P):
+            if t == 1:
+                best = delta[pb[p]] + s2[p]
+                arg = pb[p]
+            else:
+                best = -INFINITY
+                arg = -1
+                for k in range(pred_ptr[p], pred_ptr[p + 1]):
+                    x = delta[(t - 1) * W + pred_pair[k]] + s3[k]
+                    if x > best or arg < 0:
+                        best = x
+                        arg = pred_pair[k]
+            delta[t * W + p] = best + U[t * L + pc[p]]
+            back[t * W + p] = arg
+    best = -INFINITY
+    arg = 0
+    for j in range(L if n == 1 else P):
+        x = delta[(n - 1) * W + j] + end[j if n == 1 else pc[j]]
+        if x > best:
+            best = x
+            arg = j
+    score[0] = best
+    if n == 1:
+        path[0] = arg
+        return
+    p = arg
+    for t in range(n - 1, 0, -1):
+        path[t] = pc[p]
+        q = back[t * W + p]
+        if t == 1:
+            path[0] = q if q >= 0 else pb[p]
+        elif q < 0:  # no allowed predecessor (score -inf): any labels
+            for j in range(t):
+                path[j] = pb[p]
+            return
+        p = q
+
+
+def second_order_viterbi_batch(
+    const double[:, ::1] unary, const double[::1] start, const double[::1] end,
+    const double[::1] pair_score, const Py_ssize_t[::1] pair_first,
+    const Py_ssize_t[::1] pair_last, const Py_ssize_t[::1] pred_ptr,
+    const Py_ssize_t[::1] pred_pair, const double[::1] triple_score,
+    const Py_ssize_t[::1] offsets, Py_ssize_t[::1] path, double[::1] score,
+    double[:, ::1] scratch, Py_ssize_t[:, ::1] back, int n_threads,
+):
+    """Second-order Viterbi over a batch of sequences (low level).
+
+    Use :func:`sklearn_crfloss.inference.second_order_viterbi`. Tables as
+    in :func:`second_order_forward_backward_batch`, with scores in place of
+    their exponentials (pair_score[p] = T[b, c], triple_score[k] = T[b, c]
+    + W3[a, b, c]). path (n_tokens,) receives the label indices, score
+    (n_sequences,) the best score (-inf if no path is allowed); scratch and
+    back (n_threads, max_length * max(L, P)). Every sequence non-empty.
+    """
+    cdef Py_ssize_t n_seq = offsets.shape[0] - 1
+    cdef Py_ssize_t L = unary.shape[1]
+    cdef Py_ssize_t P = pair_first.shape[0]
+    cdef Py_ssize_t i, s
+    cdef int tid
+    with nogil:
+        for i in prange(n_seq, num_threads=n_threads, schedule='static', chunksize=8):
+            tid = threadid()
+            s = offsets[i]
+            _viterbi(&unary[s, 0], offsets[i + 1] - s, L, P, &start[0], &end[0],
+                     &pair_score[0], &pair_first[0], &pair_last[0], &pred_ptr[0],
+                     &pred_pair[0], &triple_score[0], &path[s], &score[i], &scratch[tid, 0],
+                     &back[tid, 0])
