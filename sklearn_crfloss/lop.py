@@ -486,6 +486,9 @@ class LOPTagger(SequenceTaggerTagsMixin, VersionedStateMixin, BaseEstimator):
         validate_params(self)
         base = CRFTagger(prior="none") if self.estimator is None else self.estimator
         base_params = base.get_params()
+        if base_params.get("order", 1) != 1:
+            raise ValueError("order=2 is not supported by LOPTagger (its experts are first "
+                             "order); use an estimator with order=1")
         kind, tokens, offsets = check_sequences(X)
         classes, y_enc = encode_labels(y, np.diff(offsets))
         features = SequenceVectorizer(base_params.get("min_freq", 1),

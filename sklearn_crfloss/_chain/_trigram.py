@@ -357,7 +357,7 @@ def second_order_viterbi(unary, transition, trigram, start, end, offsets, allowe
     return path, score
 
 
-def second_order_scores(unary, transition, trigram, start, end, y, offsets):
+def second_order_scores(unary, transition, trigram, start, end, y, offsets, allowed=None):
     """``score(y)`` of given label sequences under a second-order chain.
 
     Parameters
@@ -366,6 +366,8 @@ def second_order_scores(unary, transition, trigram, start, end, y, offsets):
         As :func:`second_order_forward_backward`.
     y : array-like of intp of shape (n_tokens,)
         Label index of every token.
+    allowed : array-like of bool of shape (n_labels, n_labels) or None, default=None
+        The allowed label pairs: a sequence with another pair scores ``-inf``.
 
     Returns
     -------
@@ -386,6 +388,9 @@ def second_order_scores(unary, transition, trigram, start, end, y, offsets):
                          minlength=n_seq)
     nonempty = np.flatnonzero(np.diff(offsets) > 0)
     score[nonempty] += start[y[offsets[nonempty]]] + end[y[offsets[nonempty + 1] - 1]]
+    if allowed is not None:
+        bad = second[~np.asarray(allowed, dtype=bool)[y[second - 1], y[second]]]
+        score[seq[bad]] = -np.inf
     return score
 
 
