@@ -9,12 +9,17 @@
 # * A second-order chain over L labels is a first-order chain over the label
 #   pairs (b, c) = (y_{t-1}, y_t), whose transitions (a, b) -> (b, c) are
 #   sparse. Only the P allowed pairs of a boolean mask are states (pair p is
-#   (pair_first[p], pair_last[p])); the predecessors of p are the allowed
-#   pairs (a, b), listed in CSR form (pred_ptr, pred_pair), each edge k with
-#   its weight (exp(T[b, c] + W3[a, b, c] - shift) for sum-product, the
-#   score itself for max-product). Position 0 has the L single labels as
-#   states, position 1 reaches the pairs through T alone (pair_weight).
-#   The cost per token is the number of allowed triples, not L^3.
+#   (pair_first[p], pair_last[p]), in row-major order, so that the pairs
+#   leaving label b are out_ptr[b]:out_ptr[b+1]); the pairs entering b,
+#   (a, b), are in_pair[in_ptr[b]:in_ptr[b+1]]. The edges through b form a
+#   dense block of n_in(b) x n_out(b) weights from blk_ptr[b], row i for the
+#   i-th pair entering b (exp(T[b, c] + W3[a, b, c] - shift) for sum-product,
+#   the score itself for max-product): a step is, per middle label b, a
+#   small vector-matrix product over contiguous rows, which the compiler
+#   vectorises (rather than a gather per edge). Position 0 has the L single
+#   labels as states, position 1 reaches the pairs through T alone
+#   (pair_weight). The cost per token is the number of allowed triples, not
+#   L^3.
 # * Sum-product is scaled as _forward_backward.pyx's (Rabiner 1989): every
 #   alpha row is normalised to sum 1 and the log of its normaliser kept; the
 #   exponentials of the transition tables are taken once per call by the
@@ -38,7 +43,7 @@ from libc.math cimport exp, log, isfinite, INFINITY
 def second_order_scratch_width(Py_ssize_t n_labels, Py_ssize_t n_pairs, Py_ssize_t max_length):
     """Doubles of scratch per thread for sequences of at most ``max_length`` tokens (low level)."""
     cdef Py_ssize_t W = max(n_labels, n_pairs)
-    return 2 * max_length * W + max_length * n_labels + max_length + 1
+    return 2 * max_length * W + max_length * n_labels + max_length + W + 1
 
 
 cdef inline bint _scale_ok(double c) noexcept nogil:
@@ -48,9 +53,10 @@ cdef inline bint _scale_ok(double c) noexcept nogil:
 cdef int _sequence(
     const double* U, Py_ssize_t n, Py_ssize_t L, Py_ssize_t P,
     const double* es, const double* ee, const double* e2, const Py_ssize_t* pb,
-    const Py_ssize_t* pc, const Py_ssize_t* pred_ptr, const Py_ssize_t* pred_pair,
-    const double* e3, double weight, double* marg, double* log_z, double* pair_acc,
-    double* triple_acc, double* start_acc, double* end_acc, double* work,
+    const Py_ssize_t* pc, const Py_ssize_t* out_ptr, const Py_ssize_t* in_ptr,
+    const Py_ssize_t* in_pair, const Py_ssize_t* blk_ptr, const double* e3, double weight,
+    double* marg, double* log_z, double* pair_acc, double* triple_acc, double* start_acc,
+    double* end_acc, double* work,
 ) noexcept nogil:
     """Scaled forward-backward of one sequence over pair states; 1 if it failed."""
     cdef Py_ssize_t W = L if L > P else P
@@ -58,8 +64,11 @@ cdef int _sequence(
     cdef double* beta = alpha + n * W
     cdef double* psi = beta + n * W
     cdef double* rs = psi + n * L
-    cdef Py_ssize_t t, j, p, k
-    cdef double m, c, s, v, lz = 0.0
+    cdef double* v_row = rs + n
+    cdef Py_ssize_t t, j, p, b, i, o0, n_out
+    cdef double m, c, s, v, x, lz = 0.0
+    cdef double* out
+    cdef const double* row
     for t in range(n):
         m = -INFINITY
         for j in range(L):
@@ -82,15 +91,26 @@ cdef int _sequence(
     for j in range(L):
         alpha[j] *= rs[0]
     for t in range(1, n):
+        if t == 1:
+            for p in range(P):
+                alpha[W + p] = alpha[pb[p]] * e2[p]
+        else:
+            for b in range(L):  # per middle label: alpha[t-1] (pairs into b) @ block
+                o0 = out_ptr[b]
+                n_out = out_ptr[b + 1] - o0
+                out = alpha + t * W + o0
+                for j in range(n_out):
+                    out[j] = 0.0
+                for i in range(in_ptr[b + 1] - in_ptr[b]):
+                    x = alpha[(t - 1) * W + in_pair[in_ptr[b] + i]]
+                    if x == 0.0:
+                        continue
+                    row = e3 + blk_ptr[b] + i * n_out
+                    for j in range(n_out):
+                        out[j] = out[j] + x * row[j]
         c = 0.0
         for p in range(P):
-            if t == 1:
-                s = alpha[pb[p]] * e2[p]
-            else:
-                s = 0.0
-                for k in range(pred_ptr[p], pred_ptr[p + 1]):
-                    s = s + alpha[(t - 1) * W + pred_pair[k]] * e3[k]
-            s = s * psi[t * L + pc[p]]
+            s = alpha[t * W + p] * psi[t * L + pc[p]]
             alpha[t * W + p] = s
             c += s
         if not _scale_ok(c):
@@ -118,19 +138,23 @@ cdef int _sequence(
             beta[(n - 1) * W + p] = ee[pc[p]] / c
     # Backward: beta[t-1] from beta[t], scattered along the edges.
     for t in range(n - 1, 0, -1):
+        for p in range(P):
+            v_row[p] = psi[t * L + pc[p]] * beta[t * W + p] * rs[t]
         if t == 1:
             for j in range(L):
                 beta[j] = 0.0
-        else:
             for p in range(P):
-                beta[(t - 1) * W + p] = 0.0
-        for p in range(P):
-            v = psi[t * L + pc[p]] * beta[t * W + p] * rs[t]
-            if t == 1:
-                beta[pb[p]] += e2[p] * v
-            else:
-                for k in range(pred_ptr[p], pred_ptr[p + 1]):
-                    beta[(t - 1) * W + pred_pair[k]] += e3[k] * v
+                beta[pb[p]] += e2[p] * v_row[p]
+        else:
+            for b in range(L):  # block @ v (pairs out of b), per pair into b
+                o0 = out_ptr[b]
+                n_out = out_ptr[b + 1] - o0
+                for i in range(in_ptr[b + 1] - in_ptr[b]):
+                    row = e3 + blk_ptr[b] + i * n_out
+                    s = 0.0
+                    for j in range(n_out):
+                        s = s + row[j] * v_row[o0 + j]
+                    beta[(t - 1) * W + in_pair[in_ptr[b] + i]] = s
         s = 0.0
         for j in range(L if t == 1 else P):
             s += beta[(t - 1) * W + j]
@@ -148,10 +172,19 @@ cdef int _sequence(
             v = alpha[t * W + p] * beta[t * W + p]
             marg[t * L + pc[p]] += v
             pair_acc[p] += weight * v
-            if t >= 2:
-                v = weight * psi[t * L + pc[p]] * beta[t * W + p] * rs[t]
-                for k in range(pred_ptr[p], pred_ptr[p + 1]):
-                    triple_acc[k] += alpha[(t - 1) * W + pred_pair[k]] * v
+            v_row[p] = weight * psi[t * L + pc[p]] * beta[t * W + p] * rs[t]
+        if t < 2:
+            continue
+        for b in range(L):  # the outer products alpha[t-1] (into b) x v (out of b)
+            o0 = out_ptr[b]
+            n_out = out_ptr[b + 1] - o0
+            for i in range(in_ptr[b + 1] - in_ptr[b]):
+                x = alpha[(t - 1) * W + in_pair[in_ptr[b] + i]]
+                if x == 0.0:
+                    continue
+                out = triple_acc + blk_ptr[b] + i * n_out
+                for j in range(n_out):
+                    out[j] = out[j] + x * v_row[o0 + j]
     for j in range(L):
         end_acc[j] += weight * marg[(n - 1) * L + j]
     return 0
@@ -160,8 +193,9 @@ cdef int _sequence(
 def second_order_forward_backward_batch(
     const double[:, ::1] unary, const double[::1] exp_start, const double[::1] exp_end,
     const double[::1] exp_pair, const Py_ssize_t[::1] pair_first,
-    const Py_ssize_t[::1] pair_last, const Py_ssize_t[::1] pred_ptr,
-    const Py_ssize_t[::1] pred_pair, const double[::1] exp_triple,
+    const Py_ssize_t[::1] pair_last, const Py_ssize_t[::1] out_ptr,
+    const Py_ssize_t[::1] in_ptr, const Py_ssize_t[::1] in_pair,
+    const Py_ssize_t[::1] blk_ptr, const double[::1] exp_triple,
     const Py_ssize_t[::1] offsets, const double[::1] weights, double[:, ::1] marginals,
     double[::1] log_z, signed char[::1] failed, double[:, ::1] pair_acc,
     double[:, ::1] triple_acc, double[:, ::1] boundary_acc, double[:, ::1] scratch,
@@ -172,8 +206,10 @@ def second_order_forward_backward_batch(
     Use :func:`sklearn_crfloss.inference.second_order_forward_backward`,
     which builds the tables, adds back the shifts and runs the log-space
     path of the failed sequences. Shapes: unary, marginals (n_tokens, L);
-    exp_start, exp_end (L,); exp_pair, pair_first, pair_last (P,); pred_ptr
-    (P + 1,); pred_pair, exp_triple (n_edges,); offsets (n_sequences + 1,);
+    exp_start, exp_end (L,); exp_pair, pair_first, pair_last (P,); out_ptr,
+    in_ptr, blk_ptr (L + 1,); in_pair (P,); exp_triple (n_edges,) in the
+    block order (:class:`~sklearn_crfloss.inference.PairStates`); offsets
+    (n_sequences + 1,);
     weights, log_z, failed (n_sequences,); pair_acc (n_acc, P), triple_acc
     (n_acc, n_edges), boundary_acc (n_acc, 2 * L), zeroed, n_acc a multiple
     of n_threads; scratch (n_threads, second_order_scratch_width(L, P,
@@ -201,8 +237,9 @@ def second_order_forward_backward_batch(
                 n = offsets[i + 1] - s
                 failed[i] = _sequence(
                     &unary[s, 0], n, L, P, &exp_start[0], &exp_end[0], &exp_pair[0],
-                    &pair_first[0], &pair_last[0], &pred_ptr[0], &pred_pair[0],
-                    &exp_triple[0], weights[i], &marginals[s, 0], &log_z[i], &pair_acc[a, 0],
+                    &pair_first[0], &pair_last[0], &out_ptr[0], &in_ptr[0], &in_pair[0],
+                    &blk_ptr[0], &exp_triple[0], weights[i], &marginals[s, 0], &log_z[i],
+                    &pair_acc[a, 0],
                     &triple_acc[a, 0], &boundary_acc[a, 0], &boundary_acc[a, L],
                     &scratch[tid, 0])
 
@@ -210,30 +247,43 @@ def second_order_forward_backward_batch(
 cdef void _viterbi(
     const double* U, Py_ssize_t n, Py_ssize_t L, Py_ssize_t P, const double* start,
     const double* end, const double* s2, const Py_ssize_t* pb, const Py_ssize_t* pc,
-    const Py_ssize_t* pred_ptr, const Py_ssize_t* pred_pair, const double* s3,
-    Py_ssize_t* path, double* score, double* delta, Py_ssize_t* back,
+    const Py_ssize_t* out_ptr, const Py_ssize_t* in_ptr, const Py_ssize_t* in_pair,
+    const Py_ssize_t* blk_ptr, const double* s3, Py_ssize_t* path, double* score,
+    double* delta, Py_ssize_t* back,
 ) noexcept nogil:
     """Second-order Viterbi of one sequence (max-product over pair states)."""
     cdef Py_ssize_t W = L if L > P else P
-    cdef Py_ssize_t t, j, p, k, arg, q
+    cdef Py_ssize_t t, j, p, b, i, o0, n_out, arg, q
     cdef double best, x
+    cdef double* d
+    cdef Py_ssize_t* bk
+    cdef const double* row
     for j in range(L):
         delta[j] = start[j] + U[j]
     for t in range(1, n):
+        if t == 1:
+            for p in range(P):
+                delta[W + p] = delta[pb[p]] + s2[p]
+                back[W + p] = pb[p]
+        else:
+            for b in range(L):  # max-plus over the pairs into b, row by row
+                o0 = out_ptr[b]
+                n_out = out_ptr[b + 1] - o0
+                d = delta + t * W + o0
+                bk = back + t * W + o0
+                for j in range(n_out):
+                    d[j] = -INFINITY
+                    bk[j] = -1
+                for i in range(in_ptr[b + 1] - in_ptr[b]):
+                    q = in_pair[in_ptr[b] + i]
+                    x = delta[(t - 1) * W + q]
+                    row = s3 + blk_ptr[b] + i * n_out
+                    for j in range(n_out):
+                        if x + row[j] > d[j] or bk[j] < 0:
+                            d[j] = x + row[j]
+                            bk[j] = q
         for p in range(P):
-            if t == 1:
-                best = delta[pb[p]] + s2[p]
-                arg = pb[p]
-            else:
-                best = -INFINITY
-                arg = -1
-                for k in range(pred_ptr[p], pred_ptr[p + 1]):
-                    x = delta[(t - 1) * W + pred_pair[k]] + s3[k]
-                    if x > best or arg < 0:
-                        best = x
-                        arg = pred_pair[k]
-            delta[t * W + p] = best + U[t * L + pc[p]]
-            back[t * W + p] = arg
+            delta[t * W + p] += U[t * L + pc[p]]
     best = -INFINITY
     arg = 0
     for j in range(L if n == 1 else P):
@@ -261,8 +311,9 @@ cdef void _viterbi(
 def second_order_viterbi_batch(
     const double[:, ::1] unary, const double[::1] start, const double[::1] end,
     const double[::1] pair_score, const Py_ssize_t[::1] pair_first,
-    const Py_ssize_t[::1] pair_last, const Py_ssize_t[::1] pred_ptr,
-    const Py_ssize_t[::1] pred_pair, const double[::1] triple_score,
+    const Py_ssize_t[::1] pair_last, const Py_ssize_t[::1] out_ptr,
+    const Py_ssize_t[::1] in_ptr, const Py_ssize_t[::1] in_pair,
+    const Py_ssize_t[::1] blk_ptr, const double[::1] triple_score,
     const Py_ssize_t[::1] offsets, Py_ssize_t[::1] path, double[::1] score,
     double[:, ::1] scratch, Py_ssize_t[:, ::1] back, int n_threads,
 ):
@@ -285,6 +336,6 @@ def second_order_viterbi_batch(
             tid = threadid()
             s = offsets[i]
             _viterbi(&unary[s, 0], offsets[i + 1] - s, L, P, &start[0], &end[0],
-                     &pair_score[0], &pair_first[0], &pair_last[0], &pred_ptr[0],
-                     &pred_pair[0], &triple_score[0], &path[s], &score[i], &scratch[tid, 0],
-                     &back[tid, 0])
+                     &pair_score[0], &pair_first[0], &pair_last[0], &out_ptr[0], &in_ptr[0],
+                     &in_pair[0], &blk_ptr[0], &triple_score[0], &path[s], &score[i],
+                     &scratch[tid, 0], &back[tid, 0])

@@ -8,10 +8,11 @@ scores a label sequence ``y`` of ``n`` tokens as
 
 It is a first-order chain over the label pairs ``(y_{t-1}, y_t)``, whose
 transitions ``(a, b) -> (b, c)`` are sparse. :class:`PairStates` lists the
-allowed pairs of a boolean ``(L, L)`` mask and, for each, its allowed
-predecessors; the compiled kernels (``_ext/_second_order.pyx``) iterate over
-these lists only, so that a step costs the number of allowed triples
-``(a, b, c)`` (both ``(a, b)`` and ``(b, c)`` allowed), not ``L**3``. A
+allowed pairs of a boolean ``(L, L)`` mask and, per middle label ``b``, the
+dense block of triples ``(a, b, c)`` between the pairs entering and leaving
+``b``; the compiled kernels (``_ext/_second_order.pyx``) run over these
+blocks only, so that a step costs the number of allowed triples (both
+``(a, b)`` and ``(b, c)`` allowed), not ``L**3``. A
 sequence may only follow allowed pairs; a trigram that is not allowed has
 no parameter.
 """
@@ -35,7 +36,7 @@ _MAX_RANGE = 600.0
 
 
 class PairStates:
-    """The allowed label pairs of a second-order chain and their predecessor lists.
+    """The allowed label pairs of a second-order chain and the blocks of triples through each label.
 
     Parameters
     ----------
@@ -47,14 +48,20 @@ class PairStates:
     allowed : ndarray of bool of shape (n_labels, n_labels)
     n_labels, n_pairs, n_triples : int
     first, last : ndarray of intp of shape (n_pairs,)
-        Pair ``p`` is ``(first[p], last[p])``, in row-major order of ``allowed``.
-    pred_ptr : ndarray of intp of shape (n_pairs + 1,)
-    pred_pair : ndarray of intp of shape (n_triples,)
-        The predecessors of pair ``p`` (pairs ``(a, first[p])``) are
-        ``pred_pair[pred_ptr[p]:pred_ptr[p + 1]]``: triple ``k`` is
-        ``(first[pred_pair[k]], first[p], last[p])``.
+        Pair ``p`` is ``(first[p], last[p])``, in row-major order of
+        ``allowed``: the pairs ``(b, .)`` are ``out_ptr[b]:out_ptr[b + 1]``.
+    out_ptr, in_ptr, block_ptr : ndarray of intp of shape (n_labels + 1,)
+    in_pair : ndarray of intp of shape (n_pairs,)
+        The pairs ``(a, b)`` entering label ``b`` are
+        ``in_pair[in_ptr[b]:in_ptr[b + 1]]`` (``a`` ascending). The triples
+        through ``b`` form a block of ``n_in(b) x n_out(b)`` from
+        ``block_ptr[b]``, row-major: triple ``block_ptr[b] + i * n_out(b) +
+        j`` is ``(a_i, b, c_j)`` of the ``i``-th pair entering and the
+        ``j``-th pair leaving ``b``.
+    edge_from, edge_to : ndarray of intp of shape (n_triples,)
+        The pairs ``(a, b)`` and ``(b, c)`` of every triple.
     triples : ndarray of intp of shape (n_triples, 3)
-        ``(a, b, c)`` of every triple, in the order of ``pred_pair``.
+        ``(a, b, c)`` of every triple, in the block order.
     triple_index : ndarray of intp of shape (n_triples,)
         Flat index ``(a * L + b) * L + c`` of every triple into an
         ``(L, L, L)`` array.
@@ -79,18 +86,29 @@ class PairStates:
         self.n_pairs = first.shape[0]
         pair_id = np.full((L, L), -1, dtype=np.intp)
         pair_id[first, last] = np.arange(self.n_pairs)
-        # Predecessors of (b, c): the allowed (a, b), a ascending.
-        into = [np.flatnonzero(allowed[:, b]) for b in range(L)]
-        counts = np.array([into[b].shape[0] for b in self.first], dtype=np.intp)
-        self.pred_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.intp)
-        a = (np.concatenate([into[b] for b in self.first]) if self.n_pairs
-             else np.zeros(0, dtype=np.intp)).astype(np.intp)
-        b = np.repeat(self.first, counts)
-        c = np.repeat(self.last, counts)
-        self.pred_pair = pair_id[a, b].astype(np.intp)
+        n_out = allowed.sum(axis=1)
+        n_in = allowed.sum(axis=0)
+        self.out_ptr = np.concatenate([[0], np.cumsum(n_out)]).astype(np.intp)
+        self.in_ptr = np.concatenate([[0], np.cumsum(n_in)]).astype(np.intp)
+        self.block_ptr = np.concatenate([[0], np.cumsum(n_in * n_out)]).astype(np.intp)
+        into, onto = np.nonzero(allowed.T)  # (b, a) row-major: per b, a ascending
+        self.in_pair = pair_id[onto, into].astype(np.intp)
+        # Triple (i, j) of block b: the i-th pair into b, the j-th out of b.
+        blocks = [np.stack(np.meshgrid(self.in_pair[self.in_ptr[b]:self.in_ptr[b + 1]],
+                                       np.arange(self.out_ptr[b], self.out_ptr[b + 1]),
+                                       indexing="ij"), axis=-1).reshape(-1, 2)
+                  for b in range(L)]
+        edges = np.concatenate(blocks).astype(np.intp) if L else np.zeros((0, 2), np.intp)
+        self.edge_from, self.edge_to = edges[:, 0].copy(), edges[:, 1].copy()
+        a, b, c = self.first[self.edge_from], self.first[self.edge_to], self.last[self.edge_to]
         self.triples = np.stack([a, b, c], axis=1)
         self.triple_index = ((a * L + b) * L + c).astype(np.intp)
         self.n_triples = self.triple_index.shape[0]
+
+    def tables(self):
+        """``(first, last, out_ptr, in_ptr, in_pair, block_ptr)``, as the kernels take them."""
+        return (self.first, self.last, self.out_ptr, self.in_ptr, self.in_pair,
+                self.block_ptr)
 
     def pair_values(self, matrix):
         """``matrix[first, last]``: an (L, L) array's entries of the allowed pairs, float64."""
@@ -180,8 +198,7 @@ def _log_space(U, states, start, end, s2, s3):
     """
     n, L = U.shape
     P, K = states.n_pairs, states.n_triples
-    pb, pc, pred = states.first, states.last, states.pred_pair
-    owner = np.repeat(np.arange(P), np.diff(states.pred_ptr))
+    pb, pc, pred, owner = states.first, states.last, states.edge_from, states.edge_to
     alpha = [start + U[0]]
     for t in range(1, n):
         if t == 1:
@@ -286,9 +303,8 @@ def second_order_forward_backward(unary, transition, trigram, start, end, offset
         max_len = int(lengths.max())
         scratch = np.empty((n_threads, second_order_scratch_width(L, P, max_len)))
         second_order_forward_backward_batch(
-            unary, es, ee, e2, states.first, states.last, states.pred_ptr, states.pred_pair,
-            e3, offs, w, marginals, log_z_ne, failed, pair_acc, triple_acc, boundary_acc,
-            scratch, n_threads)
+            unary, es, ee, e2, *states.tables(), e3, offs, w, marginals, log_z_ne, failed,
+            pair_acc, triple_acc, boundary_acc, scratch, n_threads)
         log_z_ne += sh_s + sh_e + np.maximum(lengths - 1, 0).clip(max=1) * sh2 + np.maximum(
             lengths - 2, 0) * sh3
     pairs = pair_acc.sum(axis=0)
@@ -349,10 +365,10 @@ def second_order_viterbi(unary, transition, trigram, start, end, offsets, allowe
         width = int(np.diff(offs).max()) * max(L, states.n_pairs)
         score_ne = np.empty(nonempty.shape[0])
         second_order_viterbi_batch(
-            unary, start, end, states.pair_values(transition), states.first, states.last,
-            states.pred_ptr, states.pred_pair, states.triple_values(transition, trigram), offs,
-            path, score_ne, np.empty((n_threads, width)),
-            np.empty((n_threads, width), dtype=np.intp), n_threads)
+            unary, start, end, states.pair_values(transition), *states.tables(),
+            states.triple_values(transition, trigram), offs, path, score_ne,
+            np.empty((n_threads, width)), np.empty((n_threads, width), dtype=np.intp),
+            n_threads)
         score[nonempty] = score_ne
     return path, score
 
