@@ -263,3 +263,15 @@ def test_order2_model_file_round_trip(tmp_path):
     np.testing.assert_array_equal(back.transition2_, crf.transition2_)
     np.testing.assert_array_equal(back.allowed_pairs_, crf.allowed_pairs_)
     assert back.predict(X) == crf.predict(X)
+
+
+@pytest.mark.parametrize("params", [dict(prior="l1", C=10.0), dict(tag_scheme="iobes", C=10.0),
+                                    dict(init="cll", loss="softmax_margin", C=10.0)])
+def test_order2_trains_with_other_priors_solvers_and_schemes(params):
+    X, y = _toy()
+    crf = CRFTagger(order=2, **params).fit(X, y)
+    assert crf.predict(X) == y
+    if "tag_scheme" in params:  # the pairs the scheme allows: E-NP may follow I-NP
+        labels = crf.classes_.tolist()
+        assert crf.allowed_pairs_[labels.index("I-NP"), labels.index("E-NP")]
+        assert not crf.allowed_pairs_[labels.index("O"), labels.index("I-NP")]

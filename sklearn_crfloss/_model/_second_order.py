@@ -36,7 +36,7 @@ ORDER_DOC = dict(
         online solvers, ``decoder='mea'``, observation-dependent label
         bigrams, ``early_stopping``, ``warm_start``, ``partial_fit``,
         :meth:`predict_nbest` and :meth:`explain` raise a ``ValueError``
-        naming ``order``. See :doc:`/user_guide/crf`.""",
+        naming ``order``. See :ref:`crf_second_order`.""",
     order_attributes="""transition2_ : ndarray of shape (n_classes, n_classes, n_classes) or None
         ``order=2``: ``transition2_[i, j, k]`` scores ``classes_[i]``,
         ``classes_[j]``, ``classes_[k]`` in a row (0 for triples that are not
