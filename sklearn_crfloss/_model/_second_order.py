@@ -25,25 +25,25 @@ __all__ = ["ORDER_DOC", "SecondOrderLayout", "SecondOrderObjective", "allowed_la
 
 ORDER_DOC = dict(
     order_parameter="""order : {1, 2}, default=1
-        Order of the label chain. ``2``: a second-order (label-trigram)
-        CRF, whose score adds ``transition2_[y_{t-2}, y_{t-1}, y_t]`` for
-        every ``t >= 2`` (Sha & Pereira 2003), with exact inference over
-        label pairs. Only the label pairs seen in the training data may
-        follow each other (with ``constraints``, those the tag scheme
-        allows), and only the label triples made of two such pairs get a
-        weight (``allowed_pairs_``). Trains with ``loss='cll'`` or
-        ``'softmax_margin'`` and the batch solvers; the other losses, the
-        online solvers, ``decoder='mea'``, observation-dependent label
-        bigrams, ``early_stopping``, ``warm_start``, ``partial_fit``,
-        :meth:`predict_nbest` and :meth:`explain` raise a ``ValueError``
-        naming ``order``. See :ref:`crf_second_order`.""",
+    Order of the label chain. ``2``: a second-order (label-trigram)
+    CRF, whose score adds ``transition2_[y_{t-2}, y_{t-1}, y_t]`` for
+    every ``t >= 2`` (Sha & Pereira 2003), with exact inference over
+    label pairs. Only the label pairs seen in the training data may
+    follow each other (with ``constraints`` or ``tag_scheme``, those the
+    tag scheme allows), and only the label triples made of two such pairs get a
+    weight (``allowed_pairs_``). Trains with ``loss='cll'`` or
+    ``'softmax_margin'`` and the batch solvers; the other losses, the
+    online solvers, ``decoder='mea'``, observation-dependent label
+    bigrams, ``early_stopping``, ``warm_start``, ``partial_fit``,
+    :meth:`predict_nbest` and :meth:`explain` raise a ``ValueError``
+    naming ``order``. See :ref:`crf_second_order`.""",
     order_attributes="""transition2_ : ndarray of shape (n_classes, n_classes, n_classes) or None
-        ``order=2``: ``transition2_[i, j, k]`` scores ``classes_[i]``,
-        ``classes_[j]``, ``classes_[k]`` in a row (0 for triples that are not
-        allowed). None for ``order=1``.
-    allowed_pairs_ : ndarray of bool of shape (n_classes, n_classes) or None
-        ``order=2``: the label pairs that may follow each other. None for
-        ``order=1``.""",
+    ``order=2``: ``transition2_[i, j, k]`` scores ``classes_[i]``,
+    ``classes_[j]``, ``classes_[k]`` in a row (0 for triples that are not
+    allowed). None for ``order=1``.
+allowed_pairs_ : ndarray of bool of shape (n_classes, n_classes) or None
+    ``order=2``: the label pairs that may follow each other. None for
+    ``order=1``.""",
 )
 
 #: The losses a second-order fit trains (their fused path is the CLL kernel's).
