@@ -3,8 +3,9 @@
 ``ChunkFeatures()`` features, ``CRFTagger(order=1)`` against
 ``CRFTagger(order=2)`` (the allowed label pairs: those seen in training)
 and ``CRFTagger(order=2, constraints='iob2')`` (the pairs the IOB2 scheme
-allows), defaults otherwise. Each second-order row is tested against the
-first-order one with the paired bootstrap over sentences and McNemar's
+allows), defaults otherwise; ``--rows`` also offers both orders with
+``loss='softmax_margin'``. Each row is tested against the ``--baseline``
+one (default ``order=1``) with the paired bootstrap over sentences and McNemar's
 tests (``_common.paired_tests_line``). The CPU seconds per L-BFGS
 iteration are the median difference of ``time.process_time()`` between
 consecutive calls of the fit's ``callback`` (line-search evaluations
@@ -30,7 +31,10 @@ from sklearn_crfloss.datasets import load_conll2000  # noqa: E402
 from sklearn_crfloss.features import ChunkFeatures  # noqa: E402
 
 ROWS = {"order=1": dict(order=1), "order=2": dict(order=2),
-        "order=2, constraints='iob2'": dict(order=2, constraints="iob2")}
+        "order=2, constraints='iob2'": dict(order=2, constraints="iob2"),
+        "order=1, loss='softmax_margin'": dict(order=1, loss="softmax_margin"),
+        "order=2, loss='softmax_margin'": dict(order=2, loss="softmax_margin")}
+DEFAULT_ROWS = ["order=1", "order=2", "order=2, constraints='iob2'"]
 
 
 def _fit(name, params, F_tr, y_tr, F_te, y_te, max_iter):
@@ -52,7 +56,9 @@ def _fit(name, params, F_tr, y_tr, F_te, y_te, max_iter):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
+    p.add_argument("--rows", nargs="+", default=DEFAULT_ROWS, choices=list(ROWS))
+    p.add_argument("--baseline", default="order=1", choices=list(ROWS),
+                   help="the row the others are tested against")
     p.add_argument("--max-iter", type=int, default=None,
                    help="L-BFGS iterations (default: the estimator's); timing runs")
     args = parse_significance_run(p, argv)
@@ -64,11 +70,11 @@ def main(argv=None):
     F_tr, F_te = features.transform(X_tr), features.transform(X_te)
     results = {name: _fit(name, ROWS[name], F_tr, y_tr, F_te, y_te, args.max_iter)
                for name in args.rows}
-    if "order=1" in results:
-        base, base_time = results["order=1"]
+    if args.baseline in results:
+        base, base_time = results[args.baseline]
         for name, (pred, per_iter) in results.items():
-            if name != "order=1":
-                print(f"{name} vs order=1: "
+            if name != args.baseline:
+                print(f"{name} vs {args.baseline}: "
                       + paired_tests_line(y_te, pred, base, args.n_resamples, args.random_state)
                       + f"; {per_iter / base_time:.2f}x the CPU seconds per iteration",
                       flush=True)
