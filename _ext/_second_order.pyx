@@ -50,6 +50,37 @@ cdef inline bint _scale_ok(double c) noexcept nogil:
     return c > 1e-300 and isfinite(c)
 
 
+cdef inline void _blocks_axpy(
+    const double* x, const double* M, double* out, bint outer, Py_ssize_t L,
+    const Py_ssize_t* out_ptr, const Py_ssize_t* in_ptr, const Py_ssize_t* in_pair,
+    const Py_ssize_t* blk_ptr,
+) noexcept nogil:
+    """Per middle label b, row i of its block: dst += x[pair i into b] * src (n_out(b) wide).
+
+    outer=False: out (pairs) += x @ M's blocks (the forward step);
+    outer=True: out's blocks (triples) += outer(x into b, M out of b) (the edge sums).
+    """
+    cdef Py_ssize_t b, i, j, o0, n_out
+    cdef double xi
+    cdef double* dst
+    cdef const double* src
+    for b in range(L):
+        o0 = out_ptr[b]
+        n_out = out_ptr[b + 1] - o0
+        for i in range(in_ptr[b + 1] - in_ptr[b]):
+            xi = x[in_pair[in_ptr[b] + i]]
+            if xi == 0.0:
+                continue
+            if outer:
+                dst = out + blk_ptr[b] + i * n_out
+                src = M + o0
+            else:
+                dst = out + o0
+                src = M + blk_ptr[b] + i * n_out
+            for j in range(n_out):
+                dst[j] = dst[j] + xi * src[j]
+
+
 cdef int _sequence(
     const double* U, Py_ssize_t n, Py_ssize_t L, Py_ssize_t P,
     const double* es, const double* ee, const double* e2, const Py_ssize_t* pb,
@@ -66,8 +97,7 @@ cdef int _sequence(
     cdef double* rs = psi + n * L
     cdef double* v_row = rs + n
     cdef Py_ssize_t t, j, p, b, i, o0, n_out
-    cdef double m, c, s, v, x, lz = 0.0
-    cdef double* out
+    cdef double m, c, s, v, lz = 0.0
     cdef const double* row
     for t in range(n):
         m = -INFINITY
@@ -94,20 +124,11 @@ cdef int _sequence(
         if t == 1:
             for p in range(P):
                 alpha[W + p] = alpha[pb[p]] * e2[p]
-        else:
-            for b in range(L):  # per middle label: alpha[t-1] (pairs into b) @ block
-                o0 = out_ptr[b]
-                n_out = out_ptr[b + 1] - o0
-                out = alpha + t * W + o0
-                for j in range(n_out):
-                    out[j] = 0.0
-                for i in range(in_ptr[b + 1] - in_ptr[b]):
-                    x = alpha[(t - 1) * W + in_pair[in_ptr[b] + i]]
-                    if x == 0.0:
-                        continue
-                    row = e3 + blk_ptr[b] + i * n_out
-                    for j in range(n_out):
-                        out[j] = out[j] + x * row[j]
+        else:  # per middle label: alpha[t-1] (pairs into b) @ block
+            for p in range(P):
+                alpha[t * W + p] = 0.0
+            _blocks_axpy(alpha + (t - 1) * W, e3, alpha + t * W, False, L, out_ptr, in_ptr,
+                         in_pair, blk_ptr)
         c = 0.0
         for p in range(P):
             s = alpha[t * W + p] * psi[t * L + pc[p]]
@@ -173,18 +194,9 @@ cdef int _sequence(
             marg[t * L + pc[p]] += v
             pair_acc[p] += weight * v
             v_row[p] = weight * psi[t * L + pc[p]] * beta[t * W + p] * rs[t]
-        if t < 2:
-            continue
-        for b in range(L):  # the outer products alpha[t-1] (into b) x v (out of b)
-            o0 = out_ptr[b]
-            n_out = out_ptr[b + 1] - o0
-            for i in range(in_ptr[b + 1] - in_ptr[b]):
-                x = alpha[(t - 1) * W + in_pair[in_ptr[b] + i]]
-                if x == 0.0:
-                    continue
-                out = triple_acc + blk_ptr[b] + i * n_out
-                for j in range(n_out):
-                    out[j] = out[j] + x * v_row[o0 + j]
+        if t >= 2:  # the outer products alpha[t-1] (into b) x v (out of b)
+            _blocks_axpy(alpha + (t - 1) * W, v_row, triple_acc, True, L, out_ptr, in_ptr,
+                         in_pair, blk_ptr)
     for j in range(L):
         end_acc[j] += weight * marg[(n - 1) * L + j]
     return 0
