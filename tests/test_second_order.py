@@ -275,3 +275,14 @@ def test_order2_trains_with_other_priors_solvers_and_schemes(params):
         labels = crf.classes_.tolist()
         assert crf.allowed_pairs_[labels.index("I-NP"), labels.index("E-NP")]
         assert not crf.allowed_pairs_[labels.index("O"), labels.index("I-NP")]
+
+
+def test_order2_fit_is_bitwise_the_same_on_1_to_4_threads():
+    rng = np.random.default_rng(11)
+    words = ["the", "a", "dog", "cat", "runs", "big", "fast"]
+    X = [[{"w": words[k]} for k in rng.integers(0, 7, size=n)] for n in rng.integers(1, 9, 60)]
+    y = [[["B-NP", "I-NP", "B-VP", "O"][k % 4] for k in range(len(s))] for s in X]
+    fits = [CRFTagger(order=2, n_jobs=k, max_iter=30).fit(X, y) for k in (1, 2, 4)]
+    for crf in fits[1:]:
+        np.testing.assert_array_equal(crf.coef_, fits[0].coef_)
+        np.testing.assert_array_equal(crf.transition2_, fits[0].transition2_)
