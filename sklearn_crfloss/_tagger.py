@@ -25,8 +25,9 @@ from ._chain import kernel_threads
 from ._data import (check_sample_weight, check_sequences, check_token_weight, encode_known_labels,
                     encode_labels, is_stream, names_like, SequenceVectorizer, vectorize_stream)
 from ._evaluation import check_scorer_call
-from ._model import (BIGRAM_DOC, bigram_state, make_layout, make_objective, model_transitions,
-                     observed_pairs)
+from ._model import (allowed_label_pairs, BIGRAM_DOC, bigram_state, check_second_order,
+                     make_layout, make_objective, model_transitions, observed_pairs, ORDER_DOC,
+                     second_order_state, SecondOrderLayout)
 from ._training import (FIT_DOC, TAG_SCHEME_DOC, TRAINING_PARAMS_DOC, check_token_weight_use,
                         check_validation_set, early_stopping_scoring, fitted_state,
                         keyword_only_after_y, PartialFitMixin, print_header, resolve_components,
@@ -35,8 +36,10 @@ from ._training import (FIT_DOC, TAG_SCHEME_DOC, TRAINING_PARAMS_DOC, check_toke
                         warn_if_iob1_segments, warn_if_unscaled)
 from ._utils import (fill_doc, HasMethods, Interval, RegisteredParamsMixin,
                      SequenceTaggerTagsMixin, StrOptions, validate_params, VersionedStateMixin)
-from .decoding import CONSTRAINTS, DECODERS, check_decoding, decode, get_allowed, nbest_decode
-from .inference import forward_backward, sequence_scores
+from .decoding import (CONSTRAINTS, DECODERS, check_decoding, decode, get_allowed, nbest_decode,
+                       second_order_decode)
+from .inference import (forward_backward, second_order_forward_backward, second_order_scores,
+                        sequence_scores)
 from .losses import LOSSES, get_loss_tags
 from .priors import PRIORS, get_prior_tags
 from .solvers import SOLVERS, FitInfo, get_solver_tags, hold_out, solvers_with
@@ -62,7 +65,7 @@ TypeError, ValueError
 )
 
 
-@fill_doc(**TAG_SCHEME_DOC, **BIGRAM_DOC, **TRAINING_PARAMS_DOC)
+@fill_doc(**TAG_SCHEME_DOC, **BIGRAM_DOC, **TRAINING_PARAMS_DOC, **ORDER_DOC)
 @snapshot_methods("decode", "predict_nbest", "sequence_log_proba", "predict_marginals",
                   "top_state_features", "explain")  # consistent with a concurrent refit
 class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
@@ -165,6 +168,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         allowed transitions (the allowed path of maximum
         ``sum_t log p(y_t | x)``). ``'iobes'``, ``'bilou'``: see ``tag_scheme``.
     {tag_scheme_parameter}
+    {order_parameter}
     n_jobs : int or None, default=None
         Threads for the inference kernels (OpenMP over sequences), resolved
         as scikit-learn's: None means 1 unless in a
@@ -256,6 +260,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         from ``coef_`` on access; see
         :func:`sklearn_crfloss.inspection.state_features`).
     {transition_attributes}
+    {order_attributes}
     {tag_schemes_attribute}
 
     See Also
@@ -316,6 +321,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "scoring": [None, StrOptions({"f1", "accuracy", "loss"})],
+        "order": [Interval(Integral, 1, 2, closed="both")],
     }
 
     def __init__(
@@ -347,6 +353,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         validation_fraction=0.1,
         n_iter_no_change=5,
         scoring=None,
+        order=1,
     ):
         self.loss = loss
         self.prior = prior
@@ -374,6 +381,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.scoring = scoring
+        self.order = order
 
     # ------------------------------------------------------------------ fit
 
@@ -484,6 +492,15 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
                              solver_tags=get_solver_tags(solver),
                              warm=self.warm_start and hasattr(self, "coef_"),
                              solvers_with=solvers_with)
+        if self.order == 2:  # the label-trigram weights (_model/_second_order.py)
+            check_second_order(2, loss=loss, solver_tags=get_solver_tags(solver),
+                               decoder=self.decoder, n_bigram=layout.n_bigram,
+                               early_stopping=self.early_stopping,
+                               warm=self.warm_start and hasattr(self, "coef_"))
+            schemes = self.__dict__.get("_tag_schemes")
+            scheme = get_allowed(self.constraints if schemes is None else schemes[1], classes)
+            layout = SecondOrderLayout(layout, allowed_label_pairs(
+                y_enc, offsets, n_labels, None if scheme is None else scheme[0]))
         if get_prior_tags(prior).needs_bind:
             prior = prior.bind(Xc, y_enc, offsets, layout)
         objective = make_objective(Xc, y_enc, offsets, layout, sample_weight=sample_weight,
@@ -557,6 +574,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         self._prior = prior
         self.tag_schemes_ = None  # (a fit in another tag scheme sets it after)
         self.bigram_attributes_, self.bigram_coef_ = bigram_state(layout, theta, self.attributes_)
+        self.transition2_, self.allowed_pairs_ = second_order_state(layout, theta)
 
     # -------------------------------------------------------------- predict
 
@@ -591,13 +609,32 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
     def _decode_paths(self, unary, offsets, transition=None):
         """Label indices of the decoded sequences (``decoder``, ``constraints``) and scores."""
         T = self.transition_ if transition is None else transition
+        if self._second_order():
+            return second_order_decode(*check_decoding(self), self.classes_, unary, T,
+                                       self.transition2_, self.start_, self.end_, offsets,
+                                       self.allowed_pairs_, n_threads=kernel_threads(self.n_jobs))
         return decode(*check_decoding(self), self.classes_, unary, T,
                       self.start_, self.end_, offsets, n_threads=kernel_threads(self.n_jobs))
 
+    def _second_order(self, refuse=None):
+        """Whether the fit is second order; ``refuse``: what it does not support (ValueError)."""
+        second = getattr(self, "transition2_", None) is not None
+        if second and refuse:
+            raise ValueError(f"order=2 does not support {refuse}")
+        return second
+
+    def _forward_backward(self, unary, offsets, transition):
+        """Log partition functions and token marginals (first or second order)."""
+        if self._second_order():
+            return second_order_forward_backward(
+                unary, transition, self.transition2_, self.start_, self.end_, offsets,
+                self.allowed_pairs_, n_threads=kernel_threads(self.n_jobs))
+        return forward_backward(unary, transition, self.start_, self.end_, offsets,
+                                n_threads=kernel_threads(self.n_jobs))
+
     def _log_z(self, unary, offsets, transition):
         """Log partition function of each sequence (0 for an empty one)."""
-        return forward_backward(unary, transition, self.start_, self.end_, offsets,
-                                n_threads=kernel_threads(self.n_jobs)).log_z
+        return self._forward_backward(unary, offsets, transition).log_z
 
     @fill_doc(**_PREDICT_DOC)
     def decode(self, X):
@@ -689,6 +726,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         sklearn.exceptions.NotFittedError
             Before fit.
         """
+        self._second_order(refuse="predict_nbest")
         unary, offsets, T = self._potentials(X)
         allowed = get_allowed(check_decoding(self)[1], self.classes_)
         paths, scores = nbest_decode(unary, T, self.start_, self.end_, offsets,
@@ -739,7 +777,11 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         else:
             path = encode_known_labels(to_model_labels(getattr(self, "tag_schemes_", None), y),
                                        np.diff(offsets), self.classes_)
-        scores = sequence_scores(unary, T, self.start_, self.end_, path, offsets)
+        if self._second_order():
+            scores = second_order_scores(unary, T, self.transition2_, self.start_, self.end_,
+                                         path, offsets, self.allowed_pairs_)
+        else:
+            scores = sequence_scores(unary, T, self.start_, self.end_, path, offsets)
         return scores - self._log_z(unary, offsets, T)
 
     @fill_doc(**_PREDICT_DOC)
@@ -759,9 +801,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         {predict_raises}
         """
         unary, offsets, T = self._potentials(X)
-        fb = forward_backward(unary, T, self.start_, self.end_, offsets,
-                              n_threads=kernel_threads(self.n_jobs))
-        return self._split(fb.marginals, offsets)
+        return self._split(self._forward_backward(unary, offsets, T).marginals, offsets)
 
     # ----------------------------------------------------------- inspection
 
@@ -806,6 +846,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         {explain_returns}
         """
         check_is_fitted(self)
+        self._second_order(refuse="explain")
         if getattr(self, "bigram_coef_", None) is not None:
             raise ValueError("explain does not support taggers with observation-dependent "
                              "label bigrams (bigram_coef_)")

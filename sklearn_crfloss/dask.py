@@ -335,7 +335,7 @@ class DaskCRFTagger(CRFTagger):
         ------
         ValueError
             On invalid parameters, a solver other than a batch solver or
-            ``'sgd'``, a loss that is not a
+            ``'sgd'``, ``order=2``, a loss that is not a
             sum over sequences (``'mce_f'``), ``warm_start``,
             ``early_stopping`` or ``tag_scheme``, partitions that do not match, no client,
             or inconsistent data (the message names the sequence's index in
@@ -347,6 +347,9 @@ class DaskCRFTagger(CRFTagger):
             estimator is left as it was.
         """
         validate_params(self)
+        if self.order != 1:
+            raise ValueError("order=2 is not supported by DaskCRFTagger (its workers sum "
+                             "first-order counts); use CRFTagger")
         if self.warm_start or self.early_stopping:
             raise ValueError("DaskCRFTagger supports neither warm_start nor early_stopping.")
         refuse_tag_scheme(self.tag_scheme, "DaskCRFTagger",

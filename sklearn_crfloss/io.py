@@ -239,6 +239,9 @@ def export_crfsuite(estimator, path):
     if (estimator.transition_.shape != 2 * estimator.classes_.shape
             or getattr(estimator, "bigram_coef_", None) is not None):
         reasons.append("its transitions depend on the observations; CRFsuite's are one matrix")
+    if getattr(estimator, "transition2_", None) is not None:
+        reasons.append("it is a second-order chain (order=2); CRFsuite's chains are first "
+                       "order")
     if not all(isinstance(c, str) and "\0" not in c for c in estimator.classes_.tolist()):
         reasons.append("CRFsuite labels are strings (without NUL characters); its labels are "
                        "not")

@@ -490,6 +490,9 @@ class LOPTagger(SequenceTaggerTagsMixin, VersionedStateMixin, BaseEstimator):
         validate_params(self)
         base = CRFTagger(prior="none") if self.estimator is None else self.estimator
         base_params = base.get_params()
+        if base_params.get("order", 1) != 1:
+            raise ValueError("order=2 is not supported by LOPTagger (its experts are first "
+                             "order); use an estimator with order=1")
         kind, tokens, offsets = check_sequences(X)
         y, schemes = to_training_labels(base_params.get("tag_scheme"), y)  # the experts' scheme
         classes, y_enc = encode_labels(y, np.diff(offsets))

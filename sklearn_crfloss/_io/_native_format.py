@@ -19,7 +19,7 @@ from sklearn.pipeline import Pipeline
 
 from .._data import classes_array, SequenceVectorizer
 from .._lop import normalised_weights
-from .._model import saved_layout
+from .._model import saved_layout, SecondOrderLayout
 from .._tagger import CRFTagger
 from .._training import resolve_components
 from .._utils import validate_params
@@ -174,6 +174,9 @@ def _tagger_record(est, w, prefix, with_features=True):
         w.array(prefix + name.rstrip("_"), getattr(est, name), "<f8")
     if getattr(est, "bigram_coef_", None) is not None:  # observation-dependent label bigrams
         w.array(prefix + "bigram_coef", est.bigram_coef_, "<f8")
+    if getattr(est, "transition2_", None) is not None:  # a second-order chain
+        w.array(prefix + "transition2", est.transition2_, "<f8")
+        w.array(prefix + "allowed_pairs", est.allowed_pairs_, "|u1")
     classes = est.classes_
     return {
         "class": "CRFTagger",
@@ -464,6 +467,7 @@ def _build_tagger(record, arrays, prefix, features, content, where):
     theta[:index.shape[0]] = weight
     if layout.n_bigram:
         theta[layout.n_base:] = arrays[prefix + "bigram_coef"].ravel()
+    layout, theta = _second_order(layout, theta, arrays, prefix, L, where)
     info = FitInfo(n_iter=record.get("n_iter"), init_n_iter=record.get("init_n_iter"),
                    loss_curve=_decode(record.get("loss_curve"), {}, where),
                    converged=record.get("converged"), stop_reason=record.get("stop_reason"),
@@ -505,6 +509,25 @@ def _tag_schemes(value, classes, where):
         raise ValueError(f"Inconsistent model file: {where}: tag_schemes {schemes!r}: "
                          f"{exc}") from None
     return schemes
+
+
+def _second_order(layout, theta, arrays, prefix, n_labels, where):
+    """The layout and ``theta`` with a second-order record's trigram weights (if it has them)."""
+    trigram, allowed = arrays.get(prefix + "transition2"), arrays.get(prefix + "allowed_pairs")
+    if trigram is None and allowed is None:
+        return layout, theta
+    L = n_labels
+    _check(trigram is not None and allowed is not None and trigram.shape == (L, L, L)
+           and trigram.dtype == np.float64 and np.isfinite(trigram).all()
+           and allowed.shape == (L, L) and allowed.dtype == np.uint8 and allowed.max() <= 1,
+           f"{where}: transition2 must be finite float64 of shape {(L, L, L)} with "
+           f"allowed_pairs of shape {(L, L)} (0 or 1)")
+    layout = SecondOrderLayout(layout, allowed.astype(bool))
+    outside = np.ones(L ** 3, dtype=bool)
+    outside[layout.states.triple_index] = False
+    _check(not np.any(trigram.ravel()[outside]),
+           f"{where}: transition2 has weights on label triples that allowed_pairs forbids")
+    return layout, np.concatenate([theta, trigram.ravel()[layout.states.triple_index]])
 
 
 def _build_estimator(body, arrays, prefix, content, where):

@@ -315,7 +315,8 @@ class PartialFitMixin:
         Raises
         ------
         ValueError
-            If ``classes`` is missing on the first call or differs later, a
+            If ``classes`` is missing on the first call or differs later,
+            ``order=2``, a
             label is not in ``classes`` (naming the sequence), the solver is a
             batch solver, ``min_freq > 1``, ``tag_scheme`` is set, a given
             ``eta0`` is so large that a step would zero the weights, the
@@ -331,6 +332,9 @@ class PartialFitMixin:
             state = None  # fit ran since: start anew
         if state is None:
             validate_params(self)
+            if self.get_params(deep=False).get("order", 1) != 1:
+                raise ValueError("order=2 does not support partial_fit (online training is "
+                                 "first order); use fit")
             if classes is None:
                 raise ValueError("classes must be given on the first call to partial_fit: "
                                  "every label the batches may hold.")
