@@ -71,6 +71,7 @@ VALUES = {
     "validation_fraction": (0.3, {"early_stopping": True, "random_state": 0}),
     "n_iter_no_change": (2, {"early_stopping": True, "random_state": 0}),
     "scoring": ("accuracy", {"early_stopping": True, "random_state": 0}),
+    "order": (2, {}),
 }
 
 PATHS = ("fit", "partial_fit", "stream", "dask", "lop", "save_model", "export_crfsuite",
@@ -107,6 +108,10 @@ EXCEPTIONS = {
     "validation_fraction": {"partial_fit": ("n/a", _EARLY), "dask": ("n/a", _DASK_EARLY)},
     "n_iter_no_change": {"partial_fit": ("n/a", _EARLY), "dask": ("n/a", _DASK_EARLY)},
     "scoring": {"partial_fit": ("n/a", _EARLY), "dask": ("n/a", _DASK_EARLY)},
+    "order": {"partial_fit": ("refused", r"order=2 does not support partial_fit"),
+              "dask": ("refused", r"order=2 is not supported by DaskCRFTagger"),
+              "lop": ("refused", r"order=2 is not supported by LOPTagger"),
+              "export_crfsuite": ("refused", r"second-order chain \(order=2\)")},
 }
 
 #: parameter -> path -> 'same' | ('refused', pattern) | ('n/a', reason): the table.
