@@ -54,14 +54,23 @@ eta0 : 'auto' or float, default='auto'
     are kept (``validation_scores_``, ``best_validation_score_``). The
     held-out sequences are vectorised with the others but not trained
     on; ``fit(X, y, X_val=..., y_val=...)`` scores a given validation
-    set instead. Not applied to the ``init='cll'`` stage.
+    set instead. Not applied to the ``init='cll'`` stage. Without early
+    stopping, ``fit(X, y, X_val=..., y_val=...)`` records the scores of
+    the validation set and changes nothing else.
 validation_fraction : float, default=0.1
     Share of the training sequences held out with ``early_stopping``,
     in (0, 1).
-n_iter_no_change : int, default=5
+n_iter_no_change : int or None, default=None
     Iterations (epochs) without an improvement of the held-out score by
     more than ``tol`` (relative, at least ``tol`` absolute) before early
-    stopping.
+    stopping. None: the solver's own patience
+    (:attr:`~sklearn_crfloss.solvers.SolverTags.n_iter_no_change`),
+    chosen so that early stopping ends within about 0.1 F1 point of the
+    full fit on CoNLL-2000 and CoNLL-2002 subsets: 20 iterations for
+    L-BFGS and OWL-QN, 5 for the other solvers (epochs for SGD). An
+    L-BFGS iteration is one step, not a pass of learning over the data:
+    its held-out score often stays flat for ten or more iterations
+    before it rises again.
 scoring : {None, 'f1', 'accuracy', 'loss'}, default=None
     Held-out score of early stopping: segment F1 (conlleval) of the
     decoded sequences (``decoder``, ``constraints``), their token
