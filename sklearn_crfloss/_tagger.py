@@ -257,6 +257,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         :func:`sklearn_crfloss.inspection.state_features`).
     {transition_attributes}
     {tag_schemes_attribute}
+    {validation_attributes}
 
     See Also
     --------

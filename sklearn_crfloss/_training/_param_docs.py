@@ -1,7 +1,8 @@
 """The estimator's training parameters, documented once.
 
 The text of ``CRFTagger``'s ``solver``, ``average`` and ``eta0``
-parameters and of its early-stopping parameters, put into its docstring by
+parameters, of its early-stopping parameters and of its validation
+attributes, put into its docstring by
 :func:`~sklearn_crfloss._utils.fill_doc`.
 """
 
@@ -78,4 +79,11 @@ scoring : {None, 'f1', 'accuracy', 'loss'}, default=None
     the training labels contain chunks (``B-``/``I-``... prefixes),
     else ``'accuracy'`` (segment F1 is 0 at every iteration on labels
     without chunks, such as POS tags).""",
+    validation_attributes="""validation_scores_ : list of float or None
+    The held-out score (``scoring``) after each iteration (epoch) of the
+    training of ``loss``, all its stages: of the random hold-out of
+    ``early_stopping``, or of ``fit``'s ``X_val``; None without either.
+best_validation_score_ : float or None
+    The highest of ``validation_scores_`` (with early stopping, that of
+    the parameters kept; without, the last parameters are kept).""",
 )
