@@ -262,6 +262,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
     {transition_attributes}
     {order_attributes}
     {tag_schemes_attribute}
+    {validation_attributes}
 
     See Also
     --------
@@ -319,7 +320,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         "callback": [None, callable],
         "early_stopping": ["boolean"],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), None],
         "scoring": [None, StrOptions({"f1", "accuracy", "loss"})],
         "order": [Interval(Integral, 1, 2, closed="both")],
     }
@@ -351,7 +352,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         callback=None,
         early_stopping=False,
         validation_fraction=0.1,
-        n_iter_no_change=5,
+        n_iter_no_change=None,
         scoring=None,
         order=1,
     ):
@@ -448,8 +449,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
                   f"into {Xc.shape[1]} attributes in {time.perf_counter() - t0:.2f} s",
                   flush=True)
         validation_set = check_validation_set(features, classes, X_val, y_val, sample_weight_val,
-                                              kind, early_stopping=self.early_stopping,
-                                              scoring=early_stopping_scoring(
+                                              kind, scoring=early_stopping_scoring(
                                                   self.scoring, y_enc, offsets, classes,
                                                   warn=False))
         return self._fit_vectorized(features, Xc, offsets, classes, y_enc, sample_weight,
@@ -479,7 +479,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         get_allowed(self.constraints, classes)  # labels the constraints refuse: before training
         if get_loss_tags(loss).needs_classes:  # label names for the loss (BaseLoss.set_classes)
             loss.set_classes(classes)
-        held_out = validation_set if self.early_stopping else None  # fit(X_val=, y_val=)
+        held_out = validation_set  # fit(X_val=, y_val=): logged, or early stopping's
         if self.early_stopping and validation_set is None:
             (Xc, y_enc, offsets, sample_weight, token_weight), held_out = hold_out(
                 Xc, y_enc, offsets, sample_weight, token_weight, self.validation_fraction,
@@ -543,7 +543,8 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         """Run the training stages (:func:`~._training.train_stages`)."""
         settings = StageSettings(C=self.C, init=self.init, init_C=self.init_C, tol=self.tol,
                                  max_iter=self.max_iter, verbose=self.verbose,
-                                 callback=self.callback, n_iter_no_change=self.n_iter_no_change)
+                                 callback=self.callback, n_iter_no_change=self.n_iter_no_change,
+                                 early_stopping=self.early_stopping)
         return train_stages(settings, objective, loss, prior, solver, x0, from_zero,
                             validation=validation, snapshot=snapshot)
 

@@ -540,8 +540,21 @@ class DaskCRFTagger(CRFTagger):
         import dask.bag as db
 
         if isinstance(X, db.Bag):
-            return X.map_partitions(_predict_partition, self.to_local(), method)
+            return X.map_partitions(_predict_partition, self._shared_model(), method)
         return getattr(super(), method)(X)
+
+    def _shared_model(self):
+        """The local model, sent once to every worker (a future), not inside each graph.
+
+        Without a client (a bag computed by dask's local schedulers) the
+        model itself: nothing is sent.
+        """
+        model = self.to_local()
+        try:
+            client = self._client()
+        except ValueError:
+            return model
+        return client.scatter(model, broadcast=True)
 
     def predict(self, X):
         """Decoded label sequences; a bag of them for a bag.
@@ -554,7 +567,10 @@ class DaskCRFTagger(CRFTagger):
         -------
         dask.bag.Bag or list of list
             For a bag, a bag with the same partitions (lazy: ``.compute()``
-            runs it), each element the label list of one sequence.
+            runs it), each element the label list of one sequence. The
+            model is sent to every worker of the client once, when
+            ``predict`` is called, and the bag's tasks refer to it (the
+            graph does not carry it); the bag is computed on that client.
         """
         return self._on_bag(X, "predict")
 
