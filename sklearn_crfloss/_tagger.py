@@ -25,18 +25,21 @@ from ._chain import kernel_threads
 from ._data import (check_sample_weight, check_sequences, check_token_weight, encode_known_labels,
                     encode_labels, is_stream, names_like, SequenceVectorizer, vectorize_stream)
 from ._evaluation import check_scorer_call
-from ._model import (BIGRAM_DOC, bigram_state, make_layout, make_objective, model_transitions,
-                     observed_pairs)
+from ._model import (allowed_label_pairs, BIGRAM_DOC, bigram_state, check_second_order,
+                     make_layout, make_objective, model_transitions, observed_pairs, ORDER_DOC,
+                     second_order_state, SecondOrderLayout)
 from ._training import (FIT_DOC, TAG_SCHEME_DOC, TRAINING_PARAMS_DOC, check_token_weight_use,
                         check_validation_set, early_stopping_scoring, fitted_state,
-                        keyword_only_after_y,
-                        PartialFitMixin, print_header, resolve_components, snapshot_methods,
-                        StageSettings, to_model_labels, to_training_labels, to_user_labels,
-                        train_stages, validation_score, warn_if_iob1_segments, warn_if_unscaled)
+                        keyword_only_after_y, PartialFitMixin, print_header, resolve_components,
+                        snapshot_methods, StageSettings, to_model_labels,
+                        to_training_labels, to_user_labels, train_stages, validation_score,
+                        warn_if_iob1_segments, warn_if_unscaled)
 from ._utils import (fill_doc, HasMethods, Interval, RegisteredParamsMixin, release_free_heap,
                      SequenceTaggerTagsMixin, StrOptions, validate_params, VersionedStateMixin)
-from .decoding import CONSTRAINTS, DECODERS, check_decoding, decode, get_allowed, nbest_decode
-from .inference import forward_backward, sequence_scores
+from .decoding import (CONSTRAINTS, DECODERS, check_decoding, decode, get_allowed, nbest_decode,
+                       second_order_decode)
+from .inference import (forward_backward, second_order_forward_backward, second_order_scores,
+                        sequence_scores)
 from .losses import LOSSES, get_loss_tags
 from .priors import PRIORS, get_prior_tags
 from .solvers import SOLVERS, FitInfo, get_solver_tags, hold_out, solvers_with
@@ -62,7 +65,7 @@ TypeError, ValueError
 )
 
 
-@fill_doc(**TAG_SCHEME_DOC, **BIGRAM_DOC, **TRAINING_PARAMS_DOC)
+@fill_doc(**TAG_SCHEME_DOC, **BIGRAM_DOC, **TRAINING_PARAMS_DOC, **ORDER_DOC)
 @snapshot_methods("decode", "predict_nbest", "sequence_log_proba", "predict_marginals",
                   "top_state_features", "explain")  # consistent with a concurrent refit
 class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
@@ -165,6 +168,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         allowed transitions (the allowed path of maximum
         ``sum_t log p(y_t | x)``). ``'iobes'``, ``'bilou'``: see ``tag_scheme``.
     {tag_scheme_parameter}
+    {order_parameter}
     n_jobs : int or None, default=None
         Threads for the inference kernels (OpenMP over sequences), resolved
         as scikit-learn's: None means 1 unless in a
@@ -256,7 +260,9 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         from ``coef_`` on access; see
         :func:`sklearn_crfloss.inspection.state_features`).
     {transition_attributes}
+    {order_attributes}
     {tag_schemes_attribute}
+    {validation_attributes}
 
     See Also
     --------
@@ -314,8 +320,9 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         "callback": [None, callable],
         "early_stopping": ["boolean"],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), None],
         "scoring": [None, StrOptions({"f1", "accuracy", "loss"})],
+        "order": [Interval(Integral, 1, 2, closed="both")],
     }
 
     def __init__(
@@ -345,8 +352,9 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         callback=None,
         early_stopping=False,
         validation_fraction=0.1,
-        n_iter_no_change=5,
+        n_iter_no_change=None,
         scoring=None,
+        order=1,
     ):
         self.loss = loss
         self.prior = prior
@@ -374,6 +382,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.scoring = scoring
+        self.order = order
 
     # ------------------------------------------------------------------ fit
 
@@ -411,43 +420,42 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
             If X or y is not a list of sequences, or more than X and y are
             passed positionally.
         """
-        if is_stream(X):
-            validate_params(self)
-            return self._fit_vectorized(*vectorize_stream(
-                X, y, sample_weight, token_weight, min_freq=self.min_freq,
-                feature_hashing=self.feature_hashing))
         validate_params(self)
         loss, prior, solver = self._components()
-        kind, tokens, offsets = check_sequences(X)
-        lengths = np.diff(offsets)
-        y_train, schemes = to_training_labels(self.tag_scheme, y)
-        if schemes is None:
-            self.__dict__.pop("_tag_schemes", None)
-        else:
-            self._tag_schemes = schemes  # published as tag_schemes_ by _set_fitted
-        classes, y_enc = encode_labels(y_train, lengths)
-        warn_if_iob1_segments(loss, y, self.tag_scheme)
-        sample_weight = check_sample_weight(sample_weight, lengths.shape[0])
-        token_weight = check_token_weight(token_weight, lengths)
-        if token_weight is not None:
-            check_token_weight_use(loss, solver)
         t0 = time.perf_counter()
-        features = SequenceVectorizer(self.min_freq, self.feature_hashing)
-        Xc = features.fit_transform(kind, tokens, offsets)
-        del tokens  # (a list as long as the tokens) not held through training
-        warn_if_unscaled(Xc, features.column_names)
+        if is_stream(X):
+            # (with a tag_scheme the labels, not the features, are read at once)
+            y, schemes = to_training_labels(self.tag_scheme, y if self.tag_scheme is None
+                                            else [list(labels) for labels in y])
+            features, Xc, offsets, classes, y_enc, sample_weight = vectorize_stream(
+                X, y, sample_weight, token_weight, min_freq=self.min_freq,
+                feature_hashing=self.feature_hashing)
+            kind, lengths, token_weight = features.kind, np.diff(offsets), None
+        else:
+            kind, tokens, offsets = check_sequences(X)
+            lengths = np.diff(offsets)
+            y_train, schemes = to_training_labels(self.tag_scheme, y)  # published with the fit
+            classes, y_enc = encode_labels(y_train, lengths)
+            warn_if_iob1_segments(loss, y, self.tag_scheme)
+            sample_weight = check_sample_weight(sample_weight, lengths.shape[0])
+            token_weight = check_token_weight(token_weight, lengths)
+            if token_weight is not None:
+                check_token_weight_use(loss, solver)
+            features = SequenceVectorizer(self.min_freq, self.feature_hashing)
+            Xc = features.fit_transform(kind, tokens, offsets)
+            del tokens  # (a list as long as the tokens) not held through training
+            warn_if_unscaled(Xc, features.column_names)
         if self.verbose >= 2:
             print(f"vectorised {lengths.shape[0]} sequences ({Xc.shape[0]} tokens, {kind} input) "
                   f"into {Xc.shape[1]} attributes in {time.perf_counter() - t0:.2f} s",
                   flush=True)
         validation_set = check_validation_set(features, classes, X_val, y_val, sample_weight_val,
-                                              kind, early_stopping=self.early_stopping,
-                                              scoring=early_stopping_scoring(
+                                              kind, scoring=early_stopping_scoring(
                                                   self.scoring, y_enc, offsets, classes,
                                                   warn=False))
         return self._fit_vectorized(features, Xc, offsets, classes, y_enc, sample_weight,
                                     token_weight, components=(loss, prior, solver),
-                                    validation_set=validation_set)
+                                    validation_set=validation_set, tag_schemes=schemes)
 
     def _components(self):
         """The resolved loss, prior and solver (ValueError on a bad combination)."""
@@ -457,12 +465,13 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
 
     def _fit_vectorized(self, features, Xc, offsets, classes, y_enc, sample_weight=None,
                         token_weight=None, *, components=None, labels=None,
-                        validation_set=None):
+                        validation_set=None, tag_schemes=None):
         """Train on vectorised data and set the fitted state.
 
         The entry point of :meth:`fit` after validation, and of the experts
         of :class:`~sklearn_crfloss.LOPTagger` (a column subset of the pool's
-        features, ``labels``: the label mask of a label expert).
+        features, ``labels``: the label mask of a label expert); ``tag_schemes``
+        is published as ``tag_schemes_`` with the other fitted attributes.
         """
         if components is None:
             validate_params(self)
@@ -471,7 +480,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         get_allowed(self.constraints, classes)  # labels the constraints refuse: before training
         if get_loss_tags(loss).needs_classes:  # label names for the loss (BaseLoss.set_classes)
             loss.set_classes(classes)
-        held_out = validation_set if self.early_stopping else None  # fit(X_val=, y_val=)
+        held_out = validation_set  # fit(X_val=, y_val=): logged, or early stopping's
         if self.early_stopping and validation_set is None:
             (Xc, y_enc, offsets, sample_weight, token_weight), held_out = hold_out(
                 Xc, y_enc, offsets, sample_weight, token_weight, self.validation_fraction,
@@ -484,6 +493,15 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
                              solver_tags=get_solver_tags(solver),
                              warm=self.warm_start and hasattr(self, "coef_"),
                              solvers_with=solvers_with)
+        if self.order == 2:  # the label-trigram weights (_model/_second_order.py)
+            check_second_order(2, loss=loss, solver_tags=get_solver_tags(solver),
+                               decoder=self.decoder, n_bigram=layout.n_bigram,
+                               early_stopping=self.early_stopping,
+                               warm=self.warm_start and hasattr(self, "coef_"))
+            schemes = self.__dict__.get("_tag_schemes")
+            scheme = get_allowed(self.constraints if schemes is None else schemes[1], classes)
+            layout = SecondOrderLayout(layout, allowed_label_pairs(
+                y_enc, offsets, n_labels, None if scheme is None else scheme[0]))
         if get_prior_tags(prior).needs_bind:
             prior = prior.bind(Xc, y_enc, offsets, layout)
         objective = make_objective(Xc, y_enc, offsets, layout, sample_weight=sample_weight,
@@ -504,12 +522,14 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
                          init=self.init, tol=self.tol, max_iter=self.max_iter)
         theta, info = self._train(
             objective, loss, prior, solver, x0, from_zero=not warm, validation=validation,
-            snapshot=lambda t: self._snapshot(features, classes, layout, t, loss, prior))
+            snapshot=lambda t: self._snapshot(features, classes, layout, t, loss, prior,
+                                              schemes=tag_schemes))
         # The objective's buffers (kept accumulators, codes, counts) and the solver's
         # freed before the fitted state is built: the fit's peak stays its training's.
         del objective
         release_free_heap()
-        staged = self._snapshot(features, classes, layout, theta, loss, prior, info)
+        staged = self._snapshot(features, classes, layout, theta, loss, prior, info,
+                                schemes=tag_schemes)
         # one C-level update of __dict__: atomic for other threads (see _fitted_state)
         self.__dict__.update(fitted_state(vars(staged), self.get_params(deep=False)))
         if self.verbose:
@@ -517,10 +537,11 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
                                time.perf_counter() - t0), flush=True)
         return self
 
-    def _snapshot(self, features, classes, layout, theta, loss, prior, info=None):
+    def _snapshot(self, features, classes, layout, theta, loss, prior, info=None, schemes=None):
         """A fitted copy of the estimator holding ``theta`` (the callback's model, the fit's)."""
         model = copy.copy(self)
         model._set_fitted(features, classes, layout, theta, info or FitInfo(), loss, prior)
+        model.tag_schemes_ = schemes
         return model
 
     def _train(self, objective, loss, prior, solver, x0, from_zero, validation=None,
@@ -528,7 +549,8 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         """Run the training stages (:func:`~._training.train_stages`)."""
         settings = StageSettings(C=self.C, init=self.init, init_C=self.init_C, tol=self.tol,
                                  max_iter=self.max_iter, verbose=self.verbose,
-                                 callback=self.callback, n_iter_no_change=self.n_iter_no_change)
+                                 callback=self.callback, n_iter_no_change=self.n_iter_no_change,
+                                 early_stopping=self.early_stopping)
         return train_stages(settings, objective, loss, prior, solver, x0, from_zero,
                             validation=validation, snapshot=snapshot)
 
@@ -557,8 +579,9 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         self.best_validation_score_ = info.best_validation_score
         self._loss = loss
         self._prior = prior
-        self.tag_schemes_ = self.__dict__.pop("_tag_schemes", None)
+        self.tag_schemes_ = None  # (a fit in another tag scheme sets it after)
         self.bigram_attributes_, self.bigram_coef_ = bigram_state(layout, theta, self.attributes_)
+        self.transition2_, self.allowed_pairs_ = second_order_state(layout, theta)
 
     # -------------------------------------------------------------- predict
 
@@ -593,13 +616,32 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
     def _decode_paths(self, unary, offsets, transition=None):
         """Label indices of the decoded sequences (``decoder``, ``constraints``) and scores."""
         T = self.transition_ if transition is None else transition
+        if self._second_order():
+            return second_order_decode(*check_decoding(self), self.classes_, unary, T,
+                                       self.transition2_, self.start_, self.end_, offsets,
+                                       self.allowed_pairs_, n_threads=kernel_threads(self.n_jobs))
         return decode(*check_decoding(self), self.classes_, unary, T,
                       self.start_, self.end_, offsets, n_threads=kernel_threads(self.n_jobs))
 
+    def _second_order(self, refuse=None):
+        """Whether the fit is second order; ``refuse``: what it does not support (ValueError)."""
+        second = getattr(self, "transition2_", None) is not None
+        if second and refuse:
+            raise ValueError(f"order=2 does not support {refuse}")
+        return second
+
+    def _forward_backward(self, unary, offsets, transition):
+        """Log partition functions and token marginals (first or second order)."""
+        if self._second_order():
+            return second_order_forward_backward(
+                unary, transition, self.transition2_, self.start_, self.end_, offsets,
+                self.allowed_pairs_, n_threads=kernel_threads(self.n_jobs))
+        return forward_backward(unary, transition, self.start_, self.end_, offsets,
+                                n_threads=kernel_threads(self.n_jobs))
+
     def _log_z(self, unary, offsets, transition):
         """Log partition function of each sequence (0 for an empty one)."""
-        return forward_backward(unary, transition, self.start_, self.end_, offsets,
-                                n_threads=kernel_threads(self.n_jobs)).log_z
+        return self._forward_backward(unary, offsets, transition).log_z
 
     @fill_doc(**_PREDICT_DOC)
     def decode(self, X):
@@ -691,6 +733,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         sklearn.exceptions.NotFittedError
             Before fit.
         """
+        self._second_order(refuse="predict_nbest")
         unary, offsets, T = self._potentials(X)
         allowed = get_allowed(check_decoding(self)[1], self.classes_)
         paths, scores = nbest_decode(unary, T, self.start_, self.end_, offsets,
@@ -741,7 +784,11 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         else:
             path = encode_known_labels(to_model_labels(getattr(self, "tag_schemes_", None), y),
                                        np.diff(offsets), self.classes_)
-        scores = sequence_scores(unary, T, self.start_, self.end_, path, offsets)
+        if self._second_order():
+            scores = second_order_scores(unary, T, self.transition2_, self.start_, self.end_,
+                                         path, offsets, self.allowed_pairs_)
+        else:
+            scores = sequence_scores(unary, T, self.start_, self.end_, path, offsets)
         return scores - self._log_z(unary, offsets, T)
 
     @fill_doc(**_PREDICT_DOC)
@@ -761,9 +808,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         {predict_raises}
         """
         unary, offsets, T = self._potentials(X)
-        fb = forward_backward(unary, T, self.start_, self.end_, offsets,
-                              n_threads=kernel_threads(self.n_jobs))
-        return self._split(fb.marginals, offsets)
+        return self._split(self._forward_backward(unary, offsets, T).marginals, offsets)
 
     # ----------------------------------------------------------- inspection
 
@@ -808,6 +853,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         {explain_returns}
         """
         check_is_fitted(self)
+        self._second_order(refuse="explain")
         if getattr(self, "bigram_coef_", None) is not None:
             raise ValueError("explain does not support taggers with observation-dependent "
                              "label bigrams (bigram_coef_)")

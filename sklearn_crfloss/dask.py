@@ -42,7 +42,7 @@ from ._data import (attribute_counts, check_sample_weight, check_sequences, clas
                     renumber_sequences, SequenceVectorizer)
 from ._model import make_layout, observed_pairs
 from ._tagger import CRFTagger
-from ._training import fitted_state
+from ._training import fitted_state, refuse_tag_scheme
 from ._utils import HasMethods, validate_params
 from .losses import get_loss_tags
 from .solvers import get_solver_tags, solvers_with
@@ -225,7 +225,8 @@ class DaskCRFTagger(CRFTagger):
         them, weighted by the workers' shares of the sequences; see
         :class:`~sklearn_crfloss._dask._distributed.ParameterMixing`). The
         perceptron, MIRA and schedules are not available, nor
-        ``warm_start`` and ``early_stopping``.
+        ``warm_start``, ``early_stopping`` and ``tag_scheme`` (convert the
+        labels with :func:`~sklearn_crfloss.segments.convert_scheme` first).
 
     Attributes
     ----------
@@ -334,9 +335,9 @@ class DaskCRFTagger(CRFTagger):
         ------
         ValueError
             On invalid parameters, a solver other than a batch solver or
-            ``'sgd'``, a loss that is not a
-            sum over sequences (``'mce_f'``), ``warm_start`` or
-            ``early_stopping``, partitions that do not match, no client,
+            ``'sgd'``, ``order=2``, a loss that is not a
+            sum over sequences (``'mce_f'``), ``warm_start``,
+            ``early_stopping`` or ``tag_scheme``, partitions that do not match, no client,
             or inconsistent data (the message names the sequence's index in
             X); the estimator is then left as it was.
         TypeError
@@ -346,8 +347,14 @@ class DaskCRFTagger(CRFTagger):
             estimator is left as it was.
         """
         validate_params(self)
+        if self.order != 1:
+            raise ValueError("order=2 is not supported by DaskCRFTagger (its workers sum "
+                             "first-order counts); use CRFTagger")
         if self.warm_start or self.early_stopping:
             raise ValueError("DaskCRFTagger supports neither warm_start nor early_stopping.")
+        refuse_tag_scheme(self.tag_scheme, "DaskCRFTagger",
+                          "the labels stay on the workers, and their scheme is detected on "
+                          "all of them at once")
         loss, prior, solver = self._components()
         tags = get_loss_tags(loss)
         if not tags.additive:
@@ -533,8 +540,21 @@ class DaskCRFTagger(CRFTagger):
         import dask.bag as db
 
         if isinstance(X, db.Bag):
-            return X.map_partitions(_predict_partition, self.to_local(), method)
+            return X.map_partitions(_predict_partition, self._shared_model(), method)
         return getattr(super(), method)(X)
+
+    def _shared_model(self):
+        """The local model, sent once to every worker (a future), not inside each graph.
+
+        Without a client (a bag computed by dask's local schedulers) the
+        model itself: nothing is sent.
+        """
+        model = self.to_local()
+        try:
+            client = self._client()
+        except ValueError:
+            return model
+        return client.scatter(model, broadcast=True)
 
     def predict(self, X):
         """Decoded label sequences; a bag of them for a bag.
@@ -547,7 +567,10 @@ class DaskCRFTagger(CRFTagger):
         -------
         dask.bag.Bag or list of list
             For a bag, a bag with the same partitions (lazy: ``.compute()``
-            runs it), each element the label list of one sequence.
+            runs it), each element the label list of one sequence. The
+            model is sent to every worker of the client once, when
+            ``predict`` is called, and the bag's tasks refer to it (the
+            graph does not carry it); the bag is computed on that client.
         """
         return self._on_bag(X, "predict")
 

@@ -31,11 +31,13 @@ from functools import partial
 import numpy as np
 
 from ._utils import fill_doc, resolve, validate_parameter_constraints
-from .inference import forward_backward, PositionTransitions, viterbi, viterbi_nbest
+from .inference import (forward_backward, PositionTransitions, second_order_viterbi, viterbi,
+                        viterbi_nbest)
 from .segments import split_label
 
 __all__ = ["CONSTRAINTS", "DECODERS", "apply_allowed", "check_decoding", "decode", "get_allowed",
-           "iob2_allowed", "iobes_allowed", "mea_decode", "nbest_decode", "viterbi_decode"]
+           "iob2_allowed", "iobes_allowed", "mea_decode", "nbest_decode", "second_order_decode",
+           "viterbi_decode"]
 
 
 # The potentials' parameters of the decoders, documented once.
@@ -315,6 +317,47 @@ def decode(decoder, constraints, classes, unary, transition, start, end, offsets
     decode_paths = resolve(decoder, DECODERS, "decoder", method="__call__")
     allowed = get_allowed(constraints, classes)
     return decode_paths(unary, transition, start, end, offsets, allowed, n_threads)
+
+
+def second_order_decode(decoder, constraints, classes, unary, transition, trigram, start, end,
+                        offsets, allowed_pairs, n_threads=1):
+    """Decode a second-order (label-trigram) chain: Viterbi paths and their scores.
+
+    Parameters
+    ----------
+    decoder : str
+        Must be ``'viterbi'`` (no other decoder has a second-order version).
+    constraints, classes
+        As for :func:`decode`; the constraints restrict the allowed label
+        pairs and the first (and last) labels.
+    unary, transition, start, end, offsets, n_threads
+        As for :func:`viterbi_decode`.
+    trigram : ndarray of shape (n_labels, n_labels, n_labels)
+        Label-trigram potentials.
+    allowed_pairs : ndarray of bool of shape (n_labels, n_labels)
+        The label pairs the model allows.
+
+    Returns
+    -------
+    path, score : ndarray
+        The label index of every token (intp, shape (n_tokens,)) and the
+        score of each path (shape (n_sequences,)), as :func:`decode`.
+
+    Raises
+    ------
+    ValueError
+        If ``decoder`` is not ``'viterbi'``; as :func:`decode` otherwise.
+    """
+    if decoder != "viterbi":
+        raise ValueError(f"order=2 does not support decoder={decoder!r} (use 'viterbi')")
+    allowed = get_allowed(constraints, classes)
+    pairs = np.asarray(allowed_pairs, dtype=bool)
+    if allowed is not None:
+        end = _allowed_end(end, allowed)
+        pairs = pairs & allowed[0]
+        start = np.where(allowed[1], start, -np.inf)
+    return second_order_viterbi(unary, transition, trigram, start, end, offsets, pairs,
+                                n_threads=n_threads)
 
 
 def get_allowed(constraints, classes):

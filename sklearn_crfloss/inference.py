@@ -11,8 +11,10 @@ and ``p(y | x) = exp(score(y)) / Z``. The heavy lifting is done by the
 compiled kernels (``_ext/``: ``_forward_backward`` for sum-product,
 ``_marginal_vjp`` for the marginals' vector-Jacobian product, ``_viterbi``
 for max-product decoding, ``_max_marginals`` for the max-marginal tables and
-segment margins); these wrappers check shapes and dtypes, allocate outputs
-and per-thread buffers, and add back the constant shifts.
+segment margins, ``_second_order`` for second-order chains, whose score
+adds label-trigram potentials ``W3[y_{t-2}, y_{t-1}, y_t]``); these wrappers
+check shapes and dtypes, allocate outputs and per-thread buffers, and add
+back the constant shifts.
 """
 
 from dataclasses import dataclass
@@ -23,20 +25,27 @@ import numpy as np
 from ._chain import (accumulator_blocks, Accumulators, Chain, chain_doc, check_potentials,
                      exp_potentials, forward_backward_batch, marginals_vjp_batch,
                      marginals_vjp_log_space, max_incorrect_batch, max_marginals_batch,
-                     n_best_batch, nonempty_sequences, position_forward_backward,
+                     n_best_batch, nonempty_sequences, PairStates, position_forward_backward,
                      position_gold_counts, position_scores, position_viterbi, PositionTransitions,
-                     scratch_width, segment_margins_batch, transition_table, viterbi_batch)
+                     scratch_width, second_order_forward_backward, second_order_scores,
+                     second_order_viterbi, SecondOrderResult, segment_margins_batch,
+                     transition_table, viterbi_batch)
 from .exceptions import PotentialMagnitudeError
 
 __all__ = [
     "ForwardBackwardResult",
     "MaxMarginalsResult",
+    "PairStates",
     "PositionTransitions",
+    "SecondOrderResult",
     "check_potentials",
     "forward_backward",
     "inner_positions",
     "marginals_vjp",
     "max_marginals",
+    "second_order_forward_backward",
+    "second_order_scores",
+    "second_order_viterbi",
     "segment_margins",
     "sequence_scores",
     "viterbi",

@@ -184,9 +184,9 @@ def export_crfsuite(estimator, path):
     ----------
     estimator : CRFTagger or LOPTagger
         Fitted on feature dicts with string labels, trained with
-        ``boundary_potentials=False`` (a LOPTagger: its pool of such
-        experts), predicting with ``decoder='viterbi'`` and
-        ``constraints=None``.
+        ``boundary_potentials=False`` and ``tag_scheme=None`` (a
+        LOPTagger: its pool of such experts), predicting with
+        ``decoder='viterbi'`` and ``constraints=None``.
     path : str or path-like
         The file to write (overwritten).
 
@@ -199,8 +199,9 @@ def export_crfsuite(estimator, path):
         attributes are named), hashed features (the names are unknown),
         observation-dependent label bigrams (``bigram_coef_``: CRFsuite's
         transitions are one matrix),
-        non-string labels, MEA decoding or decode-time constraints (the
-        CRFsuite tagger runs plain Viterbi), two attributes with the
+        non-string labels, MEA decoding, decode-time constraints or a
+        ``tag_scheme`` (the CRFsuite tagger runs plain Viterbi and returns
+        the training labels), two attributes with the
         same python-crfsuite name, or a label or attribute name that UTF-8
         cannot encode (a lone surrogate). Nothing is written then.
     sklearn.exceptions.NotFittedError
@@ -238,9 +239,19 @@ def export_crfsuite(estimator, path):
     if (estimator.transition_.shape != 2 * estimator.classes_.shape
             or getattr(estimator, "bigram_coef_", None) is not None):
         reasons.append("its transitions depend on the observations; CRFsuite's are one matrix")
+    if getattr(estimator, "transition2_", None) is not None:
+        reasons.append("it is a second-order chain (order=2); CRFsuite's chains are first "
+                       "order")
     if not all(isinstance(c, str) and "\0" not in c for c in estimator.classes_.tolist()):
         reasons.append("CRFsuite labels are strings (without NUL characters); its labels are "
                        "not")
+    schemes = getattr(estimator, "tag_schemes_", None)
+    if schemes is not None:
+        reasons.append(
+            "it was trained with tag_scheme={!r} (labels of {!r} converted, decoded under its "
+            "constraints and converted back); CRFsuite's tagger returns the training labels "
+            "with plain Viterbi (convert the labels with segments.convert_scheme and train "
+            "with tag_scheme=None to export it)".format(schemes[1], schemes[0]))
     if estimator.decoder != "viterbi" or estimator.constraints is not None:
         reasons.append(
             "it decodes with decoder={!r}, constraints={!r}; CRFsuite's tagger runs plain "

@@ -35,10 +35,11 @@ from scipy.special import softmax
 
 from ._data import (attribute_key, check_sequences, encode_labels, join_nested_keys,
                     SequenceVectorizer)
-from ._lop import count_trained, expert_parts, pool_blocks
+from ._lop import count_trained, expert_parts, normalised_weights, pool_blocks
 from ._model import BigramLayout, pack_blocks, ParameterLayout
 from ._tagger import CRFTagger
-from ._training import check_validation_set, keyword_only_after_y
+from ._training import (check_validation_set, keyword_only_after_y, to_model_labels,
+                        to_training_labels)
 from ._utils import (Interval, SequenceTaggerTagsMixin, StrOptions, validate_params,
                      VersionedStateMixin)
 from .inference import PositionTransitions
@@ -251,7 +252,10 @@ class LOPTagger(SequenceTaggerTagsMixin, VersionedStateMixin, BaseEstimator):
         monolithic expert).
     estimator : CRFTagger or None, default=None
         Template of every expert (cloned). None: ``CRFTagger(prior='none')``.
-        Its ``min_freq`` and ``feature_hashing`` define the columns.
+        Its ``min_freq`` and ``feature_hashing`` define the columns; with a
+        ``tag_scheme`` the experts train in that scheme (the label experts'
+        types are read from the converted labels) and the pool predicts in
+        the scheme of the labels given to :meth:`fit`, as a ``CRFTagger``.
     reduced : callable, list of str or None, default=None
         For ``experts='simple'``: the reduced expert's columns, as a
         callable ``attribute_name -> bool`` or a list of attribute keys (the
@@ -486,7 +490,11 @@ class LOPTagger(SequenceTaggerTagsMixin, VersionedStateMixin, BaseEstimator):
         validate_params(self)
         base = CRFTagger(prior="none") if self.estimator is None else self.estimator
         base_params = base.get_params()
+        if base_params.get("order", 1) != 1:
+            raise ValueError("order=2 is not supported by LOPTagger (its experts are first "
+                             "order); use an estimator with order=1")
         kind, tokens, offsets = check_sequences(X)
+        y, schemes = to_training_labels(base_params.get("tag_scheme"), y)  # the experts' scheme
         classes, y_enc = encode_labels(y, np.diff(offsets))
         features = SequenceVectorizer(base_params.get("min_freq", 1),
                                       base_params.get("feature_hashing"))
@@ -508,10 +516,11 @@ class LOPTagger(SequenceTaggerTagsMixin, VersionedStateMixin, BaseEstimator):
         if (X_val is not None or y_val is not None) and mode != "fit":
             raise ValueError(f"X_val and y_val are used by weights='fit' only, not "
                              f"weights={self.weights!r}.")
-        val = check_validation_set(features, classes, X_val, y_val, None, kind)
+        val = check_validation_set(features, classes, X_val, None if y_val is None else
+                                   to_model_labels(schemes, y_val), None, kind)
         fixed = np.ones(len(groups)) if mode == "uniform" else None
         if mode == "fixed":
-            fixed = _normalised_weights(self.weights, len(groups),
+            fixed = normalised_weights(self.weights, len(groups),
                                         f"the expert set {self.experts!r}")
 
         def fit_experts(seqs):
@@ -521,7 +530,7 @@ class LOPTagger(SequenceTaggerTagsMixin, VersionedStateMixin, BaseEstimator):
             # (n_jobs resolved as scikit-learn's, at most the cores: one process each)
             return Parallel(n_jobs=min(effective_n_jobs(self.n_jobs), cpu_count()))(
                 delayed(_fit_expert)(clone(base), features.select(cols), Xs[:, cols], offs,
-                                     classes, ys, lab)
+                                     classes, ys, lab, schemes)
                 for cols, lab in zip(groups, labels))
 
         def blocks(experts, seqs):
@@ -541,12 +550,12 @@ class LOPTagger(SequenceTaggerTagsMixin, VersionedStateMixin, BaseEstimator):
                 val.offsets)
             weights, monitor = _fit_weights([data], self.max_iter, self.tol)
         if fixed is None:
-            weights = _normalised_weights(weights, len(groups), "the pool")  # NaN: diverged
+            weights = normalised_weights(weights, len(groups), "the pool")  # NaN: diverged
             info = FitInfo(n_iter=monitor.n_iter, loss_curve=monitor.history,
                            converged=monitor.converged, stop_reason=monitor.stop_reason,
                            objective=_pool_nll(weights, *blocks(experts, None))[0])
         else:
-            weights = _normalised_weights(fixed, len(groups), "the pool")
+            weights = normalised_weights(fixed, len(groups), "the pool")
             nll = _pool_nll(weights, *blocks(experts, None))[0]
             info = FitInfo(loss_curve=[nll], stop_reason="converged", objective=nll)
 
@@ -612,7 +621,7 @@ class LOPTagger(SequenceTaggerTagsMixin, VersionedStateMixin, BaseEstimator):
             On a wrong length, negative, non-finite or all-zero weights.
         """
         check_is_fitted(self)
-        w = _normalised_weights(weights, len(self.experts_), "this pool")
+        w = normalised_weights(weights, len(self.experts_), "this pool")
         new = copy.copy(self)
         new.weights = w
         new.weights_ = w
@@ -651,31 +660,6 @@ def entity_type(label):
     return typ if prefix in ("B", "I", "E", "S") and typ else text
 
 
-def _normalised_weights(weights, n_experts, owner):
-    """Expert weights checked and scaled to sum 1, without overflow.
-
-    Divided by their maximum before their sum, so that ``[1e308, 1e308]``
-    gives ``[0.5, 0.5]`` (the sum alone would overflow to inf and the
-    weights to 0).
-
-    Raises
-    ------
-    ValueError
-        On a shape other than ``(n_experts,)``, a NaN, infinite or negative
-        weight, or weights all 0.
-    """
-    w = np.asarray(weights, dtype=np.float64)
-    if w.shape != (n_experts,):
-        raise ValueError(f"weights has shape {w.shape} but {owner} has {n_experts} experts "
-                         f"(the monolithic one first): pass {n_experts} non-negative "
-                         "weights, one per expert")
-    if not np.isfinite(w).all() or np.any(w < 0) or not w.max() > 0:
-        raise ValueError("weights must be finite, >= 0 (non-negative) and not all 0, got "
-                         f"{w.tolist()}")
-    w = w / w.max()
-    return w / w.sum()
-
-
 def _make_pool(pool, features, experts, groups, weights, info):
     """Fit ``pool`` (an unfitted CRFTagger) to the weighted sums of the experts' potentials."""
     classes = experts[0].classes_
@@ -697,6 +681,7 @@ def _make_pool(pool, features, experts, groups, weights, info):
         raise ConvergenceMonitor(0.0, 1, stage="LOP pool").diverged(
             "the pool's weighted sums of the experts' parameters are not finite")
     pool._set_fitted(features, classes, layout, theta, info, get_loss("cll"), get_prior("none"))
+    pool.tag_schemes_ = experts[0].tag_schemes_  # (the estimator's tag_scheme)
     return pool
 
 
@@ -706,9 +691,9 @@ def _subset(Xc, offsets, y, seqs):
     return Xc[rows], sub_offsets, y[rows]
 
 
-def _fit_expert(estimator, features, X, offsets, classes, y, labels):
+def _fit_expert(estimator, features, X, offsets, classes, y, labels, schemes):
     return count_trained(estimator._fit_vectorized(features, X, offsets, classes, y,
-                                                   labels=labels), labels)
+                                                   labels=labels, tag_schemes=schemes), labels)
 
 
 def _table(transition):

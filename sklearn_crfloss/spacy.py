@@ -1,7 +1,9 @@
 """spaCy pipeline components backed by :class:`~sklearn_crfloss.CRFTagger`.
 
 Importing this module (it needs the ``spacy`` extra: ``pip install
-sklearn-crfloss[spacy]``) registers two factories with spaCy:
+sklearn-crfloss[spacy]``) registers two factories with spaCy (spaCy
+imports it by itself through the package's ``spacy_factories`` and
+``spacy_misc`` entry points, e.g. in ``spacy.load`` of a saved pipeline):
 
 - ``"crfloss_ner"``: a named-entity recogniser. It trains on the IOB2 tags of
   the examples' entities (``doc.ents``) and sets ``doc.ents``;

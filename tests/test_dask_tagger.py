@@ -4,6 +4,7 @@ import os
 import pickle
 import signal
 
+import cloudpickle
 import dask.bag as db
 import numpy as np
 import pytest
@@ -164,9 +165,13 @@ def test_predict_on_a_bag_sample_weight_and_to_local(client):
     assert_allclose(remote.objective_, local.objective_, rtol=1e-6)
     as_array = DaskCRFTagger(client=client, n_jobs=1).fit(*_bags(X, y, 3), sample_weight=w)
     assert_allclose(as_array.objective_, remote.objective_, rtol=1e-12)
-    predicted = remote.predict(db.from_sequence(X, npartitions=3))
+    bag = db.from_sequence(X, npartitions=3)
+    predicted = remote.predict(bag)
     assert isinstance(predicted, db.Bag)
     assert predicted.compute() == local.predict(X)
+    # The model went to the workers once: the graph refers to it, it does not hold it.
+    graph_bytes = [len(cloudpickle.dumps(dict(b.__dask_graph__()))) for b in (predicted, bag)]
+    assert graph_bytes[0] - graph_bytes[1] < len(pickle.dumps(remote.to_local())) / 10
     plain = pickle.loads(pickle.dumps(remote.to_local()))
     assert type(plain) is CRFTagger and "client" not in plain.get_params()
     assert plain.predict(X) == local.predict(X)

@@ -49,7 +49,8 @@ def test_chunk_features_same_model_as_the_crfpp_template():
 
 
 def test_ner_features_exact_word_only_tokens():
-    rows = NERFeatures(window=1, affix_length=2).fit([]).transform([[("El",), ("Real-2",)]])[0]
+    words = [[("El",), ("Real-2",)]]
+    rows = NERFeatures(window=1, affix_length=2, conjunctions=False).fit([]).transform(words)[0]
     assert rows[0] == {"lower[0]": "el", "pre1[0]": "E", "suf1[0]": "l", "shape[0]": "Xx",
                        "sshape[0]": "Xx", "title[0]": True, "lower[-1]": "_B-1",
                        "lower[+1]": "real-2", "shape[+1]": "Xxxx-d", "sshape[+1]": "Xx-d",
@@ -59,6 +60,18 @@ def test_ner_features_exact_word_only_tokens():
                        "title[0]": True, "digit[0]": True, "hyphen[0]": True,
                        "lower[-1]": "el", "shape[-1]": "Xx", "sshape[-1]": "Xx",
                        "lower[+1]": "_B+1", "EOS": True}
+    # The conjunctions: the cased word, word bigrams, the short-shape trigram; no POS column.
+    full = NERFeatures(window=1, affix_length=2).fit([]).transform(words)[0]
+    assert {k: v for k, v in full[1].items() if k not in rows[1]} == {
+        "word[0]": "Real-2", "lower[-1]|lower[0]": "el|real-2",
+        "lower[0]|lower[+1]": "real-2|_B+1", "sshape[-1..+1]": "Xx|Xx-d|_"}
+    assert full[0]["lower[-1]|lower[0]"] == "_B-1|el"
+
+
+def test_ner_features_pos_conjunctions():
+    row = NERFeatures().fit([]).transform([SENT])[0]
+    assert (row[0]["pos[-1]|pos[0]"], row[0]["pos[0]|pos[+1]"]) == ("_|PRP", "PRP|VBZ")
+    assert row[-1]["pos[0]|pos[+1]"] == f"{SENT[-1][1]}|_"
 
 
 def test_ner_features_columns_where_present_and_layouts():

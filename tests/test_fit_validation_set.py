@@ -10,6 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_crfloss import CRFTagger, LOPTagger
 from sklearn_crfloss.metrics import token_accuracy
+from sklearn_crfloss.solvers import get_solver_tags, make_solver
 
 
 def test_given_validation_set_is_scored_and_all_of_X_is_trained(toy_chunks):
@@ -31,6 +32,45 @@ def test_given_validation_set_is_scored_and_all_of_X_is_trained(toy_chunks):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("solver, loss", [("lbfgs", "cll"), ("sgd", "cll"),
+                                          ([("sgd", 2), "quickprop"], "mce")], ids=str)
+def test_validation_set_without_early_stopping_is_only_logged(toy_chunks, solver, loss):
+    X, y = toy_chunks
+    kw = dict(solver=solver, loss=loss, scoring="accuracy", max_iter=8, random_state=0)
+    models = {}
+    logged = CRFTagger(**kw, callback=lambda k, f, m: models.setdefault(k, m)).fit(
+        X[:40], y[:40], X_val=X[40:], y_val=y[40:])
+    plain = CRFTagger(**kw).fit(X[:40], y[:40])
+    # The fit is the one without X_val, bit for bit: the last parameters, not the best.
+    for name in ("coef_", "transition_", "start_", "end_", "loss_curve_"):
+        np.testing.assert_array_equal(getattr(logged, name), getattr(plain, name))
+    assert logged.n_iter_ == plain.n_iter_ and logged.stop_reason_ == plain.stop_reason_
+    assert plain.validation_scores_ is None
+    # One score per iteration, each that of the model of that iteration.
+    assert len(logged.validation_scores_) == logged.n_iter_ == len(models)
+    for k, score in enumerate(logged.validation_scores_, 1):
+        assert score == pytest.approx(token_accuracy(y[40:], models[k].predict(X[40:])))
+    assert logged.best_validation_score_ == max(logged.validation_scores_)
+
+
+def test_default_patience_is_the_solvers(toy_chunks):
+    X, y = toy_chunks
+    # L-BFGS's held-out score may stay flat for many iterations: its default
+    # patience is longer than SGD's epochs.
+    lbfgs, sgd = get_solver_tags(make_solver("lbfgs")), get_solver_tags(make_solver("sgd"))
+    assert lbfgs.n_iter_no_change > sgd.n_iter_no_change
+    assert get_solver_tags(make_solver("owlqn")).n_iter_no_change == lbfgs.n_iter_no_change
+    schedule = get_solver_tags(make_solver([("sgd", 2), "lbfgs"]))
+    assert schedule.n_iter_no_change == lbfgs.n_iter_no_change
+    kw = dict(early_stopping=True, scoring="accuracy", C=1.0)
+    default = CRFTagger(**kw).fit(X[:40], y[:40], X_val=X[40:], y_val=y[40:])
+    explicit = CRFTagger(**kw, n_iter_no_change=lbfgs.n_iter_no_change).fit(
+        X[:40], y[:40], X_val=X[40:], y_val=y[40:])
+    np.testing.assert_array_equal(default.coef_, explicit.coef_)
+    assert default.n_iter_ == explicit.n_iter_
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_sample_weight_val_weights_the_score(toy_chunks):
     X, y = toy_chunks
     w = np.r_[np.zeros(10), np.ones(10)]
@@ -48,7 +88,6 @@ def test_sample_weight_val_weights_the_score(toy_chunks):
 @pytest.mark.parametrize("kwargs, message", [
     (dict(X_val="X"), "X_val is given but y_val is not"),
     (dict(y_val="y"), "y_val is given but X_val is not"),
-    (dict(X_val="X", y_val="y", early_stopping=False), "early_stopping=False"),
     (dict(X_val="X", y_val="y", sample_weight_val=np.ones(20), scoring="f1"),
      "no sequence weights"),
     (dict(X_val="X", y_val="y", sample_weight_val=np.ones(3), scoring="loss"),

@@ -18,7 +18,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from sklearn_crfloss import CRFTagger, LOPTagger
 from sklearn_crfloss._model._bigram_layout import BigramLayout
-from sklearn_crfloss._model._objective import LabelExpertObjective, make_objective
+from sklearn_crfloss._model import make_objective
+from sklearn_crfloss._model._objective import LabelExpertObjective
 from sklearn_crfloss._model._objective import CRFObjective
 from sklearn_crfloss.features import TemplateFeatures
 from sklearn_crfloss.io import load_model, save_model

@@ -1,5 +1,12 @@
 """The spaCy components crfloss_ner and crfloss_tagger (sklearn_crfloss.spacy)."""
 
+import json
+import os
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
 import pytest
 import spacy
 from spacy.tokens import Doc
@@ -109,3 +116,71 @@ def test_ill_formed_tags_become_entities():
     doc = crf_spacy.set_labels(nlp.make_doc("in New York now"), ["O", "I-LOC", "I-LOC", "O"],
                                "ner")
     assert [(e.text, e.label_) for e in doc.ents] == [("New York", "LOC")]
+
+
+_LOAD_WITHOUT_IMPORT = """
+import json, sys
+import spacy
+from spacy.tokens import Doc
+assert "sklearn_crfloss" not in sys.modules
+nlp = spacy.load(sys.argv[1])
+doc = nlp(Doc(nlp.vocab, words=json.loads(sys.argv[2])))
+print(json.dumps([type(nlp.get_pipe("crfloss_ner")).__module__,
+                  [t.ent_iob_ + ("-" + t.ent_type_ if t.ent_type_ else "") for t in doc]]))
+"""
+
+
+def _entry_points_site(path):
+    """A folder with a distribution's metadata that declares pyproject.toml's entry points.
+
+    What the installed wheel declares (its ``entry_points.txt`` is made from the
+    same tables), for a test run on the source tree.
+    """
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: pytest's own dependency
+        import tomli as tomllib
+    project = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    groups = tomllib.loads(project.read_text())["project"]["entry-points"]
+    info = path / "sklearn_crfloss_entry_points-0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: sklearn-crfloss-entry-points\n"
+                                   "Version: 0\n")
+    (info / "entry_points.txt").write_text("".join(
+        f"[{group}]\n" + "".join(f"{name} = {target}\n" for name, target in items.items())
+        for group, items in groups.items()))
+    return groups
+
+
+def test_spacy_load_finds_the_components_without_an_import(conll_docs, tmp_path):
+    vocab_nlp, train, test = conll_docs
+    nlp = spacy.blank("es", vocab=vocab_nlp.vocab)
+    nlp.add_pipe("crfloss_ner", config={"max_iter": 20})
+    nlp.initialize(lambda: [Example(_plain(nlp, d), d) for d in train[:100]])
+    nlp.to_disk(tmp_path / "pipeline")
+    words = [t.text for t in test[0]]
+    expected = doc_labels(nlp(Doc(nlp.vocab, words=words)), "ner")
+    groups = _entry_points_site(tmp_path / "site")
+    assert set(groups["spacy_factories"]) == {"crfloss_ner", "crfloss_tagger"}
+    assert set(groups["spacy_misc"]) == {"crfloss.word_features.v1", "crfloss.ner_features.v1",
+                                         "crfloss.pos_features.v1"}
+    for group, items in groups.items():  # each names a function registered on import
+        for name, target in items.items():
+            module, function = target.split(":")
+            assert module == crf_spacy.__name__ and callable(getattr(crf_spacy, function))
+    try:  # an installed distribution (the wheel in CI) declares them too
+        installed = metadata.distribution("sklearn-crfloss").entry_points
+    except metadata.PackageNotFoundError:
+        installed = None
+    if installed is not None:
+        assert {ep.name for ep in installed if ep.group == "spacy_factories"} == {
+            "crfloss_ner", "crfloss_tagger"}
+    package_root = str(Path(crf_spacy.__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(tmp_path / "site"), package_root, os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", _LOAD_WITHOUT_IMPORT, str(tmp_path / "pipeline"),
+                          json.dumps(words)], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    module, labels = json.loads(out.stdout.splitlines()[-1])
+    assert module == crf_spacy.__name__ and labels == expected

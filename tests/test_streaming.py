@@ -76,3 +76,25 @@ def test_bad_stream_names_the_sequence():
     with pytest.raises(ValueError, match="no sequence"):
         est.fit(Stream([]), [])
     assert not hasattr(est, "coef_")
+
+
+def test_stream_fit_uses_the_validation_set():
+    # X_val and y_val score early stopping as with lists (they were once dropped).
+    X, y = make_toy_chunks(40, seed=23)
+    X_val, y_val = make_toy_chunks(10, seed=24)
+    params = dict(early_stopping=True, n_iter_no_change=2, scoring="accuracy")
+    stream = CRFTagger(**params).fit(Stream(X), Stream(y), X_val=X_val, y_val=y_val)
+    lists = CRFTagger(**params).fit(X, y, X_val=X_val, y_val=y_val)
+    _same(stream, lists)
+    assert stream.validation_scores_ == lists.validation_scores_
+    with pytest.raises(ValueError, match="early_stopping=False"):
+        CRFTagger().fit(Stream(X), Stream(y), X_val=X_val, y_val=y_val)
+
+
+def test_stream_fit_in_a_tag_scheme_equals_list_fit():
+    X, y = make_toy_chunks(30, seed=25)
+    stream = CRFTagger(tag_scheme="bilou").fit(Stream(X), iter(y))  # y read once, at once
+    lists = CRFTagger(tag_scheme="bilou").fit(X, y)
+    _same(stream, lists)
+    assert stream.tag_schemes_ == lists.tag_schemes_ == ("iob2", "bilou")
+    assert stream.predict(X) == lists.predict(X)

@@ -5,7 +5,8 @@ The stage between the losses and the compiled kernels of ``_ext/``:
 :class:`PositionTransitions` and its functions handle position-dependent
 transitions (observation-dependent label bigrams); ``_dispatch`` picks the
 widest vector build of the chain kernels this CPU runs; ``_log_space`` holds
-the log-space reference paths. The public face of this stage is
+the log-space reference paths; ``_trigram`` the second-order (label-trigram)
+chains over allowed label pairs. The public face of this stage is
 :mod:`sklearn_crfloss.inference`; the other stages import from here.
 """
 
@@ -25,9 +26,11 @@ from ._position_transitions import (position_forward_backward, position_gold_cou
 from ._positions import exp_tables, position_scratch_width
 from ._potentials import pair_counts
 from ._threads import kernel_threads, usable_threads
+from ._trigram import (PairStates, second_order_forward_backward, second_order_gold_counts,
+                       second_order_scores, second_order_viterbi, SecondOrderResult)
 
 __all__ = ["Accumulators", "CHUNK", "Chain", "KERNEL_BUILD", "N_BLOCKS",
-           "PositionTransitions", "accumulator_blocks", "chain_doc", "check_potentials",
+           "PairStates", "PositionTransitions", "SecondOrderResult", "accumulator_blocks", "chain_doc", "check_potentials",
            "chunk_queries_batch", "chunk_segments", "cll_features_batch",
            "exp_potentials", "exp_tables", "forward_backward_batch",
            "fused_scratch_width", "kernel_threads", "marginal_loss_features_batch",
@@ -38,5 +41,7 @@ __all__ = ["Accumulators", "CHUNK", "Chain", "KERNEL_BUILD", "N_BLOCKS",
            "pair_potentials", "position_cll_features_batch",
            "position_forward_backward", "position_forward_backward_batch",
            "position_gold_counts", "position_scores", "position_scratch_width",
-           "position_viterbi", "row_width", "scratch_width", "segment_margins_batch",
+           "position_viterbi", "row_width", "scratch_width", "second_order_forward_backward",
+           "second_order_gold_counts", "second_order_scores", "second_order_viterbi",
+           "segment_margins_batch",
            "span_gradients_batch", "transition_table", "usable_threads", "viterbi_batch"]

@@ -401,6 +401,16 @@ class NERFeatures(SequenceTransformerMixin, TransformerMixin, BaseEstimator,
     context_features : tuple of str, default=('word', 'shape', 'pos', 'chunk')
         The groups also used at the context positions, of ``'word'``,
         ``'affixes'``, ``'shape'``, ``'flags'``, ``'pos'``, ``'chunk'``.
+    conjunctions : bool, default=True
+        Also add the word as written (``word[0]``) and the conjunctions of
+        neighbours: the lower-cased word bigrams ``lower[-1]|lower[0]`` and
+        ``lower[0]|lower[+1]``, the POS bigrams ``pos[-1]|pos[0]`` and
+        ``pos[0]|pos[+1]`` (where the tokens have a POS column) and the
+        short-shape trigram ``sshape[-1..+1]`` (``_``
+        outside the sentence; CRF++'s boundary symbols for the words), the
+        n-gram features of Sha & Pereira (2003) carried over to NER. Chosen
+        on CoNLL-2002 Spanish's development split (esp.testa), where they
+        added about one point of segment F1 to the first-order CRF.
 
     Attributes
     ----------
@@ -430,16 +440,18 @@ class NERFeatures(SequenceTransformerMixin, TransformerMixin, BaseEstimator,
         "window": [Interval(Integral, 0, None, closed="left")],
         "affix_length": [Interval(Integral, 0, None, closed="left")],
         "context_features": [tuple, list],
+        "conjunctions": ["boolean"],
     }
 
     def __init__(self, *, word_column=0, pos_column=1, chunk_column=2, window=2, affix_length=4,
-                 context_features=("word", "shape", "pos", "chunk")):
+                 context_features=("word", "shape", "pos", "chunk"), conjunctions=True):
         self.word_column = word_column
         self.pos_column = pos_column
         self.chunk_column = chunk_column
         self.window = window
         self.affix_length = affix_length
         self.context_features = context_features
+        self.conjunctions = conjunctions
 
     def _check_parameters(self):
         bad = [g for g in self.context_features if g not in _NER_GROUPS]
@@ -480,9 +492,33 @@ class NERFeatures(SequenceTransformerMixin, TransformerMixin, BaseEstimator,
                 elif "word" in ctx:  # CRF++'s boundary symbol of that position
                     row[f"lower[{o:+d}]"] = f"_B{j + o}" if j + o < 0 else f"_B+{j + o - n + 1}"
             rows.append(row)
+        if self.conjunctions:
+            _add_conjunctions(rows, words, extra[0])
         rows[0]["BOS"] = True
         rows[-1]["EOS"] = True
         return rows
+
+
+def _add_conjunctions(rows, words, pos):
+    """Add ``NERFeatures``' cased word and neighbour conjunctions to ``rows`` in place."""
+    n = len(words)
+    lower = [w.lower() for w in words]
+    sshape = [short_word_shape(w) for w in words]
+    pos = [str(p) for p in pos] if pos is not None else None
+
+    def at(values, j, outside="_"):
+        return values[j] if 0 <= j < n else outside
+
+    for j, row in enumerate(rows):
+        lw = [at(lower, j + o, f"_B{j + o}" if j + o < 0 else f"_B+{j + o - n + 1}")
+              for o in (-1, 0, 1)]
+        row["word[0]"] = words[j]
+        row["lower[-1]|lower[0]"] = f"{lw[0]}|{lw[1]}"
+        row["lower[0]|lower[+1]"] = f"{lw[1]}|{lw[2]}"
+        row["sshape[-1..+1]"] = "|".join(at(sshape, j + o) for o in (-1, 0, 1))
+        if pos is not None:
+            row["pos[-1]|pos[0]"] = f"{at(pos, j - 1)}|{pos[j]}"
+            row["pos[0]|pos[+1]"] = f"{pos[j]}|{at(pos, j + 1)}"
 
 
 class POSFeatures(SequenceTransformerMixin, TransformerMixin, BaseEstimator,

@@ -18,14 +18,18 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.pipeline import Pipeline
 
 from .._data import classes_array, SequenceVectorizer
-from .._model import saved_layout
+from .._lop import normalised_weights
+from .._model import saved_layout, SecondOrderLayout
 from .._tagger import CRFTagger
+from .._training import resolve_components
 from .._utils import validate_params
 from ._bounded_reading import check_dense_size, read_array_member, read_json_member, ZIP_ERRORS
+from ..decoding import CONSTRAINTS, get_allowed
 from ..features import TemplateFeatures
 from ..lop import LOPTagger
 from ..losses import LOSSES, get_loss, HammingCost, LabelCost
 from ..priors import PRIORS, get_prior
+from ..segments import TAG_SCHEMES
 from ..solvers import SOLVERS, FitInfo
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "dict_features", "read_estimator", "write_estimator"]
@@ -38,6 +42,8 @@ _JSON = "model.json"
 _COMPONENTS = {"loss": LOSSES, "prior": PRIORS, "solver": SOLVERS,
                "cost": {"hamming": HammingCost, "label": LabelCost}}
 _ESTIMATORS = {"CRFTagger": CRFTagger, "LOPTagger": LOPTagger}
+#: The values of ``stop_reason_`` (see ``ConvergenceMonitor``); None before any stage ran.
+_STOP_REASONS = (None, "converged", "max_iter", "stalled", "early_stopping")
 
 
 # ------------------------------------------------------------- parameters
@@ -168,6 +174,9 @@ def _tagger_record(est, w, prefix, with_features=True):
         w.array(prefix + name.rstrip("_"), getattr(est, name), "<f8")
     if getattr(est, "bigram_coef_", None) is not None:  # observation-dependent label bigrams
         w.array(prefix + "bigram_coef", est.bigram_coef_, "<f8")
+    if getattr(est, "transition2_", None) is not None:  # a second-order chain
+        w.array(prefix + "transition2", est.transition2_, "<f8")
+        w.array(prefix + "allowed_pairs", est.allowed_pairs_, "|u1")
     classes = est.classes_
     return {
         "class": "CRFTagger",
@@ -183,6 +192,7 @@ def _tagger_record(est, w, prefix, with_features=True):
         "stop_reason": w.encode(est.stop_reason_, "stop_reason_"),
         "validation_scores": w.encode(est.validation_scores_, "validation_scores_"),
         "best_validation_score": w.encode(est.best_validation_score_, "best_validation_score_"),
+        "tag_schemes": w.encode(getattr(est, "tag_schemes_", None), "tag_schemes_"),
     }
 
 
@@ -377,14 +387,40 @@ def _select(features, columns, where):
 
 
 def _make(cls, params, arrays, where):
-    """An unfitted ``cls`` with the parameters of a record, validated."""
+    """An unfitted ``cls`` with the parameters of a record, validated as ``fit`` validates them."""
     _check(isinstance(params, dict), f"{where}: no parameters")
     try:
         est = cls(**_decode(params, arrays, f"{where} parameters"))
     except TypeError as exc:
         raise ValueError(f"Inconsistent model file: {where} parameters: {exc}") from None
-    validate_params(est)
+    _validate(est, f"{where} parameters")
     return est
+
+
+def _validate(est, where):
+    """Check an estimator's parameters as its ``fit`` does, before anything is built.
+
+    The declared constraints (``_parameter_constraints``) of the estimator
+    and of a LOPTagger's ``estimator``, and a CRFTagger's loss, prior and
+    solver resolved together (their hyperparameters and combination).
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter, the value and where in the file it is.
+    """
+    try:
+        validate_params(est)
+        if isinstance(est, LOPTagger):
+            if est.estimator is not None:
+                _validate(est.estimator, f"{where} estimator")
+            return
+        resolve_components(est.loss, est.prior, est.solver, average=est.average, eta0=est.eta0,
+                           random_state=est.random_state, init=est.init, warm=False)
+    except (TypeError, ValueError) as exc:
+        if str(exc).startswith("Inconsistent model file"):
+            raise
+        raise ValueError(f"Inconsistent model file: {where}: {exc}") from None
 
 
 def _build_tagger(record, arrays, prefix, features, content, where):
@@ -431,6 +467,7 @@ def _build_tagger(record, arrays, prefix, features, content, where):
     theta[:index.shape[0]] = weight
     if layout.n_bigram:
         theta[layout.n_base:] = arrays[prefix + "bigram_coef"].ravel()
+    layout, theta = _second_order(layout, theta, arrays, prefix, L, where)
     info = FitInfo(n_iter=record.get("n_iter"), init_n_iter=record.get("init_n_iter"),
                    loss_curve=_decode(record.get("loss_curve"), {}, where),
                    converged=record.get("converged"), stop_reason=record.get("stop_reason"),
@@ -438,17 +475,59 @@ def _build_tagger(record, arrays, prefix, features, content, where):
                    validation_scores=_decode(record.get("validation_scores"), {}, where),
                    best_validation_score=_decode(record.get("best_validation_score"), {}, where))
     _check(isinstance(info.n_iter, int) and isinstance(info.init_n_iter, int)
+           and min(info.n_iter, info.init_n_iter) >= 0
            and isinstance(info.loss_curve, list) and isinstance(info.converged, bool)
-           and isinstance(info.objective, float)
-           and (info.stop_reason is None or isinstance(info.stop_reason, str)),
-           f"{where}: fit statistics")
+           and isinstance(info.objective, float) and info.stop_reason in _STOP_REASONS,
+           f"{where}: fit statistics (n_iter, init_n_iter, loss_curve, converged, objective, "
+           f"stop_reason in {_STOP_REASONS})")
     est._set_fitted(features, values, layout, theta, info, get_loss(est.loss),
                     get_prior(est.prior))
+    est.tag_schemes_ = _tag_schemes(record.get("tag_schemes"), values, where)
     est.n_parameters_ = record.get("n_parameters")
     est.sparsity_ = record.get("sparsity")
-    _check(isinstance(est.n_parameters_, int) and isinstance(est.sparsity_, float),
+    _check(isinstance(est.n_parameters_, int) and est.n_parameters_ >= 0
+           and isinstance(est.sparsity_, float) and 0.0 <= est.sparsity_ <= 1.0,
            f"{where}: n_parameters or sparsity")
     return est
+
+
+def _tag_schemes(value, classes, where):
+    """The ``tag_schemes_`` of a record, checked against the labels (None if not stated).
+
+    Files of versions that did not write it hold no tag schemes.
+    """
+    schemes = _decode(value, {}, f"{where} tag_schemes")
+    if schemes is None:
+        return None
+    _check(isinstance(schemes, tuple) and len(schemes) == 2 and schemes[0] in TAG_SCHEMES
+           and schemes[1] in CONSTRAINTS,
+           f"{where}: tag_schemes {schemes!r} is not a pair (scheme of the labels given to "
+           f"fit in {TAG_SCHEMES}, training scheme in {sorted(CONSTRAINTS)})")
+    try:
+        get_allowed(schemes[1], classes)  # the labels are those of the training scheme
+    except ValueError as exc:
+        raise ValueError(f"Inconsistent model file: {where}: tag_schemes {schemes!r}: "
+                         f"{exc}") from None
+    return schemes
+
+
+def _second_order(layout, theta, arrays, prefix, n_labels, where):
+    """The layout and ``theta`` with a second-order record's trigram weights (if it has them)."""
+    trigram, allowed = arrays.get(prefix + "transition2"), arrays.get(prefix + "allowed_pairs")
+    if trigram is None and allowed is None:
+        return layout, theta
+    L = n_labels
+    _check(trigram is not None and allowed is not None and trigram.shape == (L, L, L)
+           and trigram.dtype == np.float64 and np.isfinite(trigram).all()
+           and allowed.shape == (L, L) and allowed.dtype == np.uint8 and allowed.max() <= 1,
+           f"{where}: transition2 must be finite float64 of shape {(L, L, L)} with "
+           f"allowed_pairs of shape {(L, L)} (0 or 1)")
+    layout = SecondOrderLayout(layout, allowed.astype(bool))
+    outside = np.ones(L ** 3, dtype=bool)
+    outside[layout.states.triple_index] = False
+    _check(not np.any(trigram.ravel()[outside]),
+           f"{where}: transition2 has weights on label triples that allowed_pairs forbids")
+    return layout, np.concatenate([theta, trigram.ravel()[layout.states.triple_index]])
 
 
 def _build_estimator(body, arrays, prefix, content, where):
@@ -470,9 +549,17 @@ def _build_estimator(body, arrays, prefix, content, where):
                           _select(features, c, f"{where} expert {k}"), content,
                           f"{where} expert {k}") for k, (r, c) in enumerate(zip(experts, columns))]
         est.expert_columns_ = [c.astype(np.intp) for c in columns]
-        weights = arrays.get(body.get("weights"))
-        _check(weights is not None and weights.shape == (len(experts),)
-               and np.isfinite(weights).all(), f"{where}: LOP weights")
+        weights = arrays.get(body.get("weights")) if isinstance(body.get("weights"), str) \
+            else None
+        _check(weights is not None and weights.dtype == np.float64, f"{where}: LOP weights")
+        try:  # as with_weights checks them
+            normalised = normalised_weights(weights, len(experts), f"{where}'s pool")
+        except ValueError as exc:
+            raise ValueError(f"Inconsistent model file: {where}: LOP weights: {exc}") from None
+        _check(np.allclose(normalised, weights, rtol=1e-12, atol=0),
+               f"{where}: LOP weights {weights.tolist()} do not sum to 1")
+        _check(all(np.array_equal(e.classes_, pool.classes_) for e in est.experts_),
+               f"{where}: the experts' labels are not the pool's")
         est.weights_ = weights
         est.weights_n_iter_ = body.get("weights_n_iter")
         est.pool_ = pool

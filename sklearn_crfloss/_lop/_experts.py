@@ -23,7 +23,7 @@ import numpy as np
 
 from .._model import BigramGroups, bigram_columns
 
-__all__ = ["count_trained", "expert_parts", "pool_blocks"]
+__all__ = ["count_trained", "expert_parts", "normalised_weights", "pool_blocks"]
 
 
 def _expert_bigrams(expert, cols, columns):
@@ -122,3 +122,44 @@ def pool_blocks(experts, groups, weights, attributes):
         if e.bigram_coef_ is not None:
             blocks[_expert_bigrams(e, cols, columns)] += w * e.bigram_coef_
     return blocks, columns
+
+
+def normalised_weights(weights, n_experts, owner):
+    """Expert weights checked and scaled to sum 1, without overflow.
+
+    Checked as :meth:`~sklearn_crfloss.LOPTagger.fit` and ``with_weights``
+    check the ``weights`` they are given, and as :func:`~sklearn_crfloss.io.load_model`
+    checks the weights of a model file.
+
+    Divided by their maximum before their sum, so that ``[1e308, 1e308]``
+    gives ``[0.5, 0.5]`` (the sum alone would overflow to inf and the
+    weights to 0).
+
+    Parameters
+    ----------
+    weights : array-like of shape (n_experts,)
+    n_experts : int
+    owner : str
+        What has the experts, as the message names it (e.g. ``'this pool'``).
+
+    Returns
+    -------
+    ndarray of float64 of shape (n_experts,)
+        Non-negative, summing to 1.
+
+    Raises
+    ------
+    ValueError
+        On a shape other than ``(n_experts,)``, a NaN, infinite or negative
+        weight, or weights all 0.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (n_experts,):
+        raise ValueError(f"weights has shape {w.shape} but {owner} has {n_experts} experts "
+                         f"(the monolithic one first): pass {n_experts} non-negative "
+                         "weights, one per expert")
+    if not np.isfinite(w).all() or np.any(w < 0) or not w.max() > 0:
+        raise ValueError("weights must be finite, >= 0 (non-negative) and not all 0, got "
+                         f"{w.tolist()}")
+    w = w / w.max()
+    return w / w.sum()

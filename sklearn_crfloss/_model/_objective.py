@@ -44,7 +44,7 @@ from .._data import column_counts
 from ..losses import get_loss_tags, gold_counts
 from ._bigram_layout import BigramGroups
 
-__all__ = ["CRFObjective", "LabelExpertObjective", "kernel_csr", "make_objective"]
+__all__ = ["CRFObjective", "LabelExpertObjective", "kernel_csr"]
 
 
 def kernel_csr(M):
@@ -655,16 +655,32 @@ class CRFObjective:
         )
         grad = np.empty(self.n_params)
         n_state = self.layout.n_state
-        grad_acc, hot_acc = self.state_weights.accumulators(self.n_threads, grad[:n_state])
-        pair_gradient(*self.csr, self.state_weights.code,
-                      np.ascontiguousarray(d_unary, dtype=np.float64), grad_acc, hot_acc,
-                      self.n_threads)
-        self.state_weights.gradient(grad_acc, hot_acc, grad[:n_state])
+        self.state_gradient(d_unary, grad[:n_state])
         if self.bigram is not None:  # the chain rule to the shared matrix and the blocks
             d_T, grad[self.layout.n_base:] = self.bigram.chain(d_T)
         tail = self.layout.pack_tail(d_T, d_start, d_end)
         grad[n_state:n_state + tail.shape[0]] = tail
         return value, grad
+
+    def state_gradient(self, d_unary, out):
+        """The chain rule ``X.T @ d_unary`` to the free state weights, into ``out``.
+
+        Parameters
+        ----------
+        d_unary : ndarray of shape (n_tokens, n_labels)
+            Gradient with respect to the unary potentials.
+        out : ndarray of float64 of shape (layout.n_state,)
+            The state block of a gradient (overwritten).
+
+        Returns
+        -------
+        out : ndarray
+        """
+        grad_acc, hot_acc = self.state_weights.accumulators(self.n_threads, out)
+        pair_gradient(*self.csr, self.state_weights.code,
+                      np.ascontiguousarray(d_unary, dtype=np.float64), grad_acc, hot_acc,
+                      self.n_threads)
+        return self.state_weights.gradient(grad_acc, hot_acc, out)
 
     def value_and_grad(self, theta, loss, prior, C):
         """Value and gradient of ``loss(theta) + prior(theta, C)``.
@@ -717,42 +733,3 @@ class LabelExpertObjective(CRFObjective):
         value, grad = super().value_and_grad(theta, loss, prior, C)
         return value, self._project(grad)
 
-
-def make_objective(X, y, offsets, layout, **kwargs):
-    """The bound objective of a fit: a :class:`LabelExpertObjective` where one is needed.
-
-    Parameters
-    ----------
-    X, y, offsets, layout, **kwargs
-        As :class:`~sklearn_crfloss._model._objective.CRFObjective`.
-
-    Returns
-    -------
-    CRFObjective
-        A :class:`LabelExpertObjective` if ``layout`` has bigram blocks and
-        some transitions are fixed (a label expert), else a plain
-        :class:`~sklearn_crfloss._model._objective.CRFObjective`.
-    """
-    label_expert = layout.n_bigram and not layout.tail_masks()[0].all()
-    return (LabelExpertObjective if label_expert else CRFObjective)(X, y, offsets, layout,
-                                                                    **kwargs)
-
-
-def make_objective(X, y, offsets, layout, **kwargs):
-    """The bound objective of a fit: a :class:`LabelExpertObjective` where one is needed.
-
-    Parameters
-    ----------
-    X, y, offsets, layout, **kwargs
-        As :class:`CRFObjective`.
-
-    Returns
-    -------
-    CRFObjective
-        A :class:`LabelExpertObjective` if ``layout`` has bigram blocks and
-        some transitions are fixed (a label expert), else a plain
-        :class:`CRFObjective`.
-    """
-    label_expert = layout.n_bigram and not layout.tail_masks()[0].all()
-    return (LabelExpertObjective if label_expert else CRFObjective)(X, y, offsets, layout,
-                                                                    **kwargs)

@@ -88,6 +88,8 @@ class ParameterLayout:
     #: Bigram attributes with weight blocks after the tail (none here; see
     #: ``_model._bigram_layout.BigramLayout``).
     n_bigram = 0
+    #: Order of the label chain (2: ``_model._second_order.SecondOrderLayout``).
+    order = 1
 
     def __init__(self, n_features, n_labels, state_index=None, labels=None, boundary=True):
         L = n_labels

@@ -15,12 +15,14 @@ from ._param_docs import TRAINING_PARAMS_DOC
 from ._partial_fit import PartialFitMixin
 from ._stages import (early_stopping_scoring, StageSettings, train_stages, warn_if_iob1_segments,
                       warn_if_unscaled)
-from ._tag_scheme import TAG_SCHEME_DOC, to_model_labels, to_training_labels, to_user_labels
+from ._tag_scheme import (TAG_SCHEME_DOC, refuse_tag_scheme, to_model_labels, to_training_labels,
+                          to_user_labels)
 from ._verbose import print_header
 
 __all__ = ["FIT_DOC", "PartialFitMixin", "StageSettings", "TAG_SCHEME_DOC", "TRAINING_PARAMS_DOC",
            "check_token_weight_use",
            "check_validation_set", "early_stopping_scoring", "keyword_only_after_y",
-           "fitted_state", "print_header", "resolve_components", "snapshot_methods",
+           "fitted_state", "print_header", "refuse_tag_scheme", "resolve_components",
+           "snapshot_methods",
            "to_model_labels", "to_training_labels", "to_user_labels", "train_stages",
            "validation_score", "warn_if_iob1_segments", "warn_if_unscaled"]

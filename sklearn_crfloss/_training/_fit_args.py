@@ -43,11 +43,13 @@ y : list of sequences of hashable labels
     ``len(y[i]) == len(X[i])``; at least two distinct labels.""",
     "fit_validation": """\
 X_val : list of sequences or None, default=None
-    A validation set (e.g. a development set) for early stopping, of the
-    kind of ``X``: with ``early_stopping=True`` it is scored after every
-    iteration (``scoring``; ``validation_scores_``) instead of a random
-    ``validation_fraction`` of ``X``, which is then all trained on. Needs
-    ``early_stopping=True`` and ``y_val``.
+    A validation set (e.g. a development set), of the kind of ``X``,
+    scored after every iteration (epoch) of the training of ``loss``
+    (``scoring``; ``validation_scores_``, ``best_validation_score_``).
+    With ``early_stopping=True`` it replaces the random
+    ``validation_fraction`` of ``X`` (which is then all trained on) and
+    decides when to stop; without, the scores are only recorded and the
+    fit is the same as without ``X_val``. Needs ``y_val``.
 y_val : list of sequences of labels or None, default=None
     The labels of ``X_val``, among those of ``y``.
 sample_weight_val : array-like of shape (n_val_sequences,), default=None
@@ -59,8 +61,7 @@ sample_weight_val : array-like of shape (n_val_sequences,), default=None
 _MESSAGE = (
     "{name}.fit takes X and y positionally and everything else by keyword; got {n} "
     "more positional argument(s). Pass a development set as fit(X, y, X_val=X_dev, "
-    "y_val=y_dev) (with early_stopping=True) and weights as sample_weight=..., "
-    "token_weight=...")
+    "y_val=y_dev) and weights as sample_weight=..., token_weight=...")
 
 
 #: Packages whose frames a warning of ``fit`` is not attributed to.
@@ -151,7 +152,7 @@ def _named(name, exc):
 
 
 def check_validation_set(features, classes, X_val, y_val, sample_weight_val, kind, *,
-                         early_stopping=True, scoring=None):
+                         scoring=None):
     """Check ``X_val``, ``y_val``, ``sample_weight_val`` against the fitted training state.
 
     Parameters
@@ -164,8 +165,6 @@ def check_validation_set(features, classes, X_val, y_val, sample_weight_val, kin
         As ``fit`` received them.
     kind : {'dict', 'array'}
         The kind of the training sequences.
-    early_stopping : bool, default=True
-        The estimator's (a validation set without early stopping is refused).
     scoring : str or None, default=None
         The estimator's (``'f1'`` has no sequence weights).
 
@@ -177,9 +176,9 @@ def check_validation_set(features, classes, X_val, y_val, sample_weight_val, kin
     Raises
     ------
     ValueError
-        If only one of ``X_val``, ``y_val`` is given, ``early_stopping`` is
-        False, ``sample_weight_val`` comes with ``scoring='f1'``, or the set
-        is inconsistent (the message names ``X_val``/``y_val`` and the
+        If only one of ``X_val``, ``y_val`` is given,
+        ``sample_weight_val`` comes with ``scoring='f1'``, or the set is
+        inconsistent (the message names ``X_val``/``y_val`` and the
         sequence).
     TypeError
         If ``X_val`` or ``y_val`` is not a list of sequences.
@@ -191,9 +190,6 @@ def check_validation_set(features, classes, X_val, y_val, sample_weight_val, kin
     if X_val is None or y_val is None:
         given, missing = ("X_val", "y_val") if y_val is None else ("y_val", "X_val")
         raise ValueError(f"{given} is given but {missing} is not: pass both.")
-    if not early_stopping:
-        raise ValueError("X_val and y_val are given but early_stopping=False: the validation "
-                         "set is scored for early stopping; set early_stopping=True.")
     if sample_weight_val is not None and scoring == "f1":
         raise ValueError("sample_weight_val weights scoring='loss' or 'accuracy'; the segment "
                          "F1 of scoring='f1' has no sequence weights.")

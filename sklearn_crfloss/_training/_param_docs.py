@@ -1,7 +1,8 @@
 """The estimator's training parameters, documented once.
 
 The text of ``CRFTagger``'s ``solver``, ``average`` and ``eta0``
-parameters and of its early-stopping parameters, put into its docstring by
+parameters, of its early-stopping parameters and of its validation
+attributes, put into its docstring by
 :func:`~sklearn_crfloss._utils.fill_doc`.
 """
 
@@ -54,14 +55,26 @@ eta0 : 'auto' or float, default='auto'
     are kept (``validation_scores_``, ``best_validation_score_``). The
     held-out sequences are vectorised with the others but not trained
     on; ``fit(X, y, X_val=..., y_val=...)`` scores a given validation
-    set instead. Not applied to the ``init='cll'`` stage.
+    set instead. Not applied to the ``init='cll'`` stage. Without early
+    stopping, ``fit(X, y, X_val=..., y_val=...)`` records the scores of
+    the validation set and changes nothing else.
 validation_fraction : float, default=0.1
     Share of the training sequences held out with ``early_stopping``,
     in (0, 1).
-n_iter_no_change : int, default=5
+n_iter_no_change : int or None, default=None
     Iterations (epochs) without an improvement of the held-out score by
     more than ``tol`` (relative, at least ``tol`` absolute) before early
-    stopping.
+    stopping. None: the solver's own patience
+    (:attr:`~sklearn_crfloss.solvers.SolverTags.n_iter_no_change`),
+    measured on CoNLL-2000 and CoNLL-2002 subsets as the shortest from
+    which a longer one changes the test F1 of the model kept by less
+    than 0.1 point on average: 50 iterations for L-BFGS and OWL-QN
+    (one iteration is one step, and the held-out score can stay flat
+    for 40 of them before it rises again), 40 for Rprop and QuickProp,
+    15 epochs for SGD (more than its default ``max_iter``: early
+    stopping then keeps the best epoch), 5 for the perceptron and MIRA.
+    A shorter patience stops sooner at some cost in F1 (``20`` with
+    L-BFGS: about half the iterations, up to 0.2 F1 point lower).
 scoring : {None, 'f1', 'accuracy', 'loss'}, default=None
     Held-out score of early stopping: segment F1 (conlleval) of the
     decoded sequences (``decoder``, ``constraints``), their token
@@ -69,4 +82,11 @@ scoring : {None, 'f1', 'accuracy', 'loss'}, default=None
     the training labels contain chunks (``B-``/``I-``... prefixes),
     else ``'accuracy'`` (segment F1 is 0 at every iteration on labels
     without chunks, such as POS tags).""",
+    validation_attributes="""validation_scores_ : list of float or None
+    The held-out score (``scoring``) after each iteration (epoch) of the
+    training of ``loss``, all its stages: of the random hold-out of
+    ``early_stopping``, or of ``fit``'s ``X_val``; None without either.
+best_validation_score_ : float or None
+    The highest of ``validation_scores_`` (with early stopping, that of
+    the parameters kept; without, the last parameters are kept).""",
 )

@@ -23,7 +23,9 @@ from .._model import bigram_columns, BigramLayout, pack_blocks, ParameterLayout
 from .._utils import validate_params
 from ..losses import get_loss, get_loss_tags
 from ..priors import get_prior
-from ..solvers import ConvergenceMonitor, default_solver, FitInfo, get_solver_tags, make_solver
+from ..solvers import (ConvergenceMonitor, default_solver, FitInfo, get_solver_tags, make_solver,
+                       takes_model)
+from ._tag_scheme import refuse_tag_scheme
 
 __all__ = ["PartialFit", "PartialFitMixin", "check_classes"]
 
@@ -122,7 +124,7 @@ class PartialFit:
     classes : array-like
         Every label the stream may hold.
     loss, prior, C, solver, average, eta0, random_state, feature_hashing, \
-all_possible_states, min_freq, boundary_potentials
+all_possible_states, min_freq, boundary_potentials, tag_scheme
         The estimator's parameters of those names, read once, at the first
         call (:data:`PARAMETERS`).
 
@@ -130,16 +132,22 @@ all_possible_states, min_freq, boundary_potentials
     ------
     ValueError
         On ``min_freq > 1`` (a count over the whole stream that one pass
-        cannot know), ``boundary_potentials=False``, a batch solver, or a
+        cannot know), ``boundary_potentials=False``, a ``tag_scheme`` (the
+        labels' scheme is detected on all of them), a batch solver, or a
         loss/prior the solver refuses.
     """
 
     #: The estimator parameters ``partial_fit`` reads (the keyword arguments).
     PARAMETERS = ("loss", "prior", "C", "solver", "average", "eta0", "random_state",
-                  "feature_hashing", "all_possible_states", "min_freq", "boundary_potentials")
+                  "feature_hashing", "all_possible_states", "min_freq", "boundary_potentials",
+                  "tag_scheme")
 
     def __init__(self, classes, *, loss, prior, C, solver, average, eta0, random_state,
-                 feature_hashing, all_possible_states, min_freq, boundary_potentials=True):
+                 feature_hashing, all_possible_states, min_freq, boundary_potentials=True,
+                 tag_scheme=None):
+        refuse_tag_scheme(tag_scheme, "partial_fit",
+                          "the scheme of the labels is detected on all of them, and each call "
+                          "sees one batch")
         if min_freq > 1:
             raise ValueError(
                 f"partial_fit cannot apply min_freq={min_freq}: the attribute "
@@ -269,7 +277,11 @@ class PartialFitMixin:
         The estimator's parameters are read at the first call; after
         :meth:`fit`, the next call starts anew. ``max_iter``, ``tol``,
         ``init``, ``warm_start`` and ``early_stopping`` do not apply (each
-        call is one epoch from where the last one ended).
+        call is one epoch from where the last one ended); ``callback`` is
+        called after each call, as after each epoch of :meth:`fit`, with
+        ``n_iter_`` and the call's objective estimate (and a copy of the
+        fitted estimator if it takes three arguments). ``tag_scheme`` is
+        refused: convert the labels first.
 
         With ``feature_hashing`` the parameter size is fixed by the first
         call: ``feature_hashing * n_classes`` state weights, and as many
@@ -303,11 +315,13 @@ class PartialFitMixin:
         Raises
         ------
         ValueError
-            If ``classes`` is missing on the first call or differs later, a
+            If ``classes`` is missing on the first call or differs later,
+            ``order=2``, a
             label is not in ``classes`` (naming the sequence), the solver is a
-            batch solver, ``min_freq > 1``, a given ``eta0`` is so large that
-            a step would zero the weights, the batch's objective or the
-            parameters after it are not finite (the batch is undone: the
+            batch solver, ``min_freq > 1``, ``tag_scheme`` is set, a given
+            ``eta0`` is so large that a step would zero the weights, the
+            batch's objective or the parameters after it are not finite
+            (the batch is undone: the
             model and the online state stay those of the calls before), or
             on the errors of :meth:`fit`.
         TypeError
@@ -318,6 +332,9 @@ class PartialFitMixin:
             state = None  # fit ran since: start anew
         if state is None:
             validate_params(self)
+            if self.get_params(deep=False).get("order", 1) != 1:
+                raise ValueError("order=2 does not support partial_fit (online training is "
+                                 "first order); use fit")
             if classes is None:
                 raise ValueError("classes must be given on the first call to partial_fit: "
                                  "every label the batches may hold.")
@@ -336,4 +353,9 @@ class PartialFitMixin:
         self._set_fitted(*fitted)
         state.coef = self.coef_
         self._partial = state
+        if self.callback is not None:  # as after each epoch of fit
+            if takes_model(self.callback):
+                self.callback(self.n_iter_, self.objective_, copy.copy(self))
+            else:
+                self.callback(self.n_iter_, self.objective_)
         return self

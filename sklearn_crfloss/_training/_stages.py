@@ -382,8 +382,12 @@ class StageSettings:
     verbose : int
         ``>= 2``: a summary line after every stage.
     callback : callable or None
-    n_iter_no_change : int
-        As the estimator's parameters of these names.
+    n_iter_no_change : int or None
+        As the estimator's parameters of these names; None: the solver's
+        (``SolverTags.n_iter_no_change``).
+    early_stopping : bool, default=True
+        Whether the validation score of ``train_stages`` stops training;
+        False: it is only recorded.
     """
 
     C: float
@@ -394,6 +398,7 @@ class StageSettings:
     verbose: int
     callback: object
     n_iter_no_change: int
+    early_stopping: bool = True
 
 
 def _stage_done(verbose, stage, monitor, solver_name, seconds):
@@ -417,7 +422,9 @@ def train_stages(settings, objective, loss, prior, solver, x0, from_zero, valida
     from_zero : bool
         Whether ``x0`` is zeros (no warm start).
     validation : HeldOutScore or None, default=None
-        Early stopping's held-out score.
+        The held-out score, recorded after every iteration of the loss's
+        stages (``info.validation_scores``); early stopping's if
+        ``settings.early_stopping``.
     snapshot : callable or None, default=None
         ``snapshot(theta)``: the model a three-argument callback receives.
 
@@ -461,6 +468,9 @@ def train_stages(settings, objective, loss, prior, solver, x0, from_zero, valida
         def on_params(k, theta, value):
             settings.callback(k, value, snapshot(theta))
         callback = None
+    solver_tags = get_solver_tags(solver)
+    patience = (solver_tags.n_iter_no_change if settings.n_iter_no_change is None
+                else settings.n_iter_no_change)
     for k, stage in enumerate(stages):
         # Every stage is named (in warnings and verbose lines), also a single one.
         stage_name = f"loss={name!r}" + (f" {k + 1}/{len(stages)}" if len(stages) > 1 else "")
@@ -468,8 +478,8 @@ def train_stages(settings, objective, loss, prior, solver, x0, from_zero, valida
         monitor = ConvergenceMonitor(
             settings.tol, settings.max_iter or solver.default_max_iter, verbose=settings.verbose,
             callback=callback, on_params=on_params, validation=validation,
-            n_iter_no_change=settings.n_iter_no_change, unit=get_solver_tags(solver).unit,
-            stage=stage_name)
+            n_iter_no_change=patience, early_stopping=settings.early_stopping,
+            unit=solver_tags.unit, stage=stage_name)
         x0, info.objective = run_stage(solver, objective, stage, prior, C, x0, monitor,
                                        stage=stage_name)
         info.n_iter += monitor.n_iter

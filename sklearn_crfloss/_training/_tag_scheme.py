@@ -10,7 +10,8 @@ sequences back. This module holds the two conversions and the docstring text.
 
 from ..segments import convert_scheme, detect_scheme
 
-__all__ = ["TAG_SCHEME_DOC", "to_model_labels", "to_training_labels", "to_user_labels"]
+__all__ = ["TAG_SCHEME_DOC", "refuse_tag_scheme", "to_model_labels", "to_training_labels",
+           "to_user_labels"]
 
 TAG_SCHEME_DOC = dict(
     tag_scheme_parameter="""tag_scheme : {None, 'iob2', 'iobes', 'bilou'}, default=None
@@ -25,7 +26,12 @@ TAG_SCHEME_DOC = dict(
     ``predict_nbest``, ``decode`` and ``score`` answer in the scheme of the
     labels given to ``fit``, and ``sequence_log_proba`` reads ``y`` in it.
     ``classes_``, the weights and ``predict_marginals`` are those of the
-    training labels. The labels must be ``'O'`` or ``<prefix>-<type>``.""",
+    training labels. The labels must be ``'O'`` or ``<prefix>-<type>``.
+    ``fit`` on a stream (which then reads the labels at once), model files
+    (:func:`~sklearn_crfloss.io.save_model`), pickles and the experts of a
+    :class:`~sklearn_crfloss.LOPTagger` keep it; ``partial_fit`` and
+    ``DaskCRFTagger`` refuse it (the scheme is detected on all the labels at
+    once), and so does :func:`~sklearn_crfloss.io.export_crfsuite`.""",
     tag_schemes_attribute="""tag_schemes_ : tuple of (str, str) or None
     ``(scheme of the labels given to fit, training scheme)`` with
     ``tag_scheme``, else None.""",
@@ -88,3 +94,29 @@ def to_model_labels(schemes, y):
     ``schemes`` is the fitted ``tag_schemes_`` (None: ``y`` itself).
     """
     return _convert(y, schemes, forward=True)
+
+
+def refuse_tag_scheme(tag_scheme, path, reason):
+    """Refuse a ``tag_scheme`` on a training path that cannot apply it.
+
+    Parameters
+    ----------
+    tag_scheme : str or None
+        The estimator's ``tag_scheme``; None passes.
+    path : str
+        The training path, as the message names it (e.g. ``'partial_fit'``).
+    reason : str
+        Why the path cannot apply it.
+
+    Raises
+    ------
+    ValueError
+        If ``tag_scheme`` is not None, naming the option, its value, the
+        path and what to do instead.
+    """
+    if tag_scheme is not None:
+        raise ValueError(
+            f"{path} does not apply tag_scheme={tag_scheme!r}: {reason}. Convert the labels "
+            f"first (sklearn_crfloss.segments.convert_scheme(y, {tag_scheme!r})) and train "
+            f"with tag_scheme=None (constraints={tag_scheme!r} decodes well-formed "
+            "sequences), or use CRFTagger.fit (on lists or a stream).")

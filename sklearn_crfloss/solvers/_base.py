@@ -54,6 +54,13 @@ class SolverTags:
         Whether the solver depends on where training starts (a schedule
         whose warm-up runs from zero only): training then runs
         ``solver.for_start(from_zero)``.
+    n_iter_no_change : int, default=5
+        Early stopping's patience when the estimator's ``n_iter_no_change``
+        is None: the reports (iterations or epochs, ``unit``) without an
+        improvement of the held-out score before it stops. An SGD epoch
+        passes over every sequence; an L-BFGS iteration is one step, and
+        its held-out score rises in steps separated by flat stretches, so
+        it needs a longer patience.
     """
 
     name: str = None
@@ -65,6 +72,7 @@ class SolverTags:
     line_search: bool = False
     shard_epochs: bool = False
     for_start: bool = False
+    n_iter_no_change: int = 5
 
 
 def get_solver_tags(solver):

@@ -39,9 +39,11 @@ class StepRuleSolver(BaseSolver):
     max_halvings = 5
 
     def __solver_tags__(self):
-        # Docstring inherited.
+        # Docstring inherited; early stopping's patience measured with Rprop
+        # (benchmarks/early_stopping_patience.py), applied to QuickProp too.
         tags = super().__solver_tags__()
         tags.takes_bigrams = tags.trains_label_experts = True
+        tags.n_iter_no_change = 40
         return tags
 
     def check(self, loss, prior):

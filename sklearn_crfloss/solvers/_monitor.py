@@ -60,11 +60,11 @@ class ConvergenceMonitor:
       descending) and, for the solvers that pass ``grad_norm`` (L-BFGS,
       OWL-QN), the gradient norm is at most ``sqrt(tol) max(|f|, 1)``
       (else the objective crawls down a badly scaled valley: stalled);
-    - early stopping (with ``validation``): the held-out score did not
-      improve on the best one by more than ``tol * max(1, |best|)`` for
-      ``n_iter_no_change`` consecutive reports (scikit-learn's
-      ``SGDClassifier`` rule). The parameters of the best score are kept
-      (:attr:`best_theta`).
+    - early stopping (with ``validation`` and ``early_stopping=True``): the
+      held-out score did not improve on the best one by more than ``tol *
+      max(1, |best|)`` for ``n_iter_no_change`` consecutive reports
+      (scikit-learn's ``SGDClassifier`` rule). The parameters of the best
+      score are kept (:attr:`best_theta`).
 
     A non-finite objective (or parameters) is never reported: :meth:`report`
     raises a ``ValueError`` (:meth:`diverged`) naming the stage and the
@@ -90,9 +90,15 @@ class ConvergenceMonitor:
         A name for warnings and verbose output (e.g. ``"init='cll'"``).
     validation : callable or None, default=None
         ``validation(theta) -> float``, higher is better (e.g. a
-        :class:`HeldOutScore`): early stopping on its value.
+        :class:`HeldOutScore`): scored after every report, and early
+        stopping on its value if ``early_stopping``.
     n_iter_no_change : int, default=5
         Reports without improvement of the validation score before stopping.
+    early_stopping : bool, default=True
+        Whether the validation score stops the run and the parameters of
+        its best value are kept. False: the scores are only recorded
+        (:attr:`validation_scores`, :attr:`best_score`, :attr:`best_iter`);
+        the run and its result are those without ``validation``.
     on_params : callable or None, default=None
         Called as ``on_params(iteration, theta, value)`` after every report, with
         the solver's current parameters (e.g. to evaluate a model snapshot).
@@ -109,7 +115,8 @@ class ConvergenceMonitor:
     best_score : float or None
         The best validation score.
     best_theta : ndarray or None
-        A copy of the parameters of the best validation score.
+        A copy of the parameters of the best validation score (None
+        unless ``early_stopping``).
     best_iter : int
         The report (1-based) of the best validation score, or 0.
     best_value : float
@@ -134,7 +141,8 @@ class ConvergenceMonitor:
     """
 
     def __init__(self, tol, max_iter, *, period=10, verbose=0, callback=None, stage=None,
-                 validation=None, n_iter_no_change=5, on_params=None, unit="iter"):
+                 validation=None, n_iter_no_change=5, early_stopping=True, on_params=None,
+                 unit="iter"):
         self.tol = tol
         self.max_iter = max_iter
         self.period = period
@@ -143,6 +151,7 @@ class ConvergenceMonitor:
         self.stage = stage
         self.validation = validation
         self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
         self.on_params = on_params
         self.unit = unit
         self.history = []
@@ -289,10 +298,11 @@ class ConvergenceMonitor:
         improved = best is None or score > best
         if improved:
             self.best_score = score
-            self.best_theta = np.array(theta, dtype=np.float64, copy=True)
+            if self.early_stopping:
+                self.best_theta = np.array(theta, dtype=np.float64, copy=True)
             self.best_iter = self.offset + k  # numbered across the stages of a schedule
         note = f"  validation {score:.4f}{' *' if improved else ''}"
-        return self._no_change >= self.n_iter_no_change, note
+        return self.early_stopping and self._no_change >= self.n_iter_no_change, note
 
     def for_stage(self, max_iter, stage, offset, unit):
         """A monitor for one stage of a schedule: these settings, an empty history.
@@ -348,7 +358,7 @@ class ConvergenceMonitor:
         self.best_value = min(self.best_value, child.best_value)
         # Early stopping runs across the stages: the best held-out score
         # so far (validation_scores is one list, shared by the copies).
-        if child.best_theta is not self.best_theta:
+        if child.best_iter != self.best_iter:
             self.best_score, self.best_theta = child.best_score, child.best_theta
             self.best_iter = child.best_iter  # already numbered across stages
         self._no_change = child._no_change

@@ -190,10 +190,13 @@ class Schedule(BaseSolver):
     default_max_iter = None
 
     def __solver_tags__(self):
-        # Docstring inherited: takes bigrams if every stage does.
+        # Docstring inherited: takes bigrams if every stage does; the longest
+        # early-stopping patience of its stages.
         tags = super().__solver_tags__()
         tags.takes_bigrams = all(get_solver_tags(s).takes_bigrams for s, _ in self._bound())
         tags.for_start = True  # the warm-up runs from zero only
+        tags.n_iter_no_change = max(get_solver_tags(s).n_iter_no_change
+                                    for s, _ in self._bound())
         return tags
 
     def check(self, loss, prior):

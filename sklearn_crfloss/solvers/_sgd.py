@@ -458,6 +458,9 @@ class SGD(BaseSolver):
         # Docstring inherited.
         tags = super().__solver_tags__()
         tags.online = tags.takes_bigrams = tags.shard_epochs = True
+        # early stopping's patience in epochs, measured with averaging
+        # (benchmarks/early_stopping_patience.py)
+        tags.n_iter_no_change = 15
         return tags
 
     def new_state(self, n_features, n_labels, all_states):
