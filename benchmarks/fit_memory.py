@@ -29,10 +29,16 @@ the package allocates.
    themselves (the objective set up as ``bench_conll2000.stage_memory``
    sets it up, private API): what the first evaluation adds once.
 
+With ``--crfsuite``, first the peak RSS over the start of
+``sklearn_crfsuite.CRF(algorithm='lbfgs', c1=0, c2=1/(2C),
+all_possible_transitions=True)`` fitting the same feature dicts for the
+same ``--max-iter`` iterations in its own forked process (as
+``bench_conll2000.run_crfsuite`` measures it), and the ratio of the two.
+
 Usage::
 
     SKLEARN_CRFLOSS_DATA=/path/to/data python benchmarks/fit_memory.py \\
-        [--max-iter 20] [--snapshot-iter 10] [--n-jobs 2] [--top 14]
+        [--max-iter 20] [--snapshot-iter 10] [--n-jobs 2] [--top 14] [--crfsuite]
 """
 
 import argparse
@@ -64,6 +70,8 @@ def parse_args(argv=None):
     p.add_argument("--top", type=int, default=14, help="allocation sites listed")
     p.add_argument("--tol", type=float, default=1e-5)
     p.add_argument("--C", type=float, default=1.0)
+    p.add_argument("--crfsuite", action="store_true",
+                   help="also sklearn-crfsuite's peak RSS on the same dicts and iterations")
     args = p.parse_args(argv)
     args.stage_iter = args.max_iter  # for bench_conll2000.stage_memory
     return args
@@ -83,6 +91,18 @@ def peak_rss(args, F_train, y_train):
             crf.fit(F_train, y_train)
     return {"method": mem.method, "peak_over_start_mb": mem.delta_mb,
             "n_params": int(crf.n_parameters_), "n_features": int(crf.n_features_in_)}
+
+
+def crfsuite_peak_rss(args, F_train, y_train):
+    """Peak RSS over the start of sklearn-crfsuite's fit for ``args.max_iter`` iterations (MB)."""
+    import sklearn_crfsuite
+
+    crf = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.0, c2=1.0 / (2.0 * args.C),
+                               max_iterations=args.max_iter, delta=args.tol, min_freq=0,
+                               all_possible_states=False, all_possible_transitions=True)
+    with PeakMemory(allow_tracemalloc=False) as mem:
+        crf.fit(F_train, y_train)
+    return mem.delta_mb
 
 
 def site(trace):
@@ -218,6 +238,10 @@ def main(argv=None):
     print(f"fit: {args.max_iter} L-BFGS iterations, n_jobs={args.n_jobs}, {n:,} parameters, "
           f"{rss['n_features']:,} attributes")
     print(f"peak RSS over the start ({rss['method']}): {rss['peak_over_start_mb']:.0f} MB")
+    if args.crfsuite:
+        theirs = run_forked(crfsuite_peak_rss, args, F_train, y_train)
+        print(f"sklearn-crfsuite, the same dicts and iterations: {theirs:.0f} MB; ratio "
+              f"{rss['peak_over_start_mb'] / theirs:.2f}")
     if stages:
         print("by stage (bench_conll2000.stage_memory): " + "; ".join(
             f"{s['stage']}: peak {s['peak_over_start_mb']:.0f}, after {s['rss_over_start_mb']:.0f}"

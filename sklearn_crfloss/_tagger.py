@@ -34,7 +34,7 @@ from ._training import (FIT_DOC, TAG_SCHEME_DOC, TRAINING_PARAMS_DOC, check_toke
                         snapshot_methods, StageSettings, to_model_labels,
                         to_training_labels, to_user_labels, train_stages, validation_score,
                         warn_if_iob1_segments, warn_if_unscaled)
-from ._utils import (fill_doc, HasMethods, Interval, RegisteredParamsMixin,
+from ._utils import (fill_doc, HasMethods, Interval, RegisteredParamsMixin, release_free_heap,
                      SequenceTaggerTagsMixin, StrOptions, validate_params, VersionedStateMixin)
 from .decoding import (CONSTRAINTS, DECODERS, check_decoding, decode, get_allowed, nbest_decode,
                        second_order_decode)
@@ -443,7 +443,8 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
                 check_token_weight_use(loss, solver)
             features = SequenceVectorizer(self.min_freq, self.feature_hashing)
             Xc = features.fit_transform(kind, tokens, offsets)
-            warn_if_unscaled(Xc, features.attributes)
+            del tokens  # (a list as long as the tokens) not held through training
+            warn_if_unscaled(Xc, features.column_names)
         if self.verbose >= 2:
             print(f"vectorised {lengths.shape[0]} sequences ({Xc.shape[0]} tokens, {kind} input) "
                   f"into {Xc.shape[1]} attributes in {time.perf_counter() - t0:.2f} s",
@@ -506,6 +507,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         objective = make_objective(Xc, y_enc, offsets, layout, sample_weight=sample_weight,
                                    token_weight=token_weight,
                                    n_threads=kernel_threads(self.n_jobs))
+        release_free_heap()  # what the vectorisation freed, before the solver's vectors
         warm = self.warm_start and hasattr(self, "coef_")
         x0 = (layout.remap(names_like(features, self), classes, self.attributes_, self.classes_,
                            self.coef_, self.transition_, self.start_, self.end_)
@@ -522,6 +524,10 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
             objective, loss, prior, solver, x0, from_zero=not warm, validation=validation,
             snapshot=lambda t: self._snapshot(features, classes, layout, t, loss, prior,
                                               schemes=tag_schemes))
+        # The objective's buffers (kept accumulators, codes, counts) and the solver's
+        # freed before the fitted state is built: the fit's peak stays its training's.
+        del objective
+        release_free_heap()
         staged = self._snapshot(features, classes, layout, theta, loss, prior, info,
                                 schemes=tag_schemes)
         # one C-level update of __dict__: atomic for other threads (see _fitted_state)

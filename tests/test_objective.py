@@ -224,6 +224,55 @@ def test_kept_dense_row_accumulators_give_the_results_of_new_ones(n_labels, n_th
     assert not np.any(objective._hot_acc._acc)
 
 
+def whole_matrix_block_rows(csr, code, offsets, n_blocks, n_hot):
+    """The dense rows of each block's sequences from temporaries as long as the matrix."""
+    indptr, indices = csr[0], csr[1]
+    token_block = np.full(indptr.shape[0] - 1, -1, dtype=np.intp)
+    token_block[offsets[0]:offsets[-1]] = np.repeat(
+        (np.arange(offsets.shape[0] - 1) // 8) % n_blocks, np.diff(offsets))
+    stored = code[indices]
+    hot = stored < 0
+    rows = -stored[hot] - 1
+    feature_block = np.repeat(token_block, np.diff(indptr))[hot]
+    blocks = [np.unique(rows[feature_block == b]) for b in range(n_blocks)]
+    return [None if r.shape[0] > n_hot // 2 else r for r in blocks]
+
+
+@pytest.mark.parametrize("stretch", [1, 5, 64, 1 << 18])
+@pytest.mark.parametrize("n_blocks", [1, 3, 8])
+@pytest.mark.parametrize("within", [False, True])  # tokens before and after the sequences
+def test_block_rows_by_stretches_equal_those_of_the_whole_matrix(stretch, n_blocks, within,
+                                                                  monkeypatch):
+    rng = np.random.default_rng(11)
+    lengths = rng.integers(1, 6, size=70)
+    objective, _, _ = make_objective(rng, n_labels=6, n_features=63, lengths=lengths)
+    offsets = objective.offsets
+    # chunk c (of 8 sequences) has attributes 7c..7c+6 alone: few rows per block
+    chunk = np.repeat(np.arange(len(lengths)) // 8, lengths)
+    X = sp.csr_matrix((rng.random((chunk.size, 7)) < 0.4).astype(float))  # some rows empty
+    X = sp.csr_matrix((X.data, 7 * chunk[X.nonzero()[0]] + X.indices, X.indptr),
+                      shape=(chunk.size, 63))
+    if within:  # the sequences are a stretch of the matrix's rows
+        X = sp.vstack([X[:3], X, X[:5]]).tocsr()
+        offsets = offsets + 3
+    objective = CRFObjective(X, np.zeros(X.shape[0], dtype=np.intp), offsets,
+                             objective.layout)
+    accumulators = objective._hot_acc
+    monkeypatch.setattr(accumulators, "STRETCH", stretch)
+    weights = objective.state_weights
+    got = accumulators._block_rows(n_blocks)
+    want = whole_matrix_block_rows(objective.csr, weights.code, offsets, n_blocks,
+                                   weights.W_hot.shape[0])
+    assert len(got) == n_blocks
+    assert n_blocks == 1 or all(r is not None and r.size for r in got)
+    for g, w in zip(got, want):
+        if w is None:
+            assert g is None
+        else:
+            assert g.dtype == w.dtype
+            assert_array_equal(g, w)
+
+
 @pytest.mark.parametrize("n_labels", [6, 300])  # rows summed whole, free pairs gathered
 def test_dense_row_gradient_adds_the_blocks_in_order(n_labels):
     rng = np.random.default_rng(8)
@@ -241,3 +290,11 @@ def test_dense_row_gradient_adds_the_blocks_in_order(n_labels):
     expected[weights.hot_index] = (((hot[0] + hot[1]) + hot[2]) + hot[3]).ravel()[
         weights.hot_position]
     assert_array_equal(out, expected)
+
+
+def test_release_free_heap_calls_malloc_trim_under_glibc():
+    import platform
+
+    from sklearn_crfloss._utils import release_free_heap
+
+    assert release_free_heap() == (platform.libc_ver()[0] == "glibc")

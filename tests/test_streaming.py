@@ -87,8 +87,11 @@ def test_stream_fit_uses_the_validation_set():
     lists = CRFTagger(**params).fit(X, y, X_val=X_val, y_val=y_val)
     _same(stream, lists)
     assert stream.validation_scores_ == lists.validation_scores_
-    with pytest.raises(ValueError, match="early_stopping=False"):
-        CRFTagger().fit(Stream(X), Stream(y), X_val=X_val, y_val=y_val)
+    # without early stopping the validation set is scored and logged, as with lists
+    logged = CRFTagger(scoring="accuracy").fit(Stream(X), Stream(y), X_val=X_val, y_val=y_val)
+    listed = CRFTagger(scoring="accuracy").fit(X, y, X_val=X_val, y_val=y_val)
+    assert logged.validation_scores_ == listed.validation_scores_
+    assert len(logged.validation_scores_) > 0
 
 
 def test_stream_fit_in_a_tag_scheme_equals_list_fit():

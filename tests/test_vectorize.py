@@ -112,3 +112,54 @@ def test_column_counts_equal_bincount():
     rng = np.random.default_rng(5)
     X = sp.random(3000, 700, density=0.01, format="csr", random_state=rng)
     assert_array_equal(column_counts(X), np.bincount(X.indices, minlength=700))
+
+
+@pytest.mark.parametrize("numeric", [False, True])
+def test_names_and_vocabulary_dict_are_built_when_read(numeric):
+    rng = np.random.default_rng(5)
+    tokens = random_dicts(rng, 200, numeric)
+    offsets = np.array([0, 200])
+    tokens[7]["w"] = "\u00f1o\u20ac"  # names of other widths in the joined string
+    vec = SequenceVectorizer()
+    X = vec.fit_transform("dict", tokens, offsets)
+    # the fit kept neither the vocabulary dict nor the names as str objects
+    assert not {"vocabulary_", "feature_names_"} & vars(vec._vectorizer).keys()
+    assert "_attributes" not in vars(vec)
+    fresh = pickle.loads(pickle.dumps(vec))  # pickled without them
+    dv = DictVectorizer(separator=vec._vectorizer.separator).fit(tokens)
+    names = vec.column_names  # read one at a time, nothing kept
+    assert len(names) == len(dv.feature_names_) and "_attributes" not in vars(vec)
+    assert list(names) == dv.feature_names_
+    assert [names[k] for k in (0, 5, -1)] == [dv.feature_names_[k] for k in (0, 5, -1)]
+    with pytest.raises(IndexError):
+        names[len(names)]
+    assert fresh.attributes.dtype == object and fresh.attributes.tolist() == dv.feature_names_
+    assert fresh.column_names is fresh.attributes
+    for v in (vec, fresh):
+        assert v.vectorizer.vocabulary_ == dv.vocabulary_
+        assert v.vectorizer.feature_names_ == dv.feature_names_
+        assert_array_equal(v.vectorizer.transform(tokens).toarray(),
+                           dv.transform(tokens).toarray())
+    assert_array_equal(fresh.transform(tokens, offsets).toarray(), X.toarray())
+    # the state pickled before the vectoriser became a property
+    state = vec.__getstate__()
+    state["vectorizer"] = state.pop("_vectorizer")
+    state["attributes"] = state.pop("_attributes")
+    old = SequenceVectorizer.__new__(SequenceVectorizer)
+    old.__setstate__(state)
+    assert old.vectorizer is vec.vectorizer and old.attributes is vec.attributes
+    assert_array_equal(old.transform(tokens, offsets).toarray(), X.toarray())
+
+
+def test_boolean_features_are_stored_as_int8_indicators():
+    rng = np.random.default_rng(6)
+    tokens = random_dicts(rng, 200)
+    for k, token in enumerate(tokens):
+        token["upper"] = bool(k % 3)  # False values are zeros, dropped
+    X = SequenceVectorizer().fit_transform("dict", tokens, np.array([0, 200]))
+    expected = DictVectorizer(separator=":").fit_transform(tokens)
+    expected.eliminate_zeros()
+    assert_same_csr(X, expected)  # int8, as every stored value is 1
+    tokens[5]["scale"] = 2.5
+    X = SequenceVectorizer().fit_transform("dict", tokens, np.array([0, 200]))
+    assert X.dtype == np.float64 and 2.5 in X.data

@@ -71,11 +71,11 @@ def check_no_bigrams(features, where):
     For the training routes that do not take observation-dependent label
     bigrams (``where`` names the route in the message).
     """
-    columns = bigram_columns(features.attributes)
+    columns = bigram_columns(features.column_names)
     if columns.shape[0]:
         raise ValueError(
             f"{where} does not support observation-dependent label bigrams (feature keys "
-            f"starting with {BIGRAM_PREFIX!r}, e.g. {features.attributes[columns[0]]!r}, from a "
+            f"starting with {BIGRAM_PREFIX!r}, e.g. {features.column_names[columns[0]]!r}, from a "
             "template's 'B' lines with macros); use CRFTagger.fit.")
 
 
@@ -180,7 +180,7 @@ def make_layout(features, n_features, n_labels, state_index, *, labels, boundary
         With bigram attributes and a loss, solver or option that does not
         take them (nothing is fitted then).
     """
-    columns = bigram_columns(features.attributes)
+    columns = bigram_columns(features.column_names)
     if columns.shape[0] == 0:
         return ParameterLayout(n_features, n_labels, state_index, labels=labels,
                                boundary=boundary)
@@ -204,7 +204,7 @@ def make_layout(features, n_features, n_labels, state_index, *, labels, boundary
               else "use another expert set")
     raise ValueError(
         f"Observation-dependent label bigrams (the {columns.shape[0]} feature keys starting "
-        f"with {BIGRAM_PREFIX!r}, e.g. {features.attributes[columns[0]]!r}, from a template's "
+        f"with {BIGRAM_PREFIX!r}, e.g. {features.column_names[columns[0]]!r}, from a template's "
         f"'B' lines with macros) are not supported by {problem}: {remedy}, or drop the "
         "bigram lines.")
 

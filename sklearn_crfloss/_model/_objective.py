@@ -215,20 +215,35 @@ class _DenseRowAccumulators:
                 block[rows] = 0.0
         self._lock.release()
 
+    #: Stored features per stretch of :meth:`_block_rows` (its temporaries' length).
+    STRETCH = 1 << 18
+
     def _block_rows(self, n_blocks):
-        """Per block, the dense rows of the attributes of its sequences (None: over half)."""
+        """Per block, the dense rows of the attributes of its sequences (None: over half).
+
+        A stretch of about :attr:`STRETCH` stored features at a time (whole
+        tokens): the temporaries are as long as the stretch, not the matrix.
+        """
         indptr, indices = self.csr[0], self.csr[1]
         offsets = self._offsets
-        token_block = np.full(indptr.shape[0] - 1, -1, dtype=np.intp)
-        token_block[offsets[0]:offsets[-1]] = np.repeat(
-            (np.arange(offsets.shape[0] - 1) // 8) % n_blocks, np.diff(offsets))
-        code = self.state_weights.code[indices]
-        hot = code < 0
-        rows = -code[hot] - 1
-        feature_block = np.repeat(token_block, np.diff(indptr))[hot]
-        blocks = [np.unique(rows[feature_block == b]) for b in range(n_blocks)]
-        half = self.state_weights.W_hot.shape[0] // 2
-        return [None if r.shape[0] > half else r for r in blocks]
+        code = self.state_weights.code
+        n_hot = self.state_weights.W_hot.shape[0]
+        token_block = ((np.arange(offsets.shape[0] - 1) // 8) % n_blocks).repeat(np.diff(offsets))
+        first = int(offsets[0])  # tokens outside the sequences belong to no block
+        touched = np.zeros((n_blocks, n_hot), dtype=bool)
+        bounds = np.searchsorted(indptr[first:offsets[-1] + 1],
+                                 np.arange(indptr[first], indptr[offsets[-1]], self.STRETCH),
+                                 side="right") - 1 + first
+        bounds = np.unique(np.append(bounds, offsets[-1]))
+        for start, stop in zip(bounds[:-1], bounds[1:]):
+            stretch = code[indices[indptr[start]:indptr[stop]]]
+            hot = stretch < 0
+            blocks = token_block[start - first:stop - first].repeat(
+                np.diff(indptr[start:stop + 1]))[hot]
+            touched[blocks, -stretch[hot] - 1] = True
+        half = n_hot // 2
+        return [None if r.shape[0] > half else r
+                for r in (np.flatnonzero(t) for t in touched)]
 
 
 class _KeptPairSums:

@@ -316,6 +316,7 @@ def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
     start_value, start_grad = objective.value_and_grad(x0, loss, prior, C)
     start_value = float(start_value)
     _check_start(start_value, start_grad, monitor, objective)
+    del start_grad  # not held through the solve
     tags = get_loss_tags(loss)
     monitor.gradient_test = tags.smooth
     _warn_if_saturated_start(loss, x0, stage)

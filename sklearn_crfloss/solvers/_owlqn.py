@@ -112,8 +112,8 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
             warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            x = lbfgs.fmin_lbfgs(
-                evaluate, last.copy(), progress, orthantwise_c=float(l1),
+            x = lbfgs.fmin_lbfgs(  # x0 = last: copied into libLBFGS's own vector
+                evaluate, last, progress, orthantwise_c=float(l1),
                 line_search="wolfe" if l1 > 0 else "default", m=max_corrections,
                 epsilon=epsilon, max_iterations=monitor.max_iter,
                 max_linesearch=max_linesearch)
