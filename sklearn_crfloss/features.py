@@ -442,8 +442,9 @@ class TemplateFeatures(SequenceTransformerMixin, TransformerMixin, BaseEstimator
             ``str`` rather than a tuple (the message names the sentence and
             token index).
         TypeError
-            If a token is a dict (templates address columns of tuples) or
-            bytes (decode the text first).
+            If a token is a dict (templates address columns of tuples), or
+            it or a column the template uses is bytes (decode the text
+            first).
         sklearn.exceptions.NotFittedError
             If the transformer is not fitted.
         """
@@ -499,6 +500,8 @@ class TemplateFeatures(SequenceTransformerMixin, TransformerMixin, BaseEstimator
                 ):
                     self._raise_bad_sentence(i, sent, n_cols)
                 columns = list(zip(*sent))
+                if any(bytes in set(map(type, columns[c])) for c in used_cols):
+                    self._raise_bytes_cell(i, sent, used_cols)
             padded = {
                 c: bos + list(map(str, columns[c])) + eos for c in used_cols
             }
@@ -549,6 +552,16 @@ class TemplateFeatures(SequenceTransformerMixin, TransformerMixin, BaseEstimator
         """
         check_is_fitted(self, "templates_")
         return np.asarray(self.keys_, dtype=object)
+
+    @staticmethod
+    def _raise_bytes_cell(i, sent, used_cols):
+        for j, tok in enumerate(sent):
+            for c in used_cols:
+                if isinstance(tok[c], bytes):
+                    raise TypeError(
+                        f"Sentence {i}, token {j}: column {c} holds the bytes "
+                        f"{tok[c]!r:.60}: decode the text to str first."
+                    )
 
     @staticmethod
     def _raise_bad_sentence(i, sent, n_cols):

@@ -252,6 +252,10 @@ ROWS = {
         lambda tmp: TemplateFeatures(["U00:%x[0,0]"]).fit([]).transform([[b"the"]]),
         TypeError, r"Sentence 0, token 0: expected a token tuple such as \(word, POS\), got "
                    r"the bytes b'the': decode the text to str first"),
+    "bytes in a column of a token tuple in ``TemplateFeatures``": (
+        lambda tmp: TemplateFeatures(["U00:%x[0,1]"]).fit([]).transform(
+            [[("a", "NN")], [("the", b"DT")]]), TypeError,
+        "Sentence 1, token 0: column 1 holds the bytes b'DT': decode the text to str first"),
     "a dict token in ``TemplateFeatures``": (
         lambda tmp: TemplateFeatures(["U00:%x[0,0]"]).fit([]).transform([[("a",)],
                                                                           [{"w": "a"}]]),
