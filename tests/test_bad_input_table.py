@@ -22,7 +22,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from conftest import make_toy_chunks
-from test_bad_input import PAIR_X, X_TOY, Y_TOY, _dict_fit, _quiet
+from test_bad_input import PAIR_X, X_TOY, Y_TOY, _quiet
 from test_io_limits import _hostile_files, _members, _write
 from test_load_validation import _forged
 from test_non_finite import _assert_unchanged, _fitted_state, _huge_feature
@@ -66,6 +66,11 @@ def _first_fit(*args, params=None, **kwargs):
     """An unfitted CRFTagger's ``fit``, which must leave it unfitted."""
     return lambda tmp: _keeps(CRFTagger(**{"max_iter": 5, **(params or {})}),
                               lambda e: e.fit(*args, **kwargs))
+
+
+def _token_fit(token):
+    """A first fit on two sequences whose second one's second token is ``token``."""
+    return _first_fit([[{"w": "q"}], [{"w": "q"}, token]], [["a"], ["a", "b"]])
 
 
 def _with_token(token, seq=0):
@@ -236,13 +241,13 @@ ROWS = {
         _first_fit([np.full((3, 2), np.nan)] * 3, [["a", "b", "a"]] * 3), ValueError,
         "Sequence 0: Input contains NaN"),
     "``None`` as a feature value in a dict": (
-        _dict_fit({"n": None}), TypeError,
+        _token_fit({"n": None}), TypeError,
         "Sequence 1, token 1: the value of feature 'n' is of type NoneType"),
     "a bytes feature value": (
-        _dict_fit({"b": b"xy"}), TypeError,
+        _token_fit({"b": b"xy"}), TypeError,
         "Sequence 1, token 1: the value of feature 'b' is of type bytes"),
     "an integer beyond float64 (``10**400``)": (
-        _dict_fit({"n": 10**400}), ValueError,
+        _token_fit({"n": 10**400}), ValueError,
         "Sequence 1, token 1: the value of feature 'n' .*too large for a float64"),
     "a feature value of ``1e308``": (
         _silent(_first_fit(_huge_feature(X_TOY), Y_TOY)), ValueError,
