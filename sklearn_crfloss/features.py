@@ -179,6 +179,12 @@ def _template_lines(template):
                     "template lines must be str, got "
                     f"{type(line).__name__}: {line!r}"
                 )
+        for lineno, line in enumerate(lines, start=1):
+            if "\n" in line or "\r" in line:
+                raise ValueError(
+                    f"Template line {lineno} {line!r} holds a line break: give one "
+                    "template per item of the list (or the whole template as one str)."
+                )
     else:
         raise TypeError(
             "template must be a str (the template text), a list or tuple of "
@@ -401,7 +407,8 @@ class TemplateFeatures(SequenceTransformerMixin, TransformerMixin, BaseEstimator
         ------
         ValueError
             If a template line is invalid (the message quotes the line), an
-            identifier is used twice, or there is no unigram line.
+            identifier is used twice, there is no unigram line, or an item
+            of a list of lines holds a line break.
         TypeError
             If ``template`` has an unsupported type.
         """
@@ -435,7 +442,9 @@ class TemplateFeatures(SequenceTransformerMixin, TransformerMixin, BaseEstimator
             ``str`` rather than a tuple (the message names the sentence and
             token index).
         TypeError
-            If a token is a dict (templates address columns of tuples).
+            If a token is a dict (templates address columns of tuples), or
+            it or a column the template uses is bytes (decode the text
+            first).
         sklearn.exceptions.NotFittedError
             If the transformer is not fitted.
         """
@@ -487,10 +496,12 @@ class TemplateFeatures(SequenceTransformerMixin, TransformerMixin, BaseEstimator
                 continue
             if n_cols:
                 if min(map(len, sent)) < n_cols or any(
-                    isinstance(tok, (str, Mapping)) for tok in sent
+                    isinstance(tok, (str, bytes, Mapping)) for tok in sent
                 ):
                     self._raise_bad_sentence(i, sent, n_cols)
                 columns = list(zip(*sent))
+                if any(bytes in set(map(type, columns[c])) for c in used_cols):
+                    self._raise_bytes_cell(i, sent, used_cols)
             padded = {
                 c: bos + list(map(str, columns[c])) + eos for c in used_cols
             }
@@ -543,6 +554,16 @@ class TemplateFeatures(SequenceTransformerMixin, TransformerMixin, BaseEstimator
         return np.asarray(self.keys_, dtype=object)
 
     @staticmethod
+    def _raise_bytes_cell(i, sent, used_cols):
+        for j, tok in enumerate(sent):
+            for c in used_cols:
+                if isinstance(tok[c], bytes):
+                    raise TypeError(
+                        f"Sentence {i}, token {j}: column {c} holds the bytes "
+                        f"{tok[c]!r:.60}: decode the text to str first."
+                    )
+
+    @staticmethod
     def _raise_bad_sentence(i, sent, n_cols):
         for j, tok in enumerate(sent):
             if isinstance(tok, Mapping):
@@ -551,6 +572,12 @@ class TemplateFeatures(SequenceTransformerMixin, TransformerMixin, BaseEstimator
                     f"(word, POS), got a dict ({tok!r:.60}). Template macros "
                     "%x[row,col] address the columns of token tuples; feature "
                     "dicts go to CRFTagger directly (or build the tuples first)."
+                )
+            if isinstance(tok, bytes):
+                raise TypeError(
+                    f"Sentence {i}, token {j}: expected a token tuple such as "
+                    f"(word, POS), got the bytes {tok!r:.60}: decode the text "
+                    "to str first."
                 )
             if isinstance(tok, str):
                 raise ValueError(

@@ -429,8 +429,13 @@ def check_token_weight(token_weight, lengths):
             raise ValueError(f"token_weight[{i}] has {tw.shape[0]} weights, sequence has {n} tokens")
         parts.append(tw)
     flat = np.concatenate(parts) if parts else np.zeros(0)
-    if not np.all(np.isfinite(flat)) or np.any(flat < 0):
-        raise ValueError("token_weight must be finite and non-negative")
+    bad = ~np.isfinite(flat) | (flat < 0)
+    if np.any(bad):
+        at = int(np.argmax(bad))
+        seq = int(np.searchsorted(np.cumsum(lengths), at, side="right"))
+        token = at - int(np.sum(lengths[:seq]))
+        raise ValueError(f"token_weight must be finite and non-negative, got "
+                         f"{float(flat[at])!r} for sequence {seq}, token {token}")
     return flat
 
 
