@@ -267,11 +267,13 @@ def parse_significance_run(parser, argv):
     return args
 
 
-def paired_tests_line(y_true, pred_a, pred_b, n_resamples, random_state):
-    """One line: paired bootstrap of segment F1 (a - b) and McNemar on sentences and tokens."""
+def paired_tests_line(y_true, pred_a, pred_b, n_resamples, random_state, metric=None):
+    """One line: paired bootstrap of ``metric`` (a - b; default segment F1) and McNemar on
+    sentences and tokens."""
     from sklearn_crfloss import metrics
 
     boot = metrics.paired_bootstrap_test(y_true, pred_a, pred_b, n_resamples=n_resamples,
+                                         metric=metric or metrics.segment_f1_score,
                                          random_state=random_state)
     sent, tok = (metrics.mcnemar_test(y_true, pred_a, pred_b, unit=u).pvalue
                  for u in ("sentence", "token"))

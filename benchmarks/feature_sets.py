@@ -38,24 +38,31 @@ from sklearn_crfloss.features import (CONLL2000_TEMPLATE, ChunkFeatures, NERFeat
 
 
 def _data(task, dev):
-    if task == "chunking":
-        X, y = load_conll2000("train")
+    """``(X_train, y_train, X_test, y_test)`` of ``task`` ('chunking', 'pos' or 'ner')."""
+    if task in ("chunking", "pos"):
+        X, y = load_conll2000("train", task=task)
         if dev:
             return X[:-1000], y[:-1000], X[-1000:], y[-1000:]
-        return (X, y, *load_conll2000("test"))
+        return (X, y, *load_conll2000("test", task=task))
     return (*load_conll2002("esp", "train"), *load_conll2002("esp", "testa" if dev else "testb"))
 
 
-def _fit(name, featurize_fn, data, n_jobs, **params):
+def _fit(name, featurize_fn, data, n_jobs, score=metrics.segment_f1_score, **params):
+    """Featurize, fit ``CRFTagger(n_jobs=n_jobs, **params)``, predict the test set, score it.
+
+    Returns a dict: ``name``, ``f1`` (``score`` of the test predictions), ``n_iter``,
+    ``fit_s`` (wall seconds, features included), ``cpu_s`` and ``pred``.
+    """
     X_tr, y_tr, X_te, y_te = data
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     F_tr, F_te = featurize_fn(X_tr), featurize_fn(X_te)
     crf = CRFTagger(n_jobs=n_jobs, **params).fit(F_tr, y_tr)
     pred = crf.predict(F_te)
-    row = dict(name=name, f1=metrics.segment_f1_score(y_te, pred), n_iter=int(crf.n_iter_),
-               fit_s=time.perf_counter() - t0, pred=pred)
-    print(f"  {name}: F1 {100 * row['f1']:.2f}, {row['n_iter']} iterations, "
-          f"{row['fit_s']:.0f} s, load {open('/proc/loadavg').read().split()[0]}", flush=True)
+    row = dict(name=name, f1=score(y_te, pred), n_iter=int(crf.n_iter_),
+               fit_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0, pred=pred)
+    print(f"  {name}: {score.__name__} {100 * row['f1']:.2f}, {row['n_iter']} iterations, "
+          f"{row['fit_s']:.0f} s wall / {row['cpu_s']:.0f} s CPU, "
+          f"load {open('/proc/loadavg').read().split()[0]}", flush=True)
     return row
 
 
