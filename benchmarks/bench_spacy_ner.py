@@ -3,7 +3,9 @@
 CoNLL-2002 Spanish converted to spaCy Docs (words and IOB2 entities) on
 ``spacy.blank("es")``; ``nlp.initialize`` fits the component, ``nlp.pipe``
 tags esp.testb; CRFTagger is fitted on the component's default features
-(:class:`sklearn_crfloss.spacy.WordFeatures`) of the same words with the same
+(:class:`sklearn_crfloss.features.NERFeatures` through
+:class:`sklearn_crfloss.spacy.FeatureSetFunction`, on the words only: blank
+Docs have no tags) of the same words with the same
 settings (``max_iter=100``, ``constraints='iob2'``). Prints both segment F1
 (conlleval), the times, and whether ``nlp.to_disk``/``spacy.load`` keeps the
 output::
@@ -24,7 +26,8 @@ import sklearn_crfloss.spacy  # noqa: F401  (registers the factories)
 from sklearn_crfloss import CRFTagger
 from sklearn_crfloss.datasets import load_conll2002
 from sklearn_crfloss.metrics import segment_f1_score
-from sklearn_crfloss.spacy import WordFeatures, doc_labels
+from sklearn_crfloss.features import NERFeatures
+from sklearn_crfloss.spacy import doc_labels, FeatureSetFunction
 
 
 def main():
@@ -49,7 +52,7 @@ def main():
     t2 = time.perf_counter()
     y_test = [doc_labels(d, "ner") for d in test]
     ours = segment_f1_score(y_test, [doc_labels(d, "ner") for d in pred])
-    features = WordFeatures()
+    features = FeatureSetFunction(NERFeatures())
     t3 = time.perf_counter()
     crf = CRFTagger(max_iter=100, constraints="iob2").fit(
         [features([t.text for t in d]) for d in train], [doc_labels(d, "ner") for d in train])
