@@ -172,8 +172,8 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
     n_jobs : int or None, default=None
         Threads for the inference kernels (OpenMP over sequences), resolved
         as scikit-learn's: None means 1 unless in a
-        :func:`joblib.parallel_backend` context, -1 all processors; never
-        more than the cores this process may use, and 3 runs as 2 (the
+        :func:`joblib.parallel_backend` context, -1 all processors (0 is
+        refused); never more than the cores this process may use, and 3 runs as 2 (the
         kernels' sums are taken in four blocks: with 1 to 4 threads a fit
         is bitwise the same).
     warm_start : bool, default=False
@@ -313,7 +313,8 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         "decoder": [StrOptions(set(DECODERS))],
         "constraints": [None, StrOptions(set(CONSTRAINTS))],
         "tag_scheme": [None, StrOptions({"iob2", "iobes", "bilou"})],
-        "n_jobs": [None, Integral],
+        "n_jobs": [None, Interval(Integral, None, -1, closed="right"),
+                   Interval(Integral, 1, None, closed="left")],  # 0 means nothing
         "warm_start": ["boolean"],
         "verbose": ["verbose"],
         "random_state": ["random_state"],

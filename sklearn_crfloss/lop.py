@@ -355,7 +355,8 @@ class LOPTagger(SequenceTaggerTagsMixin, VersionedStateMixin, BaseEstimator):
         "positions": [None, callable, dict],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
-        "n_jobs": [None, Integral],
+        "n_jobs": [None, Interval(Integral, None, -1, closed="right"),
+                   Interval(Integral, 1, None, closed="left")],  # 0 means nothing
         "random_state": ["random_state"],
         "cv": ["cv_object"],
     }
