@@ -612,7 +612,8 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
     def _split_labels(self, path, offsets):
         """Label indices of all tokens -> one list of labels (Python objects) per sequence."""
         labels = self.classes_[path].tolist()
-        return to_user_labels(getattr(self, "tag_schemes_", None), [labels[a:b] for a, b in zip(offsets[:-1], offsets[1:])])
+        return to_user_labels(getattr(self, "tag_schemes_", None),
+                              [labels[a:b] for a, b in zip(offsets[:-1], offsets[1:])])
 
     def _decode_paths(self, unary, offsets, transition=None):
         """Label indices of the decoded sequences (``decoder``, ``constraints``) and scores."""
