@@ -37,7 +37,7 @@ from sklearn.feature_extraction import DictVectorizer, FeatureHasher
 from ._attribute_names import SEPARATOR, join_nested_keys
 from ._hashing import hashed_pairs, raise_for_bad_value, take_columns
 from ._validation import check_finite_tokens
-from ._vocabulary import VocabularyTable, vocabulary_names, vocabulary_rows
+from ._vocabulary import VocabularyTable, vocabulary_fit, vocabulary_rows
 
 __all__ = ["SequenceVectorizer", "attribute_counts", "column_counts"]
 
@@ -123,6 +123,22 @@ def _indicator_int8(X):
     if X.dtype == np.int8 or X.nnz == 0 or X.data.min() != 1 or X.data.max() != 1:
         return X
     return sp.csr_matrix((np.ones(X.nnz, dtype=np.int8), X.indices, X.indptr), shape=X.shape)
+
+
+def _csr_of_rows(rows, n_columns):
+    """The CSR matrix of the compiled passes' ``(indptr, indices, data)``, indices sorted per row.
+
+    int32 index arrays (scipy's, as DictVectorizer's output) when they
+    fit; ``data`` None: indicator features, the values 1 in a byte each.
+    """
+    indptr, indices, data = rows
+    if indices.shape[0] < 2**31:
+        indptr = indptr.astype(np.int32)
+    if data is None:
+        data = np.ones(indices.shape[0], dtype=np.int8)
+    Xc = sp.csr_matrix((data, indices, indptr), shape=(indptr.shape[0] - 1, n_columns))
+    Xc.sort_indices()  # DictVectorizer's order within a row
+    return Xc
 
 
 def _vocabulary(dv):
@@ -306,12 +322,17 @@ class SequenceVectorizer:
             Xc = take_columns(Xc, used)
             attributes = np.array([f"hash_{k}" for k in used.tolist()], dtype=object)
         else:
-            # The common value types: the vocabulary in one compiled pass (the same
-            # feature_names_ as DictVectorizer.fit); else DictVectorizer.fit itself.
-            names = vocabulary_names(tokens, SEPARATOR)
-            self.vectorizer = _dict_vectorizer(names)
+            # The common value types: the vocabulary and the rows in one compiled
+            # pass (the same feature_names_ as DictVectorizer.fit); else
+            # DictVectorizer.fit itself.
             try:
-                if names is None:
+                fitted = vocabulary_fit(tokens, SEPARATOR)
+                names = None if fitted is None else fitted[0]
+                self.vectorizer = _dict_vectorizer(names)
+                if names is not None:
+                    Xc = _csr_of_rows(fitted[1:], len(names))
+                    del fitted
+                else:
                     try:
                         self._vectorizer.fit(tokens)
                     except TypeError:  # nested dicts: joined keys (a pass over the data then)
@@ -319,9 +340,9 @@ class SequenceVectorizer:
                         if not nested:
                             raise
                         self._vectorizer.fit(tokens)
-                Xc = self._dict_rows(tokens, VocabularyTable(self._vectorizer.feature_names_,
-                                                             self._vectorizer.separator),
-                                     vocabulary=False)
+                    Xc = self._dict_rows(tokens, VocabularyTable(self._vectorizer.feature_names_,
+                                                                 self._vectorizer.separator),
+                                         vocabulary=False)
             except (TypeError, ValueError, OverflowError) as exc:
                 raise_for_bad_value(tokens, offsets, exc)
             if names is not None and self.min_freq <= 1:  # kept joined (see attributes)
@@ -486,14 +507,7 @@ class SequenceVectorizer:
         del vocabulary
         if rows is None:
             return self.vectorizer.transform(tokens).tocsr()
-        indptr, indices, data = rows
-        if indices.shape[0] < 2**31:  # scipy's index dtype, as DictVectorizer's output
-            indptr = indptr.astype(np.int32)
-        if data is None:  # indicator features: the values 1 in a byte each, not 8
-            data = np.ones(indices.shape[0], dtype=np.int8)
-        Xc = sp.csr_matrix((data, indices, indptr), shape=(len(tokens), len(dv.feature_names_)))
-        Xc.sort_indices()  # DictVectorizer's order within a row
-        return Xc
+        return _csr_of_rows(rows, len(dv.feature_names_))
 
     def _lookup_table(self):
         """The compiled table of the vocabulary's string-valued columns (built once).
