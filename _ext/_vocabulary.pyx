@@ -31,9 +31,9 @@ import numpy as np
 
 from cpython.dict cimport PyDict_Next
 from cpython.object cimport PyObject
-from cpython.set cimport PySet_Add
-from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
-from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t
+from cpython.unicode cimport (PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND,
+                              PyUnicode_Substring)
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy
 
@@ -580,3 +580,37 @@ cdef tuple _sorted_columns(list names):
             previous = name
         remap[k] = column
     return distinct, out
+
+
+def pack_names(list names):
+    """Column names kept compactly: ``(all of them joined, the end of each)`` (low level).
+
+    Parameters
+    ----------
+    names : list of str
+
+    Returns
+    -------
+    joined : str
+    ends : ndarray of int32 of shape (len(names),)
+        int64 when the joined names are 2**31 characters or longer.
+    """
+    cdef Py_ssize_t k, n = len(names)
+    ends = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] e = ends
+    cdef int64_t end = 0
+    for k in range(n):
+        end += PyUnicode_GET_LENGTH(<str?>names[k])
+        e[k] = end
+    return "".join(names), ends.astype(np.int32) if end < 2**31 else ends
+
+
+def unpack_names(str joined, ends):
+    """The list of names of :func:`pack_names`'s ``(joined, ends)`` (low level)."""
+    cdef int64_t[::1] e = np.asarray(ends, dtype=np.int64)
+    cdef Py_ssize_t k, start = 0
+    cdef list names = [None] * e.shape[0]
+    for k in range(e.shape[0]):
+        names[k] = PyUnicode_Substring(joined, start, e[k])
+        start = e[k]
+    return names

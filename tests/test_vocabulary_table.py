@@ -17,8 +17,8 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn_crfloss import CRFTagger
 from sklearn_crfloss._data._validation import check_sequences
 from sklearn_crfloss._data._vectorize import SequenceVectorizer
-from sklearn_crfloss._data._vocabulary import (VocabularyTable, exact_dicts, vocabulary_fit,
-                                               vocabulary_rows)
+from sklearn_crfloss._data._vocabulary import (VocabularyTable, exact_dicts, pack_names,
+                                               unpack_names, vocabulary_fit, vocabulary_rows)
 
 # Values of 1, 2 and 4 bytes per character, short (kept in the entry) and long.
 VALUES = ["a", "b=c", "é", "Ω", "\U0001F600", "naïve", "x" * 11, "y" * 12, "Ωmega" * 5,
@@ -186,3 +186,13 @@ def test_check_sequences_fast_path_still_names_a_bad_token(X, match):
     model = CRFTagger().fit([[{"w": "a"}, {"w": "b"}]], [["x", "y"]])
     with pytest.raises(TypeError, match=match):
         model.predict(X)
+
+
+def test_pack_names_round_trip():
+    names = ["a:b", "", "é", "Ω\U0001F600x", "zz", "~B01:NN"]
+    joined, ends = pack_names(names)
+    assert joined == "".join(names)
+    assert ends.dtype == np.int32
+    assert_array_equal(ends, np.cumsum([len(name) for name in names]))
+    assert unpack_names(joined, ends) == names
+    assert unpack_names(*pack_names([])) == []

@@ -37,7 +37,8 @@ from sklearn.feature_extraction import DictVectorizer, FeatureHasher
 from ._attribute_names import SEPARATOR, join_nested_keys
 from ._hashing import hashed_pairs, raise_for_bad_value, take_columns
 from ._validation import check_finite_tokens
-from ._vocabulary import VocabularyTable, vocabulary_fit, vocabulary_rows
+from ._vocabulary import (pack_names, unpack_names, VocabularyTable, vocabulary_fit,
+                          vocabulary_rows)
 
 __all__ = ["SequenceVectorizer", "attribute_counts", "column_counts"]
 
@@ -145,29 +146,16 @@ def _vocabulary(dv):
     """``dv.vocabulary_`` if it is there, else a new one from ``feature_names_``, not kept."""
     vocabulary = vars(dv).get("vocabulary_")
     if vocabulary is None:
-        vocabulary = {name: k for k, name in enumerate(dv.feature_names_)}
+        vocabulary = dict(zip(dv.feature_names_, range(len(dv.feature_names_))))
     return vocabulary
 
 
-def _pack(names):
-    """Column names kept compactly: ``(all of them joined, the end of each)``.
-
-    The ends are int32 when the joined names are shorter than 2**31
-    characters, else int64.
-    """
-    ends = np.fromiter(map(len, names), np.int64, len(names)).cumsum()
-    return "".join(names), ends.astype(np.int32) if ends.size and ends[-1] < 2**31 else ends
-
-
-def _unpack(packed):
-    """The list of column names of :func:`_pack`'s ``packed``."""
-    joined, ends = packed
-    starts = np.concatenate([[0], ends[:-1]]).tolist()
-    return [joined[a:b] for a, b in zip(starts, ends.tolist())]
-
-
 class _PackedNames(Sequence):
-    """A read-only sequence of the column names of :func:`_pack`, one str made per read."""
+    """A read-only sequence of packed column names, one str made per read.
+
+    ``packed``: ``(joined, ends)`` of
+    :func:`~sklearn_crfloss._data._vocabulary.pack_names`.
+    """
 
     def __init__(self, packed):
         self.packed = packed
@@ -266,7 +254,7 @@ class SequenceVectorizer:
         """The column names, ndarray of object (built from the joined names on first read)."""
         attributes = vars(self).get("_attributes")
         if attributes is None:
-            attributes = np.array(_unpack(self._names), dtype=object)
+            attributes = np.array(unpack_names(*self._names), dtype=object)
             self._attributes = attributes
             vars(self).pop("_names", None)
         return attributes
@@ -346,7 +334,7 @@ class SequenceVectorizer:
             except (TypeError, ValueError, OverflowError) as exc:
                 raise_for_bad_value(tokens, offsets, exc)
             if names is not None and self.min_freq <= 1:  # kept joined (see attributes)
-                attributes = _PackedNames(_pack(names))
+                attributes = _PackedNames(pack_names(names))
                 del names, self._vectorizer.feature_names_
             else:
                 attributes = np.asarray(  # names of type str already: no per-name check
