@@ -32,13 +32,14 @@ import numpy as np
 from cpython.dict cimport PyDict_Next
 from cpython.object cimport PyObject
 from cpython.unicode cimport (PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND,
-                              PyUnicode_Substring)
+                              PyUnicode_Substring, PyUnicode_Tailmatch)
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy
 
 
 cdef extern from "Python.h":
+    const Py_ssize_t PY_SSIZE_T_MAX
     PyObject* PyDict_GetItemWithError(object d, object key) except? NULL
     Py_hash_t PyObject_Hash(object o) except -1
 
@@ -614,3 +615,41 @@ def unpack_names(str joined, ends):
         names[k] = PyUnicode_Substring(joined, start, e[k])
         start = e[k]
     return names
+
+
+def prefixed_names(names, str prefix):
+    """Whether each name starts with ``prefix``, in one compiled loop (low level).
+
+    Parameters
+    ----------
+    names : list of str, or tuple (joined, ends)
+        The names, or :func:`pack_names`'s packed form (read without
+        building a str per name). A list item that is not of type str is
+        compared as ``str(item)``.
+    prefix : str
+
+    Returns
+    -------
+    ndarray of bool of shape (n_names,)
+    """
+    cdef Py_ssize_t k, start = 0, n
+    cdef int64_t[::1] e
+    cdef str joined
+    cdef list items
+    if type(names) is tuple:
+        joined, e = names[0], np.asarray(names[1], dtype=np.int64)
+        n = e.shape[0]
+    else:
+        items = names
+        n = len(items)
+    out = np.zeros(n, dtype=bool)
+    cdef uint8_t[::1] mask = out.view(np.uint8)
+    for k in range(n):
+        if type(names) is tuple:
+            mask[k] = PyUnicode_Tailmatch(joined, prefix, start, e[k], -1)
+            start = e[k]
+        else:
+            item = items[k]
+            mask[k] = (PyUnicode_Tailmatch(item, prefix, 0, PY_SSIZE_T_MAX, -1)
+                       if type(item) is str else str(item).startswith(prefix))
+    return out

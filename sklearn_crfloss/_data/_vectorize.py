@@ -37,10 +37,10 @@ from sklearn.feature_extraction import DictVectorizer, FeatureHasher
 from ._attribute_names import SEPARATOR, join_nested_keys
 from ._hashing import hashed_pairs, raise_for_bad_value, take_columns
 from ._validation import check_finite_tokens
-from ._vocabulary import (pack_names, unpack_names, VocabularyTable, vocabulary_fit,
-                          vocabulary_rows)
+from ._vocabulary import (pack_names, prefixed_names, unpack_names, VocabularyTable,
+                          vocabulary_fit, vocabulary_rows)
 
-__all__ = ["SequenceVectorizer", "attribute_counts", "column_counts"]
+__all__ = ["SequenceVectorizer", "attribute_counts", "column_counts", "columns_with_prefix"]
 
 
 def _check_finite(Xc, tokens, offsets):
@@ -112,6 +112,30 @@ def attribute_counts(tokens):
         raise type(exc)(f"Could not vectorise the feature dicts: {exc}") from exc
     Xc.eliminate_zeros()
     return dict(zip(dv.feature_names_, column_counts(Xc).tolist()))
+
+
+def columns_with_prefix(names, prefix):
+    """The columns whose name starts with ``prefix``, found by a compiled loop over the names.
+
+    Parameters
+    ----------
+    names : sequence of str of shape (n_features,)
+        Column names: :attr:`SequenceVectorizer.column_names` (read in their
+        packed form, no str built per name), ``attributes``, a list...; an
+        item that is not a str is compared as ``str(item)``.
+    prefix : str
+
+    Returns
+    -------
+    ndarray of intp
+        The indices of those names, increasing.
+    """
+    if isinstance(names, _PackedNames):
+        mask = prefixed_names(names.packed, prefix)
+    else:
+        mask = prefixed_names(names.tolist() if isinstance(names, np.ndarray) else list(names),
+                              prefix)
+    return np.flatnonzero(mask).astype(np.intp)
 
 
 def _indicator_int8(X):
