@@ -17,8 +17,9 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn_crfloss import CRFTagger
 from sklearn_crfloss._data._validation import check_sequences
 from sklearn_crfloss._data._vectorize import SequenceVectorizer
-from sklearn_crfloss._data._vocabulary import (VocabularyTable, exact_dicts, pack_names,
-                                               unpack_names, vocabulary_fit, vocabulary_rows)
+from sklearn_crfloss._data._vocabulary import (VocabularyTable, column_index, exact_dicts,
+                                               pack_names, unpack_names, vocabulary_fit,
+                                               vocabulary_rows)
 
 # Values of 1, 2 and 4 bytes per character, short (kept in the entry) and long.
 VALUES = ["a", "b=c", "é", "Ω", "\U0001F600", "naïve", "x" * 11, "y" * 12, "Ωmega" * 5,
@@ -196,3 +197,11 @@ def test_pack_names_round_trip():
     assert_array_equal(ends, np.cumsum([len(name) for name in names]))
     assert unpack_names(joined, ends) == names
     assert unpack_names(*pack_names([])) == []
+
+
+def test_column_index_equals_the_dict_of_the_names():
+    names = [f"w:{k}" for k in range(3000)] + ["é", "", "~B:x"]
+    index = column_index(names)
+    assert index == dict(zip(names, range(len(names))))
+    assert list(index) == names and all(type(v) is int for v in index.values())
+    assert column_index([]) == {}

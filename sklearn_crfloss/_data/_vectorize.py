@@ -37,8 +37,8 @@ from sklearn.feature_extraction import DictVectorizer, FeatureHasher
 from ._attribute_names import SEPARATOR, join_nested_keys
 from ._hashing import hashed_pairs, raise_for_bad_value, take_columns
 from ._validation import check_finite_tokens
-from ._vocabulary import (pack_names, prefixed_names, unpack_names, VocabularyTable,
-                          vocabulary_fit, vocabulary_rows)
+from ._vocabulary import (column_index, pack_names, prefixed_names, unpack_names,
+                          VocabularyTable, vocabulary_fit, vocabulary_rows)
 
 __all__ = ["SequenceVectorizer", "attribute_counts", "column_counts", "columns_with_prefix"]
 
@@ -170,7 +170,8 @@ def _vocabulary(dv):
     """``dv.vocabulary_`` if it is there, else a new one from ``feature_names_``, not kept."""
     vocabulary = vars(dv).get("vocabulary_")
     if vocabulary is None:
-        vocabulary = dict(zip(dv.feature_names_, range(len(dv.feature_names_))))
+        names = dv.feature_names_
+        vocabulary = column_index(names if isinstance(names, list) else list(names))
     return vocabulary
 
 
