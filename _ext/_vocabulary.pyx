@@ -30,6 +30,7 @@
 import numpy as np
 
 from cpython.dict cimport PyDict_Next, PyDict_SetItem
+from cpython.list cimport PyList_GET_ITEM
 from cpython.object cimport PyObject
 from cpython.unicode cimport (PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND,
                               PyUnicode_Substring, PyUnicode_Tailmatch)
@@ -561,6 +562,8 @@ def vocabulary_fit(list tokens, str separator):
     cdef Py_ssize_t t, longest
     cdef Py_ssize_t cap = _capacity(tokens, &longest)
     cdef int32_t[::1] remap
+    cdef int[::1] ind
+    cdef _Rows rows
     if cap < 0:
         return None
     rows = _Rows(len(tokens), cap)
@@ -569,8 +572,9 @@ def vocabulary_fit(list tokens, str separator):
         return None
     indptr, indices, data = rows.result()
     names, remap = _sorted_columns(names)
-    for t in range(rows.nnz):
-        rows.ind[t] = remap[rows.ind[t]]
+    ind = indices
+    for t in range(ind.shape[0]):
+        ind[t] = remap[ind[t]]
     return names, indptr, indices, data
 
 
@@ -580,12 +584,14 @@ cdef tuple _sorted_columns(list names):
     cdef list order = sorted(range(n), key=names.__getitem__)
     cdef list distinct = []
     cdef int32_t column = -1
-    cdef object name, previous = None
+    cdef str name, previous = None
     out = np.empty(n, dtype=np.int32)
     cdef int32_t[::1] remap = out
     for i in range(n):
-        k = order[i]
-        name = names[k]
+        if i + 16 < n:  # the name objects are read in sorted order: at random in memory
+            prefetch(PyList_GET_ITEM(names, <object>PyList_GET_ITEM(order, i + 16)))
+        k = <object>PyList_GET_ITEM(order, i)
+        name = <str>PyList_GET_ITEM(names, k)
         if column < 0 or name != previous:
             column += 1
             distinct.append(name)
