@@ -424,6 +424,8 @@ cdef bint _table_rows(list tokens, dict vocabulary, VocabularyTable table, _Rows
         for j in range(longest):
             probes[j].key_seen = NULL
         for i in range(len(tokens)):
+            if i + 1 < len(tokens):
+                _prefetch_values(tokens[i + 1])
             if not _hash_values(tokens[i], vocabulary, table, probes, &j, names):
                 return False
             _probe_values(table, probes, j, rows, separator, names)
@@ -431,6 +433,16 @@ cdef bint _table_rows(list tokens, dict vocabulary, VocabularyTable table, _Rows
     finally:
         free(probes)
     return True
+
+
+cdef inline void _prefetch_values(object token):
+    """Prefetch the value objects of the next token (their first reads miss the cache)."""
+    cdef Py_ssize_t pos = 0
+    cdef PyObject* key_p
+    cdef PyObject* value_p
+    if type(token) is dict:
+        while PyDict_Next(token, &pos, &key_p, &value_p):
+            prefetch(value_p)
 
 
 cdef inline Py_ssize_t _key_id(VocabularyTable table, PyObject* key_p, list names) except -3:
