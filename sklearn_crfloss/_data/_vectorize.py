@@ -8,19 +8,19 @@
 keeps a subset of the columns (the experts of
 :class:`~sklearn_crfloss.LOPTagger`).
 
-For the common value types (str, int, float, bool) a compiled pass
-(``sklearn_crfloss._data._vocabulary``) learns the DictVectorizer's
-vocabulary (the same ``feature_names_`` and ``vocabulary_`` as its
-``fit``), and the dicts are turned into CSR rows by a compiled lookup of
-that vocabulary, which gives the same matrix as
-``DictVectorizer.transform`` without its Python list of one float object
-per stored value: it is faster and peaks at the size of the matrix
-(anything else goes through the DictVectorizer's own ``fit`` and
-``transform``). The string values are looked up in a compiled hash table
-of the vocabulary keyed by (key, value), so that no column name is built
-per value: one built for the fit's pass, and at predict time one built on
-first use and kept (entries in decreasing training frequency, so that the
-frequent ones share the cache). When every value is 1 (indicator
+For the common value types (str, int, float, bool) one compiled pass
+(``sklearn_crfloss._data._vocabulary.vocabulary_fit``) learns the
+DictVectorizer's vocabulary (the same ``feature_names_`` and
+``vocabulary_`` as its ``fit``) and writes the CSR rows of the training
+dicts, the same matrix as ``DictVectorizer.transform`` without its Python
+list of one float object per stored value: it is faster and peaks at the
+size of the matrix (anything else goes through the DictVectorizer's own
+``fit`` and ``transform``). The string values are looked up in a compiled
+hash table keyed by (key, value), so that no column name is built per
+value: at fit time one that grows as the pairs are first seen (the
+columns renumbered by sorted name at the end), at predict time one built
+from the vocabulary on first use and kept (entries in decreasing training
+frequency, so that the frequent ones share the cache). When every value is 1 (indicator
 features, e.g. every string value) the matrix stores its values as int8: 4
 MB instead of 32 for CoNLL-2000's 4 million features; the kernels do not
 read them then, and every product with a float64 array is float64.
