@@ -235,8 +235,7 @@ def test_prior_sees_the_blocks():
     [],
 ])
 def test_bigram_columns_equal_a_per_name_startswith(names):
-    from sklearn_crfloss._data._vocabulary import pack_names
-    from sklearn_crfloss._data._vectorize import _PackedNames
+    from sklearn_crfloss._data._vectorize import _PackedNames, pack_names
     from sklearn_crfloss._model._bigram_layout import bigram_columns
     expected = [k for k, name in enumerate(names) if str(name).startswith("~")]
     for form in (names, np.array(names, dtype=object), np.array(names, dtype=str),

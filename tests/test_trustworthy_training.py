@@ -322,7 +322,7 @@ def test_the_start_evaluation_answers_the_solvers_first_call_once():
                         (x0, (object(), prior, 1.0))):
         objective.calls.clear()
         watched = _Watched(objective, (x0.copy(), loss, prior, 1.0, start))
-        value, grad = watched.value_and_grad(theta, *args)
+        value, _ = watched.value_and_grad(theta, *args)
         assert len(objective.calls) == 1 and value == np.sum(theta ** 2)
     objective.calls.clear()
     watched = _Watched(objective, (x0.copy(), loss, prior, 1.0, start))

@@ -37,8 +37,8 @@ from sklearn.feature_extraction import DictVectorizer, FeatureHasher
 from ._attribute_names import SEPARATOR, join_nested_keys
 from ._hashing import hashed_pairs, raise_for_bad_value, take_columns
 from ._validation import check_finite_tokens
-from ._vocabulary import (column_index, pack_names, prefixed_names, unpack_names,
-                          VocabularyTable, vocabulary_fit, vocabulary_rows)
+from ._vocabulary import (VocabularyTable, column_index, pack_names, prefixed_names,
+                          unpack_names, vocabulary_fit, vocabulary_rows)
 
 __all__ = ["SequenceVectorizer", "attribute_counts", "column_counts", "columns_with_prefix"]
 
