@@ -18,7 +18,7 @@ Usage::
 predicts). ``--profile`` prints a cProfile of one ``predict`` call of ours.
 ``--fit-transform K`` also times, K times each alternated, the fit's
 vectorisation of the training dicts (``SequenceVectorizer.fit_transform``:
-the vocabulary, then the rows) and its pass from the dicts to the CSR
+the vocabulary and the rows, one compiled pass) and its pass from the dicts to the CSR
 matrix once the vocabulary is known, through the vocabulary dict (a column
 name built per value) and through the compiled table (its build included);
 both give the same arrays.

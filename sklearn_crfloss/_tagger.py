@@ -450,10 +450,10 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
             print(f"vectorised {lengths.shape[0]} sequences ({Xc.shape[0]} tokens, {kind} input) "
                   f"into {Xc.shape[1]} attributes in {time.perf_counter() - t0:.2f} s",
                   flush=True)
-        validation_set = check_validation_set(features, classes, X_val, y_val, sample_weight_val,
-                                              kind, scoring=early_stopping_scoring(
-                                                  self.scoring, y_enc, offsets, classes,
-                                                  warn=False))
+        validation_set = check_validation_set(  # (the scoring only checks sample_weight_val)
+            features, classes, X_val, y_val, sample_weight_val, kind,
+            scoring=None if sample_weight_val is None else early_stopping_scoring(
+                self.scoring, y_enc, offsets, classes, warn=False))
         return self._fit_vectorized(features, Xc, offsets, classes, y_enc, sample_weight,
                                     token_weight, components=(loss, prior, solver),
                                     validation_set=validation_set, tag_schemes=schemes)

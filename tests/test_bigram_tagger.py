@@ -226,3 +226,32 @@ def test_prior_sees_the_blocks():
     strong = CRFTagger(C=0.01).fit(F, y).bigram_coef_
     weak = CRFTagger(C=10.0).fit(F, y).bigram_coef_
     assert np.abs(strong).max() < np.abs(weak).max()
+
+
+@pytest.mark.parametrize("names", [
+    ["~B01:NN", "U00:a", "~", "", "a~b", "~~:x", "U01:~", "~B02:é", "\U0001F600~"],
+    ["U00:a", "U01:b"],  # no bigram attribute
+    ["~B01:a", "~B01:b"],  # only bigram attributes
+    [],
+])
+def test_bigram_columns_equal_a_per_name_startswith(names):
+    from sklearn_crfloss._data._vectorize import _PackedNames, pack_names
+    from sklearn_crfloss._model._bigram_layout import bigram_columns
+    expected = [k for k, name in enumerate(names) if str(name).startswith("~")]
+    for form in (names, np.array(names, dtype=object), np.array(names, dtype=str),
+                 _PackedNames(pack_names(names)), tuple(names)):
+        got = bigram_columns(form)
+        assert got.dtype == np.intp
+        assert got.tolist() == expected
+    mixed = [np.str_(name) for name in names] + [1, None]  # compared as str(item)
+    assert bigram_columns(mixed).tolist() == expected
+
+
+def test_bigram_columns_of_a_fitted_vectoriser():
+    from sklearn_crfloss._model._bigram_layout import bigram_columns
+    X = [[{"w": "a", "~B": "x"}, {"w": "b", "~B": "y", "n": 1.0}]]
+    vec = SequenceVectorizer()
+    vec.fit_transform("dict", [tok for seq in X for tok in seq], np.array([0, 2]))
+    expected = [k for k, name in enumerate(vec.attributes) if name.startswith("~")]
+    assert bigram_columns(vec.column_names).tolist() == expected == [3, 4]  # "~" sorts last
+    assert bigram_columns(vec.attributes).tolist() == expected

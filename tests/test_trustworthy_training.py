@@ -288,3 +288,60 @@ def test_mce_f_sees_chunks_not_their_encoding(toy):
     _, caught = _fit(CRFTagger(loss=chunks, init="cll", max_iter=2, solver="quickprop"), X,
                      iob1)
     assert not any("tag_scheme='iob2'" in m for _, m in caught)
+
+
+class _CountingObjective:
+    """An objective whose value at theta is sum(theta**2), counting its evaluations."""
+
+    n_params = 3
+
+    def __init__(self):
+        self.calls = []
+
+    def value_and_grad(self, theta, loss, prior, C):
+        self.calls.append(np.array(theta))
+        return float(np.sum(theta ** 2)), 2.0 * theta
+
+    def loss_value_and_grad(self, theta, loss):
+        return self.value_and_grad(theta, loss, None, 1.0)
+
+
+def test_the_start_evaluation_answers_the_solvers_first_call_once():
+    from sklearn_crfloss._training._stages import _Watched
+    x0 = np.array([0.5, -0.0, 2.0])
+    loss, prior = object(), object()
+    objective = _CountingObjective()
+    start = objective.value_and_grad(x0, loss, prior, 1.0)
+    watched = _Watched(objective, (x0.copy(), loss, prior, 1.0, start))
+    assert watched.value_and_grad(np.array(x0), loss, prior, 1.0) is start  # no evaluation
+    assert len(objective.calls) == 1
+    watched.value_and_grad(np.array(x0), loss, prior, 1.0)  # once only
+    assert len(objective.calls) == 2
+    for theta, args in ((np.array([0.5, 0.0, 2.0]), (loss, prior, 1.0)),  # -0.0 != 0.0 bitwise
+                        (x0, (loss, prior, 2.0)), (x0, (loss, object(), 1.0)),
+                        (x0, (object(), prior, 1.0))):
+        objective.calls.clear()
+        watched = _Watched(objective, (x0.copy(), loss, prior, 1.0, start))
+        value, _ = watched.value_and_grad(theta, *args)
+        assert len(objective.calls) == 1 and value == np.sum(theta ** 2)
+    objective.calls.clear()
+    watched = _Watched(objective, (x0.copy(), loss, prior, 1.0, start))
+    assert watched.n_params == 3  # another read: the start is dropped, not held
+    watched.value_and_grad(x0, loss, prior, 1.0)
+    assert len(objective.calls) == 1
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+def test_a_fit_evaluates_its_start_point_once(toy, solver, monkeypatch):
+    from sklearn_crfloss._model import CRFObjective
+    X, y = toy
+    calls = []
+    original = CRFObjective.value_and_grad
+
+    def counted(self, theta, *args, **kwargs):
+        calls.append(np.array(theta))
+        return original(self, theta, *args, **kwargs)
+
+    monkeypatch.setattr(CRFObjective, "value_and_grad", counted)
+    CRFTagger(solver=solver, max_iter=3).fit(X, y)
+    assert sum(not np.any(theta) for theta in calls) == 1  # the zero start

@@ -243,3 +243,43 @@ def test_feature_value_types():
     crf = CRFTagger(C=100.0).fit(X, y)
     assert set(crf.attributes_) == {"w:a", "w:b", "n", "cap", "suf:a", "suf:xa", "suf:b"}
     assert_array_equal(crf.predict(X[:1])[0], ["x", "y"])
+
+
+def _reference_encode_labels(y):
+    """Per-token encoding: codes by first occurrence, then ranked by the sorted classes."""
+    from sklearn_crfloss._data._validation import _order_classes
+    flat = [label for labels in y for label in labels]
+    codes = {}
+    first = [codes.setdefault(label, len(codes)) for label in flat]
+    ordered = _order_classes(list(codes))
+    rank = {codes[label]: k for k, label in enumerate(ordered)}
+    return ordered, [rank[c] for c in first]
+
+
+@pytest.mark.parametrize("y", [
+    [["B", "I", "O"], ["O", "B"]],
+    [[1, 2], [True, 0, 2.0]],  # 1 == True, 2 == 2.0: the first seen names the class
+    [[np.str_("a"), "b"], ["a", np.int64(3), None]],
+    [[("a", 1), frozenset({1})], [None, ("a", 1), frozenset({2})]],
+    [[np.float64(1.5), 1.5, float("inf")], [-0.0, 0.0]],
+])
+def test_encode_labels_equals_the_per_token_encoding(y):
+    from sklearn_crfloss._data._validation import encode_labels
+    classes, y_enc = encode_labels(y, np.array([len(labels) for labels in y]))
+    ordered, expected = _reference_encode_labels(y)
+    assert classes.tolist() == ordered
+    assert [type(c) for c in classes.tolist()] == [type(c) for c in ordered]
+    assert y_enc.dtype == np.intp and y_enc.flags.c_contiguous
+    assert y_enc.tolist() == expected
+
+
+@pytest.mark.parametrize("y, exc, match", [
+    ([["a", "b"], ["b", float("nan"), ["x"]]], ValueError, "Sequence 1, token 1: the label is NaN"),
+    ([["a", "b"], ["b", ["x"], float("nan")]], TypeError, "Sequence 1, token 1: label .* not hashable"),
+    ([["a", np.float64("nan")], ["b", "a", "c"]], ValueError, "Sequence 0, token 1: the label is NaN"),
+    ([["a", "b"], ["b", "a", {"x": 1}]], TypeError, "Sequence 1, token 2: label .* not hashable"),
+])
+def test_encode_labels_names_the_first_bad_token(y, exc, match):
+    from sklearn_crfloss._data._validation import encode_labels
+    with pytest.raises(exc, match=match):
+        encode_labels(y, np.array([len(labels) for labels in y]))

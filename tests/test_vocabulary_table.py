@@ -17,7 +17,8 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn_crfloss import CRFTagger
 from sklearn_crfloss._data._validation import check_sequences
 from sklearn_crfloss._data._vectorize import SequenceVectorizer
-from sklearn_crfloss._data._vocabulary import (VocabularyTable, exact_dicts, vocabulary_names,
+from sklearn_crfloss._data._vocabulary import (VocabularyTable, column_index, exact_dicts,
+                                               pack_names, unpack_names, vocabulary_fit,
                                                vocabulary_rows)
 
 # Values of 1, 2 and 4 bytes per character, short (kept in the entry) and long.
@@ -115,18 +116,39 @@ def test_fit_transform_through_the_table_equals_dictvectorizer():
         assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("numeric", [False, True])
 @pytest.mark.parametrize("separator", ["=", ":"])
-def test_vocabulary_names_equal_dictvectorizer_fit(separator):
+def test_vocabulary_fit_equals_dictvectorizer_fit_and_the_table(separator, numeric):
     rng = np.random.default_rng(2)
-    tokens = tokens_of(rng, 500) + [{}, {"a=b": 1, "a": "b"}, {"a:b": True, "a": "b"}]
-    names = vocabulary_names(tokens, separator)
+    # equal names from different pairs ('a=b' from a number and from a string,
+    # 'a=b=c' under two splits), also within one token; 3000 tokens: the slots
+    # are rebuilt several times during the pass
+    tokens = tokens_of(rng, 3000, numeric) + [
+        {}, {"a=b": 1, "a": "b"}, {"a:b": True, "a": "b"}, {"a": "b=c", "a=b": "c"},
+        {"a": "b:c", "a:b": "c"}, {"z": 0.0}, {"n": 2}]
+    names, indptr, indices, data = vocabulary_fit(tokens, separator)
     dv = DictVectorizer(separator=separator).fit(tokens)
     assert names == dv.feature_names_
     assert all(type(name) is str for name in names)
-    assert vocabulary_names([], separator) == []
-    for odd in ({"w": None}, {"w": ["a"]}, {"w": np.float64(1.0)}, {1: "a"}):
-        assert vocabulary_names(tokens + [odd], separator) is None
-    assert vocabulary_names(tokens + [OrderedDict(w="a")], separator) is None
+    # the very rows the fitted vocabulary's table gives (dict order, duplicates kept)
+    expected = vocabulary_rows(tokens, dv.vocabulary_, separator,
+                               VocabularyTable(dv.feature_names_, separator))
+    for a, b in zip((indptr, indices, data), expected):
+        assert (a is None and b is None) or (a.dtype == b.dtype and np.array_equal(a, b))
+    assert_rows_equal((indptr, indices, data), dv.transform(tokens))
+    empty = vocabulary_fit([], separator)
+    assert empty[0] == [] and empty[1].tolist() == [0] and empty[2].shape == (0,)
+    assert vocabulary_fit([{}, {}], separator)[1].tolist() == [0, 0, 0]
+
+
+def test_vocabulary_fit_gives_up_on_other_types():
+    tokens = [{"w": "a"}, {"w": "b", "x": 1.0}]
+    for odd in ({"w": None}, {"w": ["a"]}, {"w": np.float64(1.0)}, {1: "a"}, {"w": {"a": 1}},
+                {"w": np.str_("a")}):
+        assert vocabulary_fit(tokens + [odd], "=") is None
+    assert vocabulary_fit(tokens + [OrderedDict(w="a")], "=") is None
+    with pytest.raises(OverflowError):
+        vocabulary_fit(tokens + [{"w": 10**400}], "=")
 
 
 def test_exact_dicts():
@@ -165,3 +187,21 @@ def test_check_sequences_fast_path_still_names_a_bad_token(X, match):
     model = CRFTagger().fit([[{"w": "a"}, {"w": "b"}]], [["x", "y"]])
     with pytest.raises(TypeError, match=match):
         model.predict(X)
+
+
+def test_pack_names_round_trip():
+    names = ["a:b", "", "é", "Ω\U0001F600x", "zz", "~B01:NN"]
+    joined, ends = pack_names(names)
+    assert joined == "".join(names)
+    assert ends.dtype == np.int32
+    assert_array_equal(ends, np.cumsum([len(name) for name in names]))
+    assert unpack_names(joined, ends) == names
+    assert unpack_names(*pack_names([])) == []
+
+
+def test_column_index_equals_the_dict_of_the_names():
+    names = [f"w:{k}" for k in range(3000)] + ["é", "", "~B:x"]
+    index = column_index(names)
+    assert index == dict(zip(names, range(len(names))))
+    assert list(index) == names and all(type(v) is int for v in index.values())
+    assert column_index([]) == {}

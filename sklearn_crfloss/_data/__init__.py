@@ -18,7 +18,7 @@ from ._feature_sets import (ChunkFeatures, NERFeatures, POSFeatures, SequenceTra
 from ._streaming import hashed_counts, is_stream, renumber_sequences, vectorize_stream
 from ._validation import (check_sample_weight, check_sequences, check_token_weight, classes_array,
                           encode_known_labels, encode_labels)
-from ._vectorize import attribute_counts, column_counts, SequenceVectorizer
+from ._vectorize import attribute_counts, column_counts, columns_with_prefix, SequenceVectorizer
 from ._word_representations import (EmbeddingFeatures, FeatureDictUnion, WordClusterFeatures,
                                     read_word_clusters)
 
@@ -27,6 +27,7 @@ __all__ = ["BIGRAM_PREFIX", "CRFSUITE_SEPARATOR", "ChunkFeatures", "EmbeddingFea
            "SequenceTransformerMixin", "SequenceVectorizer", "WordClusterFeatures",
            "attribute_counts", "attribute_key", "check_sample_weight",
            "check_sequences", "check_token_weight", "classes_array", "column_counts",
+           "columns_with_prefix",
            "crfsuite_attributes", "crfsuite_name", "encode_known_labels",
            "encode_labels", "hashed_counts", "is_stream", "join_nested_keys",
            "names_like", "read_word_clusters", "renumber_sequences", "separator",

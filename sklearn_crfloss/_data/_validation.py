@@ -358,11 +358,30 @@ def encode_labels(y, lengths):
         (naming the sequence and token).
     """
     flat_y = _flat_labels(y, lengths)
+    try:  # the distinct labels in order of first occurrence, in one C-level pass
+        distinct = list(dict.fromkeys(flat_y))
+    except TypeError:  # an unhashable label
+        distinct = None
+    # A NaN label is among the distinct ones (it equals nothing but itself).
+    if distinct is None or any(_is_nan(label) for label in distinct):
+        _raise_for_bad_label(flat_y, lengths)
+    if len(distinct) < 2:
+        raise ValueError(
+            f"y has a single label {distinct[0]!r}; a CRF needs at least two distinct labels."
+            if distinct else "y has no labels; a CRF needs at least two distinct labels."
+        )
+    ordered = _order_classes(distinct)
+    codes = dict(zip(ordered, range(len(ordered))))
+    return classes_array(ordered), np.fromiter(map(codes.__getitem__, flat_y), dtype=np.intp,
+                                               count=len(flat_y))
+
+
+def _raise_for_bad_label(flat_y, lengths):
+    """The error of the first token whose label is unhashable or NaN (naming its sequence)."""
     codes = {}
-    y_enc = np.empty(len(flat_y), dtype=np.intp)
     for t, label in enumerate(flat_y):
         try:
-            y_enc[t] = codes.setdefault(label, len(codes))
+            codes.setdefault(label, None)
         except TypeError:
             i, token = _locate(t, lengths)
             raise TypeError(
@@ -374,16 +393,6 @@ def encode_labels(y, lengths):
             i, token = _locate(t, lengths)
             raise ValueError(f"Sequence {i}, token {token}: the label is NaN, which equals no "
                              "label (itself included); use another value such as None.")
-    distinct = list(codes)
-    if len(distinct) < 2:
-        raise ValueError(
-            f"y has a single label {distinct[0]!r}; a CRF needs at least two distinct labels."
-            if distinct else "y has no labels; a CRF needs at least two distinct labels."
-        )
-    ordered = _order_classes(distinct)
-    rank = np.empty(len(distinct), dtype=np.intp)
-    rank[[codes[label] for label in ordered]] = np.arange(len(ordered))
-    return classes_array(ordered), np.ascontiguousarray(rank[y_enc])
 
 
 def _locate(t, lengths):

@@ -8,19 +8,19 @@
 keeps a subset of the columns (the experts of
 :class:`~sklearn_crfloss.LOPTagger`).
 
-For the common value types (str, int, float, bool) a compiled pass
-(``sklearn_crfloss._data._vocabulary``) learns the DictVectorizer's
-vocabulary (the same ``feature_names_`` and ``vocabulary_`` as its
-``fit``), and the dicts are turned into CSR rows by a compiled lookup of
-that vocabulary, which gives the same matrix as
-``DictVectorizer.transform`` without its Python list of one float object
-per stored value: it is faster and peaks at the size of the matrix
-(anything else goes through the DictVectorizer's own ``fit`` and
-``transform``). The string values are looked up in a compiled hash table
-of the vocabulary keyed by (key, value), so that no column name is built
-per value: one built for the fit's pass, and at predict time one built on
-first use and kept (entries in decreasing training frequency, so that the
-frequent ones share the cache). When every value is 1 (indicator
+For the common value types (str, int, float, bool) one compiled pass
+(``sklearn_crfloss._data._vocabulary.vocabulary_fit``) learns the
+DictVectorizer's vocabulary (the same ``feature_names_`` and
+``vocabulary_`` as its ``fit``) and writes the CSR rows of the training
+dicts, the same matrix as ``DictVectorizer.transform`` without its Python
+list of one float object per stored value: it is faster and peaks at the
+size of the matrix (anything else goes through the DictVectorizer's own
+``fit`` and ``transform``). The string values are looked up in a compiled
+hash table keyed by (key, value), so that no column name is built per
+value: at fit time one that grows as the pairs are first seen (the
+columns renumbered by sorted name at the end), at predict time one built
+from the vocabulary on first use and kept (entries in decreasing training
+frequency, so that the frequent ones share the cache). When every value is 1 (indicator
 features, e.g. every string value) the matrix stores its values as int8: 4
 MB instead of 32 for CoNLL-2000's 4 million features; the kernels do not
 read them then, and every product with a float64 array is float64.
@@ -37,9 +37,10 @@ from sklearn.feature_extraction import DictVectorizer, FeatureHasher
 from ._attribute_names import SEPARATOR, join_nested_keys
 from ._hashing import hashed_pairs, raise_for_bad_value, take_columns
 from ._validation import check_finite_tokens
-from ._vocabulary import VocabularyTable, vocabulary_names, vocabulary_rows
+from ._vocabulary import (VocabularyTable, column_index, pack_names, prefixed_names,
+                          unpack_names, vocabulary_fit, vocabulary_rows)
 
-__all__ = ["SequenceVectorizer", "attribute_counts", "column_counts"]
+__all__ = ["SequenceVectorizer", "attribute_counts", "column_counts", "columns_with_prefix"]
 
 
 def _check_finite(Xc, tokens, offsets):
@@ -113,6 +114,30 @@ def attribute_counts(tokens):
     return dict(zip(dv.feature_names_, column_counts(Xc).tolist()))
 
 
+def columns_with_prefix(names, prefix):
+    """The columns whose name starts with ``prefix``, found by a compiled loop over the names.
+
+    Parameters
+    ----------
+    names : sequence of str of shape (n_features,)
+        Column names: :attr:`SequenceVectorizer.column_names` (read in their
+        packed form, no str built per name), ``attributes``, a list...; an
+        item that is not a str is compared as ``str(item)``.
+    prefix : str
+
+    Returns
+    -------
+    ndarray of intp
+        The indices of those names, increasing.
+    """
+    if isinstance(names, _PackedNames):
+        mask = prefixed_names(names.packed, prefix)
+    else:
+        mask = prefixed_names(names.tolist() if isinstance(names, np.ndarray) else list(names),
+                              prefix)
+    return np.flatnonzero(mask).astype(np.intp)
+
+
 def _indicator_int8(X):
     """``X`` with its values stored as int8 when every stored value is 1 (else ``X``).
 
@@ -125,33 +150,37 @@ def _indicator_int8(X):
     return sp.csr_matrix((np.ones(X.nnz, dtype=np.int8), X.indices, X.indptr), shape=X.shape)
 
 
+def _csr_of_rows(rows, n_columns):
+    """The CSR matrix of the compiled passes' ``(indptr, indices, data)``, indices sorted per row.
+
+    int32 index arrays (scipy's, as DictVectorizer's output) when they
+    fit; ``data`` None: indicator features, the values 1 in a byte each.
+    """
+    indptr, indices, data = rows
+    if indices.shape[0] < 2**31:
+        indptr = indptr.astype(np.int32)
+    if data is None:
+        data = np.ones(indices.shape[0], dtype=np.int8)
+    Xc = sp.csr_matrix((data, indices, indptr), shape=(indptr.shape[0] - 1, n_columns))
+    Xc.sort_indices()  # DictVectorizer's order within a row
+    return Xc
+
+
 def _vocabulary(dv):
     """``dv.vocabulary_`` if it is there, else a new one from ``feature_names_``, not kept."""
     vocabulary = vars(dv).get("vocabulary_")
     if vocabulary is None:
-        vocabulary = {name: k for k, name in enumerate(dv.feature_names_)}
+        names = dv.feature_names_
+        vocabulary = column_index(names if isinstance(names, list) else list(names))
     return vocabulary
 
 
-def _pack(names):
-    """Column names kept compactly: ``(all of them joined, the end of each)``.
-
-    The ends are int32 when the joined names are shorter than 2**31
-    characters, else int64.
-    """
-    ends = np.fromiter(map(len, names), np.int64, len(names)).cumsum()
-    return "".join(names), ends.astype(np.int32) if ends.size and ends[-1] < 2**31 else ends
-
-
-def _unpack(packed):
-    """The list of column names of :func:`_pack`'s ``packed``."""
-    joined, ends = packed
-    starts = np.concatenate([[0], ends[:-1]]).tolist()
-    return [joined[a:b] for a, b in zip(starts, ends.tolist())]
-
-
 class _PackedNames(Sequence):
-    """A read-only sequence of the column names of :func:`_pack`, one str made per read."""
+    """A read-only sequence of packed column names, one str made per read.
+
+    ``packed``: ``(joined, ends)`` of
+    :func:`~sklearn_crfloss._data._vocabulary.pack_names`.
+    """
 
     def __init__(self, packed):
         self.packed = packed
@@ -250,7 +279,7 @@ class SequenceVectorizer:
         """The column names, ndarray of object (built from the joined names on first read)."""
         attributes = vars(self).get("_attributes")
         if attributes is None:
-            attributes = np.array(_unpack(self._names), dtype=object)
+            attributes = np.array(unpack_names(*self._names), dtype=object)
             self._attributes = attributes
             vars(self).pop("_names", None)
         return attributes
@@ -306,12 +335,17 @@ class SequenceVectorizer:
             Xc = take_columns(Xc, used)
             attributes = np.array([f"hash_{k}" for k in used.tolist()], dtype=object)
         else:
-            # The common value types: the vocabulary in one compiled pass (the same
-            # feature_names_ as DictVectorizer.fit); else DictVectorizer.fit itself.
-            names = vocabulary_names(tokens, SEPARATOR)
-            self.vectorizer = _dict_vectorizer(names)
+            # The common value types: the vocabulary and the rows in one compiled
+            # pass (the same feature_names_ as DictVectorizer.fit); else
+            # DictVectorizer.fit itself.
             try:
-                if names is None:
+                fitted = vocabulary_fit(tokens, SEPARATOR)
+                names = None if fitted is None else fitted[0]
+                self.vectorizer = _dict_vectorizer(names)
+                if names is not None:
+                    Xc = _csr_of_rows(fitted[1:], len(names))
+                    del fitted
+                else:
                     try:
                         self._vectorizer.fit(tokens)
                     except TypeError:  # nested dicts: joined keys (a pass over the data then)
@@ -319,13 +353,13 @@ class SequenceVectorizer:
                         if not nested:
                             raise
                         self._vectorizer.fit(tokens)
-                Xc = self._dict_rows(tokens, VocabularyTable(self._vectorizer.feature_names_,
-                                                             self._vectorizer.separator),
-                                     vocabulary=False)
+                    Xc = self._dict_rows(tokens, VocabularyTable(self._vectorizer.feature_names_,
+                                                                 self._vectorizer.separator),
+                                         vocabulary=False)
             except (TypeError, ValueError, OverflowError) as exc:
                 raise_for_bad_value(tokens, offsets, exc)
             if names is not None and self.min_freq <= 1:  # kept joined (see attributes)
-                attributes = _PackedNames(_pack(names))
+                attributes = _PackedNames(pack_names(names))
                 del names, self._vectorizer.feature_names_
             else:
                 attributes = np.asarray(  # names of type str already: no per-name check
@@ -486,14 +520,7 @@ class SequenceVectorizer:
         del vocabulary
         if rows is None:
             return self.vectorizer.transform(tokens).tocsr()
-        indptr, indices, data = rows
-        if indices.shape[0] < 2**31:  # scipy's index dtype, as DictVectorizer's output
-            indptr = indptr.astype(np.int32)
-        if data is None:  # indicator features: the values 1 in a byte each, not 8
-            data = np.ones(indices.shape[0], dtype=np.int8)
-        Xc = sp.csr_matrix((data, indices, indptr), shape=(len(tokens), len(dv.feature_names_)))
-        Xc.sort_indices()  # DictVectorizer's order within a row
-        return Xc
+        return _csr_of_rows(rows, len(dv.feature_names_))
 
     def _lookup_table(self):
         """The compiled table of the vocabulary's string-valued columns (built once).

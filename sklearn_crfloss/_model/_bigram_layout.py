@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._chain import position_gold_counts, PositionTransitions
-from .._data import BIGRAM_PREFIX
+from .._data import BIGRAM_PREFIX, columns_with_prefix
 from ..losses import LOSSES, get_loss_tags
 from ._parameters import ParameterLayout
 
@@ -56,13 +56,14 @@ def bigram_columns(attributes):
 
     Parameters
     ----------
-    attributes : array-like of str of shape (n_features,)
+    attributes : sequence of str of shape (n_features,)
+        Column names (``attributes_``, a vectoriser's ``column_names``...).
 
     Returns
     -------
     ndarray of intp
     """
-    return np.flatnonzero([str(a).startswith(BIGRAM_PREFIX) for a in attributes]).astype(np.intp)
+    return columns_with_prefix(attributes, BIGRAM_PREFIX)
 
 
 def check_no_bigrams(features, where):

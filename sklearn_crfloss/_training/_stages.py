@@ -192,20 +192,31 @@ class _Watched:
 
     The solvers see it in place of the objective (every other attribute is
     the objective's), so that :func:`run_stage` can tell a solver that
-    stalled because the objective overflowed at every trial step.
+    stalled because the objective overflowed at every trial step. The
+    evaluation :func:`run_stage` made at the start point is the answer to
+    the solver's first call if that asks for the same point (bit for bit,
+    with the same loss, prior and C), as the batch solvers' first call
+    does: one evaluation fewer, the same numbers. It is dropped at the
+    first call or the first other attribute read, so that it is not held
+    through the solve.
 
     Parameters
     ----------
     objective : CRFObjective or DistributedObjective
+    start : tuple or None, default=None
+        ``(x0, loss, prior, C, (value, grad))``: the start point (a copy)
+        and the objective's answer there.
     """
 
-    def __init__(self, objective):
+    def __init__(self, objective, start=None):
         self.objective = objective
         self.non_finite = 0
+        self._start = start
 
     def __getattr__(self, name):
-        if name.startswith("__") or name == "objective":
+        if name.startswith("__") or name in ("objective", "_start"):
             raise AttributeError(name)
+        self._start = None
         return getattr(self.objective, name)
 
     def _count(self, out):
@@ -214,12 +225,27 @@ class _Watched:
             self.non_finite += 1
         return out
 
+    def _at_start(self, theta, loss, prior, C):
+        """The start's evaluation if ``(theta, loss, prior, C)`` is its point (once), else None."""
+        start, self._start = self._start, None
+        if start is None or not isinstance(theta, np.ndarray):
+            return None
+        x0, start_loss, start_prior, start_C, out = start
+        if (loss is start_loss and prior is start_prior and C == start_C
+                and theta.dtype == np.float64 and theta.shape == x0.shape
+                and np.array_equal(theta.view(np.uint64), x0.view(np.uint64))):
+            return out
+        return None
+
     def value_and_grad(self, theta, loss, prior, C):
         """The objective's ``value_and_grad``, counted."""
-        return self._count(self.objective.value_and_grad(theta, loss, prior, C))
+        out = self._at_start(theta, loss, prior, C)
+        return self._count(self.objective.value_and_grad(theta, loss, prior, C)
+                           if out is None else out)
 
     def loss_value_and_grad(self, theta, loss):
         """The objective's ``loss_value_and_grad``, counted."""
+        self._start = None
         return self._count(self.objective.loss_value_and_grad(theta, loss))
 
 
@@ -313,14 +339,15 @@ def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
         lowered the objective by less than 1e-6 (relative): ``stop_reason``
         'stalled', ``init='cll'`` is the remedy.
     """
-    start_value, start_grad = objective.value_and_grad(x0, loss, prior, C)
-    start_value = float(start_value)
-    _check_start(start_value, start_grad, monitor, objective)
-    del start_grad  # not held through the solve
+    start = objective.value_and_grad(x0, loss, prior, C)
+    start_value = float(start[0])
+    _check_start(start_value, start[1], monitor, objective)
     tags = get_loss_tags(loss)
     monitor.gradient_test = tags.smooth
     _warn_if_saturated_start(loss, x0, stage)
-    watched = _Watched(objective)
+    # the start's answer for the solver's first call (not held through the solve)
+    watched = _Watched(objective, (np.array(x0, dtype=np.float64), loss, prior, C, start))
+    del start
     # The solvers' vector operations (norms, dots of the whole parameter
     # vector) are BLAS calls; a multi-threaded BLAS wakes its threads for
     # them, which then spin beside the kernels' own threads (n_jobs), in CPU
