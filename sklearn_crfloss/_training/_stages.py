@@ -214,13 +214,15 @@ class _Watched:
             self.non_finite += 1
         return out
 
-    def value_and_grad(self, theta, loss, prior, C):
-        """The objective's ``value_and_grad``, counted."""
-        return self._count(self.objective.value_and_grad(theta, loss, prior, C))
+    def value_and_grad(self, theta, loss, prior, C, out=None):
+        """The objective's ``value_and_grad``, counted (``out`` passed on if given)."""
+        extra = {} if out is None else {"out": out}
+        return self._count(self.objective.value_and_grad(theta, loss, prior, C, **extra))
 
-    def loss_value_and_grad(self, theta, loss):
-        """The objective's ``loss_value_and_grad``, counted."""
-        return self._count(self.objective.loss_value_and_grad(theta, loss))
+    def loss_value_and_grad(self, theta, loss, out=None):
+        """The objective's ``loss_value_and_grad``, counted (``out`` passed on if given)."""
+        extra = {} if out is None else {"out": out}
+        return self._count(self.objective.loss_value_and_grad(theta, loss, **extra))
 
 
 def _culprits(objective):

@@ -30,7 +30,7 @@ def _liblbfgs():
 
 
 def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e-5,
-                      max_linesearch=20, name=None, to_theta=None):
+                      max_linesearch=20, name=None, to_theta=None, grad_out=False):
     """Minimise ``fun(x) + l1 * ||x||_1`` with libLBFGS (OWL-QN if ``l1 > 0``).
 
     libLBFGS (N. Okazaki) is the optimiser of CRFsuite; PyLBFGS wraps it.
@@ -63,6 +63,11 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
     to_theta : callable or None, default=None
         Maps ``x`` to the CRF parameters reported to the monitor (early
         stopping, callbacks taking the model); None: ``x`` itself.
+    grad_out : bool, default=False
+        Whether ``fun`` is called as ``fun(x, g)``, with ``g`` libLBFGS's
+        own gradient vector to write the gradient into (a view valid
+        during the call only): a returned gradient that is ``g`` itself is
+        not copied, so that an evaluation needs no array of ``n`` for it.
 
     Returns
     -------
@@ -83,12 +88,13 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
             g[:] = 0.0
             return np.nan
         try:
-            value, grad = fun(x)
+            value, grad = fun(x, g) if grad_out else fun(x)
         except BaseException as exc:  # re-raised after libLBFGS returns
             state["error"] = exc
             g[:] = 0.0
             return np.nan
-        g[:] = grad
+        if grad is not g:
+            g[:] = grad
         return value
 
     def progress(x, g, fx, xnorm, gnorm, step, k, n_evals):
@@ -273,15 +279,16 @@ class OWLQN(LineSearchSolver):
                        max_linesearch=self.max_linesearch)
         tags = get_prior_tags(prior)
         if not tags.l1:
-            return minimize_liblbfgs(lambda x: objective.value_and_grad(x, loss, prior, C),
-                                     x0, monitor, **options)
+            return minimize_liblbfgs(
+                lambda x, g: objective.value_and_grad(x, loss, prior, C, out=g), x0, monitor,
+                grad_out=True, **options)
         # An elastic net: its L1 share in the orthant-wise steps, its L2 part
         # in the smooth objective (as CRFsuite and Wapiti).
         l1 = float(tags.l1_ratio) / C
         smooth = prior.smooth_value_and_grad if tags.l2_part else None
 
-        def smooth_fun(theta):
-            value, grad = objective.loss_value_and_grad(theta, loss)
+        def smooth_fun(theta, out=None):
+            value, grad = objective.loss_value_and_grad(theta, loss, out=out)
             if smooth is not None:
                 p_value, p_grad = smooth(theta, C)
                 value += p_value
@@ -291,7 +298,7 @@ class OWLQN(LineSearchSolver):
         # The penalty's weights d_k: its subgradient at theta = 1, times C.
         d = prior.value_and_grad(np.ones(objective.n_params), C)[1] * C
         if np.all(d == 1.0):
-            return minimize_liblbfgs(smooth_fun, x0, monitor, l1=l1, **options)
+            return minimize_liblbfgs(smooth_fun, x0, monitor, l1=l1, grad_out=True, **options)
         if not np.all(d > 0):
             raise ValueError("solver='owlqn' needs positive L1 weights d_k.")
 
