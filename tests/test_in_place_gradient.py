@@ -172,6 +172,23 @@ def test_liblbfgs_hands_its_gradient_vector_to_the_function(returns_g):
     assert_same_bits(got, ref)
 
 
+def test_each_stage_gives_the_free_heap_back_before_its_solve(monkeypatch):
+    from sklearn_crfloss._training import _stages
+
+    calls = []
+    real = _stages.run_stage
+
+    def counted(*args, **kwargs):
+        calls.append("stage")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_stages, "release_free_heap", lambda: calls.append("trim"))
+    monkeypatch.setattr(_stages, "run_stage", counted)
+    X, y = make_toy_chunks(20, seed=1)
+    CRFTagger(loss="mce", init="cll", max_iter=3).fit(X, y)
+    assert calls == ["stage", "trim", "stage", "trim"]
+
+
 def test_a_fit_is_the_same_with_the_gradient_in_place():
     # The CLL + L2 fit through libLBFGS against one whose objective returns
     # new arrays (the evaluation without out=, the prior's gradient added).

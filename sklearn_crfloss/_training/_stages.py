@@ -16,6 +16,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
+from .._utils import release_free_heap
 from ..exceptions import PotentialMagnitudeError
 from ..losses import ConditionalLogLikelihood, get_loss_tags
 from ..solvers import (ConvergenceMonitor, default_solver, FitInfo, get_solver_tags, make_solver,
@@ -319,6 +320,10 @@ def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
     start_value = float(start_value)
     _check_start(start_value, start_grad, monitor, objective)
     del start_grad  # not held through the solve
+    # The set-up's and the first evaluation's freed blocks (the start's
+    # gradient, the kept accumulators' row lists) stay resident in glibc's
+    # heap through the solve unless given back before it.
+    release_free_heap()
     tags = get_loss_tags(loss)
     monitor.gradient_test = tags.smooth
     _warn_if_saturated_start(loss, x0, stage)
