@@ -400,11 +400,15 @@ class CRFObjective:
         X = sp.csr_matrix(X)  # any numeric dtype: no float64 copy of an int8 indicator matrix
         if X.shape[1] != layout.n_features:
             raise ValueError(f"X has {X.shape[1]} columns, the layout {layout.n_features}")
-        self._X = X
         self.n_tokens, self.n_features = X.shape
         L = layout.n_labels
         self.layout = layout
         self.csr = kernel_csr(X)
+        # An indicator matrix is not held: the kernels read its columns and
+        # row pointers only, and :attr:`stored_X` builds it again if asked
+        # (the caller that hands its matrix over frees its values).
+        self._X = None if self.csr[3] else X
+        self._X_dtype = X.dtype
         self.state_weights = _StateWeights(layout.state_index, self.n_features, L,
                                            column_counts(X))
         self._hot_acc = _DenseRowAccumulators(self.state_weights, self.csr, offsets)
@@ -441,13 +445,21 @@ class CRFObjective:
     @property
     def X(self):
         """The feature matrix as float64 CSR (a copy, made once, if it is stored otherwise)."""
-        if self._X.dtype != np.float64:
+        if self.stored_X.dtype != np.float64:
             self._X = sp.csr_matrix(self._X, dtype=np.float64)
         return self._X
 
     @property
     def stored_X(self):
-        """The feature matrix as stored: CSR, of the dtype given (until :attr:`X` converts it)."""
+        """The feature matrix as stored: CSR, of the dtype given (until :attr:`X` converts it).
+
+        An indicator matrix (every stored value 1) is built again from the
+        kernels' arrays when first read (the same matrix), and kept.
+        """
+        if self._X is None:
+            indptr, indices = self.csr[0], self.csr[1]
+            self._X = sp.csr_matrix((np.ones(indices.shape[0], dtype=self._X_dtype), indices,
+                                     indptr), shape=(self.n_tokens, self.n_features))
         return self._X
 
     def _state(self, theta):
