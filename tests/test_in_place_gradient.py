@@ -209,3 +209,29 @@ def test_a_fit_is_the_same_with_the_gradient_in_place():
         ref = CRFTagger(max_iter=25, tol=0.0).fit(X, y)
     assert_same_bits(crf.coef_, ref.coef_)
     assert_same_bits(crf.transition_, ref.transition_)
+
+
+@pytest.mark.parametrize("numeric", [False, True])
+def test_fit_keeps_no_reference_to_its_matrix_past_the_objective(monkeypatch, numeric):
+    # fit hands its vectorised matrix over to the objective (which keeps an
+    # indicator matrix's columns and row pointers only, see test_objective):
+    # no frame holds it through training or while the fitted state is built.
+    import weakref
+
+    from sklearn_crfloss import _tagger
+
+    refs, alive = [], []
+    make = _tagger.make_objective
+
+    def watched(X, *args, **kwargs):
+        refs.append(weakref.ref(X))
+        return make(X, *args, **kwargs)
+
+    monkeypatch.setattr(_tagger, "make_objective", watched)
+    monkeypatch.setattr(_tagger, "release_free_heap", lambda: alive.append(refs[0]() is not None))
+    X, y = make_toy_chunks(30, seed=3)
+    if numeric:
+        X = [[{**token, "x": 0.5 + k % 3} for k, token in enumerate(seq)] for seq in X]
+    crf = CRFTagger(max_iter=5).fit(X, y)
+    assert alive == [False, False]  # after the objective's set-up, after training
+    assert len(crf.predict(X[:3])) == 3  # (the fitted state is complete)
