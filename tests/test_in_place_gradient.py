@@ -235,3 +235,38 @@ def test_fit_keeps_no_reference_to_its_matrix_past_the_objective(monkeypatch, nu
     crf = CRFTagger(max_iter=5).fit(X, y)
     assert alive == [False, False]  # after the objective's set-up, after training
     assert len(crf.predict(X[:3])) == 3  # (the fitted state is complete)
+
+
+def test_liblbfgs_returns_the_last_accepted_point_after_an_error_of_its_own(monkeypatch):
+    # No copy of the point is kept through the solve: when libLBFGS stops on
+    # an error of its own (PyLBFGS raises and frees its vector), the point of
+    # the last accepted iteration is computed again, the same to the bit.
+    import lbfgs
+    from sklearn.exceptions import ConvergenceWarning
+
+    real, seen = lbfgs.fmin_lbfgs, []
+    a = np.array([1.0, 3.0, 0.5, 2.0])
+
+    def fun(x):
+        return float(np.sum(a * (x - 1) ** 4)), 4 * a * (x - 1) ** 3
+
+    def failing_after_3(f, x0, progress=None, **kwargs):
+        if seen:  # the replay
+            seen.append(("replay", kwargs["max_iterations"]))
+            return real(f, x0, progress, **kwargs)
+
+        def checked(x, g, fx, xnorm, gnorm, step, k, ls):
+            stop = progress(x, g, fx, xnorm, gnorm, step, k, ls)
+            if k == 3:  # as a line search error after iteration 3 would
+                seen.append(x.copy())
+                return 1
+            return stop
+
+        return real(f, x0, checked, **kwargs)
+
+    monkeypatch.setattr(lbfgs, "fmin_lbfgs", failing_after_3)
+    monitor = ConvergenceMonitor(0.0, 50)
+    with pytest.warns(ConvergenceWarning):
+        x = minimize_liblbfgs(fun, np.zeros(4), monitor)
+    assert seen[1] == ("replay", 3) and monitor.n_iter == 3 and not monitor.converged
+    assert_same_bits(x, seen[0])

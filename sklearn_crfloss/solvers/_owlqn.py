@@ -80,8 +80,12 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
         Whatever ``fun`` raised (libLBFGS is stopped at once).
     """
     lbfgs = _liblbfgs()
-    last = np.array(x0, dtype=np.float64)
-    state = {"error": None, "stopped": False}
+    x0 = np.ascontiguousarray(x0, dtype=np.float64)  # copied into libLBFGS's own vector
+    options = dict(orthantwise_c=float(l1), line_search="wolfe" if l1 > 0 else "default",
+                   m=max_corrections, epsilon=epsilon, max_linesearch=max_linesearch)
+    # No copy of the point is kept through the solve: libLBFGS's own is the
+    # one (``last`` is taken when the monitor stops it).
+    state = {"error": None, "stopped": False, "last": None, "k": 0}
 
     def evaluate(x, g):
         if state["error"] is not None:  # unwind libLBFGS quickly
@@ -98,18 +102,19 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
         return value
 
     def progress(x, g, fx, xnorm, gnorm, step, k, n_evals):
-        last[:] = x
+        state["k"] = k
         state["gtest"] = gnorm <= 1e-6 * max(1.0, xnorm)
         if state["error"] is not None:
             return 1
-        theta = (lambda: to_theta(last.copy())) if to_theta is not None else last.copy
+        theta = (lambda: to_theta(x.copy())) if to_theta is not None else x.copy
         try:
             stop = monitor.report(fx, theta=theta, grad_norm=gnorm, step=step)
         except BaseException as exc:  # e.g. a callback's KeyboardInterrupt: re-raised below
             state["error"] = exc
             return 1
-        if stop:
+        if stop:  # PyLBFGS raises and frees its vector: the point is taken here
             state["stopped"] = True
+            state["last"] = x.copy()
             return 1
         return 0
 
@@ -118,14 +123,13 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
             warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            x = lbfgs.fmin_lbfgs(  # x0 = last: copied into libLBFGS's own vector
-                evaluate, last, progress, orthantwise_c=float(l1),
-                line_search="wolfe" if l1 > 0 else "default", m=max_corrections,
-                epsilon=epsilon, max_iterations=monitor.max_iter,
-                max_linesearch=max_linesearch)
+            x = lbfgs.fmin_lbfgs(evaluate, x0, progress, max_iterations=monitor.max_iter,
+                                 **options)
             reason = None
         except lbfgs.LBFGSError as exc:
-            x, reason = last, str(exc)
+            x, reason = state["last"], str(exc)
+            if x is None and state["error"] is None:  # an error of libLBFGS itself
+                x = _replay(lbfgs, evaluate, x0, state["k"], options)
     early = None
     for w in caught:
         kind = _STOPPED_EARLY.get(str(w.message))
@@ -155,6 +159,22 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
     else:
         monitor.finish(True, "the gradient norm test holds", solver=name)
     return np.asarray(x, dtype=np.float64).reshape(-1)
+
+
+def _replay(lbfgs, evaluate, x0, n_iter, options):
+    """libLBFGS's point after ``n_iter`` iterations from ``x0``, computed again.
+
+    When libLBFGS stops on an error of its own (a line search that PyLBFGS
+    does not report as a warning), PyLBFGS raises and frees its vector, so
+    the last accepted point is lost: the same iterations from the same
+    start give it again, bit for bit (the objective is deterministic).
+    Rare, and the price of keeping no copy of the point through the solve.
+    """
+    if n_iter == 0:
+        return np.array(x0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (its own stop at max_iterations)
+        return lbfgs.fmin_lbfgs(evaluate, x0, None, max_iterations=n_iter, **options)
 
 
 #: Early stopping's default patience for L-BFGS and OWL-QN, in iterations
