@@ -15,7 +15,7 @@ penalising them keeps ``C`` comparable with those tools (CRFsuite's
 
 Register a new prior in :data:`PRIORS`.
 
-Two optional hooks extend the contract (both additive: a prior without them
+Three optional hooks extend the contract (all additive: a prior without them
 is used as before):
 
 ``bind(X, y, offsets, layout) -> prior``
@@ -34,6 +34,13 @@ is used as before):
     :class:`LaplacianPrior` uses it for the split ``w = w+ - w-``,
     ``w+, w- >= 0``, which makes the non-differentiable ``|w|`` linear and
     leaves exact zeros at the optimum.
+``value_and_add_grad(theta, C, out) -> value``
+    The penalty, its gradient added to ``out`` (the loss's gradient) in
+    place: training calls it, when the prior declares
+    ``PriorTags.adds_gradient``, instead of adding the array of
+    ``value_and_grad``, with the same sums. :class:`BasePrior` adds that
+    array; :class:`GaussianPrior` (zero mean) adds ``theta / C`` without
+    an array of ``n_params``.
 
 What the solvers and the estimator read from a prior is one record,
 :class:`PriorTags`, returned by ``__prior_tags__`` and read through
