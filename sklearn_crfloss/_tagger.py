@@ -454,7 +454,9 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
             features, classes, X_val, y_val, sample_weight_val, kind,
             scoring=None if sample_weight_val is None else early_stopping_scoring(
                 self.scoring, y_enc, offsets, classes, warn=False))
-        return self._fit_vectorized(features, Xc, offsets, classes, y_enc, sample_weight,
+        handed = [Xc]  # _fit_vectorized takes the matrix: freed with the objective
+        del Xc
+        return self._fit_vectorized(features, handed, offsets, classes, y_enc, sample_weight,
                                     token_weight, components=(loss, prior, solver),
                                     validation_set=validation_set, tag_schemes=schemes)
 
@@ -473,7 +475,12 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         of :class:`~sklearn_crfloss.LOPTagger` (a column subset of the pool's
         features, ``labels``: the label mask of a label expert); ``tag_schemes``
         is published as ``tag_schemes_`` with the other fitted attributes.
+        ``Xc`` may be handed over in a one-element list (emptied here): then
+        no reference to the matrix is kept past the objective, which frees
+        it with its buffers before the fitted state is built.
         """
+        if isinstance(Xc, list):
+            Xc = Xc.pop()
         if components is None:
             validate_params(self)
             components = self._components()
@@ -508,6 +515,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         objective = make_objective(Xc, y_enc, offsets, layout, sample_weight=sample_weight,
                                    token_weight=token_weight,
                                    n_threads=kernel_threads(self.n_jobs))
+        del Xc  # the objective's (an indicator matrix: its values freed, see CRFObjective)
         release_free_heap()  # what the vectorisation freed, before the solver's vectors
         warm = self.warm_start and hasattr(self, "coef_")
         x0 = (layout.remap(names_like(features, self), classes, self.attributes_, self.classes_,
@@ -519,8 +527,9 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
             decoder=self.decoder, constraints=self.constraints, n_jobs=self.n_jobs))
         t0 = time.perf_counter()
         if self.verbose:
-            print_header(loss, prior, solver, Xc, offsets, n_labels, layout.n_params, C=self.C,
-                         init=self.init, tol=self.tol, max_iter=self.max_iter)
+            print_header(loss, prior, solver, (objective.n_tokens, objective.n_features), offsets,
+                         n_labels, layout.n_params, C=self.C, init=self.init, tol=self.tol,
+                         max_iter=self.max_iter)
         theta, info = self._train(
             objective, loss, prior, solver, x0, from_zero=not warm, validation=validation,
             snapshot=lambda t: self._snapshot(features, classes, layout, t, loss, prior,

@@ -15,7 +15,7 @@ penalising them keeps ``C`` comparable with those tools (CRFsuite's
 
 Register a new prior in :data:`PRIORS`.
 
-Two optional hooks extend the contract (both additive: a prior without them
+Three optional hooks extend the contract (all additive: a prior without them
 is used as before):
 
 ``bind(X, y, offsets, layout) -> prior``
@@ -34,6 +34,13 @@ is used as before):
     :class:`LaplacianPrior` uses it for the split ``w = w+ - w-``,
     ``w+, w- >= 0``, which makes the non-differentiable ``|w|`` linear and
     leaves exact zeros at the optimum.
+``value_and_add_grad(theta, C, out) -> value``
+    The penalty, its gradient added to ``out`` (the loss's gradient) in
+    place: training calls it, when the prior declares
+    ``PriorTags.adds_gradient``, instead of adding the array of
+    ``value_and_grad``, with the same sums. :class:`BasePrior` adds that
+    array; :class:`GaussianPrior` (zero mean) adds ``theta / C`` without
+    an array of ``n_params``.
 
 What the solvers and the estimator read from a prior is one record,
 :class:`PriorTags`, returned by ``__prior_tags__`` and read through
@@ -98,6 +105,13 @@ class PriorTags:
         Whether training calls ``bind(X, y, offsets, layout)`` with the
         vectorised training data and uses the prior it returns.
         :class:`BasePrior` declares True.
+    adds_gradient : bool, default=False
+        Whether the prior has ``value_and_add_grad(theta, C, out)``, which
+        adds its gradient to ``out`` (the loss's gradient) in place and
+        returns its value: the sums of ``out += value_and_grad(theta,
+        C)[1]``, without an array of ``n_params`` where the prior can
+        (:class:`GaussianPrior` with a zero mean, not feature-dependent).
+        :class:`BasePrior` declares True.
     """
 
     name: str = None
@@ -108,6 +122,7 @@ class PriorTags:
     zero: bool = False
     weight_decay: bool = False
     needs_bind: bool = False
+    adds_gradient: bool = False
 
 
 def get_prior_tags(prior):
@@ -169,10 +184,11 @@ class BasePrior(BaseEstimator):
 
         {record_method}
             Here: ``name`` from the class attribute, ``smooth`` when
-            :meth:`parametrisation` is None, ``needs_bind=True``, the
-            other fields at their defaults.
+            :meth:`parametrisation` is None, ``needs_bind=True``,
+            ``adds_gradient=True``, the other fields at their defaults.
         """
-        return PriorTags(name=self.name, smooth=self.parametrisation(1) is None, needs_bind=True)
+        return PriorTags(name=self.name, smooth=self.parametrisation(1) is None, needs_bind=True,
+                         adds_gradient=True)
 
     def value_and_grad(self, theta, C):
         """Penalty (negative log prior up to a constant) and its gradient.
@@ -190,6 +206,29 @@ class BasePrior(BaseEstimator):
         grad : ndarray of shape (n_params,)
         """
         raise NotImplementedError
+
+    def value_and_add_grad(self, theta, C, out):
+        """Penalty, its gradient added to ``out`` in place.
+
+        Here: ``out += value_and_grad(theta, C)[1]``. A subclass that can
+        add its gradient without an array of ``n_params`` overrides it,
+        with the same sums.
+
+        Parameters
+        ----------
+        theta, C
+            As :meth:`value_and_grad`.
+        out : ndarray of float64 of shape (n_params,)
+            The gradient to add to (e.g. the loss's), changed in place.
+
+        Returns
+        -------
+        value : float
+            The penalty.
+        """
+        value, grad = self.value_and_grad(theta, C)
+        out += grad
+        return value
 
     def bind(self, X, y, offsets, layout):
         """The prior to use on this training data.
@@ -430,18 +469,39 @@ class GaussianPrior(BasePrior):
         tags.weight_decay = not np.any(self.mean) and not self.feature_dependent
         return tags
 
-    def value_and_grad(self, theta, C):
-        # Docstring inherited.
+    def _mean(self, theta):
+        """The prior mean as an array, checked against ``theta``'s shape."""
         mean = np.asarray(self.mean, dtype=np.float64)
         if mean.ndim and mean.shape != theta.shape:
             raise ValueError(
                 f"GaussianPrior mean has shape {mean.shape}; expected a scalar or "
                 f"({theta.shape[0]},), one value per parameter"
             )
+        return mean
+
+    def value_and_grad(self, theta, C):
+        # Docstring inherited.
+        mean = self._mean(theta)
         diff = theta - mean if np.any(mean) else theta
         d = self._weights(theta.shape[0])
         wdiff = d * diff
         return float(np.dot(wdiff, diff)) / (2.0 * C), wdiff / C
+
+    #: Entries of ``theta`` per step of :meth:`value_and_add_grad` (its temporary's length).
+    CHUNK = 1 << 13
+
+    def value_and_add_grad(self, theta, C, out):
+        # Docstring inherited. With a zero mean and no confidence weights
+        # (``weight_decay``) ``d * diff`` is ``theta`` itself (``1.0 *
+        # theta``): the same value, and ``theta / C`` added a chunk at a time
+        # (the same elementwise sums as ``out += theta / C``).
+        if np.any(self._mean(theta)) or self.feature_dependent:
+            return super().value_and_add_grad(theta, C, out)
+        value = float(np.dot(theta, theta)) / (2.0 * C)
+        for start in range(0, theta.shape[0], self.CHUNK):
+            part = slice(start, start + self.CHUNK)
+            out[part] += theta[part] / C
+        return value
 
 
 class LaplacianPrior(BasePrior):
@@ -702,6 +762,11 @@ class NoPrior(BasePrior):
     def value_and_grad(self, theta, C):
         # Docstring inherited.
         return 0.0, np.zeros_like(theta)
+
+    def value_and_add_grad(self, theta, C, out):
+        # Docstring inherited: ``out += 0.0`` (as adding zeros: a -0.0 becomes 0.0).
+        out += 0.0
+        return 0.0
 
 
 #: Registry of prior names accepted by ``CRFTagger(prior=...)``.

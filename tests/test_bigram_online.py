@@ -108,7 +108,7 @@ def test_sgd_scaling_folds_and_averaging_cover_the_blocks(loss):
     model = _sgd_model(loss, objective, theta, average_start=2)
     model.run(order, (eta, lam, 1.0, 0.0))
     assert model.state[4] >= 1  # folded at least once
-    single = [CRFObjective(objective._X[offsets[i]:offsets[i + 1]], objective.y[
+    single = [CRFObjective(objective.stored_X[offsets[i]:offsets[i + 1]], objective.y[
         offsets[i]:offsets[i + 1]], np.array([0, offsets[i + 1] - offsets[i]]), layout,
         sample_weight=objective.sample_weight[i:i + 1]) for i in range(3)]
     current, total, n_avg = theta.copy(), np.zeros_like(theta), 0

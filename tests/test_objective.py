@@ -149,7 +149,16 @@ def test_int8_indicator_matrix_is_not_copied_and_gives_the_same_objective():
     objective, theta, X = make_objective(rng)
     X8 = sp.csr_matrix((np.ones(X.nnz, dtype=np.int8), X.indices, X.indptr), shape=X.shape)
     objective8 = CRFObjective(X8, objective.y, objective.offsets, objective.layout)
-    assert np.shares_memory(objective8._X.data, X8.data)
+    # Neither copied nor held: the kernels read the columns (not copied) and
+    # row pointers; the matrix is built again, the same, when asked for.
+    assert np.shares_memory(objective8.csr[1], X8.indices)
+    assert not any(np.shares_memory(a, X8.data) for a in objective8.csr[:3])
+    assert objective8._X is None
+    stored = objective8.stored_X
+    assert stored.dtype == np.int8 and objective8.stored_X is stored
+    assert_array_equal(stored.indptr, X8.indptr)
+    assert_array_equal(stored.indices, X8.indices)
+    assert_array_equal(stored.data, X8.data)
     for loss in (ConditionalLogLikelihood(), GenericCLL()):
         value, grad = objective8.loss_value_and_grad(theta, loss)
         ref_value, ref_grad = objective.loss_value_and_grad(theta, loss)
@@ -203,7 +212,7 @@ def test_kept_dense_row_accumulators_give_the_results_of_new_ones(n_labels, n_th
                       shape=(chunk.size, 63))
     objective = CRFObjective(X if disjoint else X_all, objective.y, objective.offsets,
                              objective.layout, n_threads=n_threads)
-    X = objective._X
+    X = objective.stored_X
     other = rng.normal(size=theta.shape)
     loss = ConditionalLogLikelihood()
 

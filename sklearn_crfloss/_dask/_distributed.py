@@ -441,7 +441,7 @@ class DistributedObjective:
         return self.client.submit(fn, *args, future, pure=False, retries=RETRIES,
                                   workers=[worker], allow_other_workers=True)
 
-    def loss_value_and_grad(self, theta, loss):
+    def loss_value_and_grad(self, theta, loss, out=None):
         """Sum over the workers of ``loss``'s value and gradient at ``theta``.
 
         Each worker's :class:`Evaluator` is called once, directly, with the
@@ -456,18 +456,25 @@ class DistributedObjective:
         ----------
         theta : ndarray of float64 of shape (n_params,)
         loss : loss object
+        out : ndarray of float64 of shape (n_params,) or None, default=None
+            The array to copy the gradient into; None: the sum's own.
 
         Returns
         -------
         value : float
         grad : ndarray of shape (n_params,)
+            ``out`` if given.
         """
         self.n_evaluations += 1
         theta = np.ascontiguousarray(theta, dtype=np.float64)
         exact = self.exact and get_loss_tags(loss).cll_blocks
-        return self._call("evaluate", lambda i: (theta[self._take[i]], loss, exact),
-                          (lambda replies: self._cll(theta, replies)) if exact
-                          else self._sum)
+        value, grad = self._call("evaluate", lambda i: (theta[self._take[i]], loss, exact),
+                                 (lambda replies: self._cll(theta, replies)) if exact
+                                 else self._sum)
+        if out is None:
+            return value, grad
+        out[:] = grad
+        return value, out
 
     def _sum(self, replies):
         """A loss's value and gradient: the sum of the workers' replies (zero elsewhere)."""

@@ -42,9 +42,67 @@ from .._chain import (accumulator_blocks, Accumulators, cll_features_batch, exp_
                       scratch_width)
 from .._data import column_counts
 from ..losses import get_loss_tags, gold_counts
+from ..priors import get_prior_tags
 from ._bigram_layout import BigramGroups
 
-__all__ = ["CRFObjective", "LabelExpertObjective", "kernel_csr"]
+__all__ = ["CRFObjective", "LabelExpertObjective", "add_prior", "fused_evaluation",
+           "kernel_csr"]
+
+
+def fused_evaluation(loss, tags, objective, theta, out=None):
+    """The loss's fused evaluation at ``theta`` (None: it has none here), into ``out``.
+
+    A loss that declares ``LossTags.fused_out`` writes the gradient into
+    ``out``; the gradient of another is copied into it.
+
+    Parameters
+    ----------
+    loss : loss object
+        Declaring ``fused_evaluation`` (``tags``).
+    tags : LossTags
+    objective : CRFObjective
+    theta : ndarray of float64 of shape (n_params,)
+    out : ndarray of float64 of shape (n_params,) or None, default=None
+
+    Returns
+    -------
+    (float, ndarray) or None
+        The value and the gradient (``out`` if given), or None.
+    """
+    if tags.fused_out:
+        return loss.fused_value_and_grad(objective, theta, out=out)
+    fused = loss.fused_value_and_grad(objective, theta)
+    if fused is None or out is None:
+        return fused
+    out[:] = fused[1]
+    return fused[0], out
+
+
+def add_prior(prior, theta, C, grad):
+    """Add the prior's gradient at ``theta`` to ``grad`` in place; its value.
+
+    In place by the prior when it declares ``PriorTags.adds_gradient``
+    (``value_and_add_grad``), else ``grad += prior.value_and_grad(theta,
+    C)[1]``: the same sums either way.
+
+    Parameters
+    ----------
+    prior : prior object
+    theta : ndarray of float64 of shape (n_params,)
+    C : float
+    grad : ndarray of float64 of shape (n_params,)
+        The loss's gradient (changed in place).
+
+    Returns
+    -------
+    float
+        The prior's value.
+    """
+    if get_prior_tags(prior).adds_gradient:
+        return prior.value_and_add_grad(theta, C, grad)
+    p_value, p_grad = prior.value_and_grad(theta, C)
+    grad += p_grad
+    return p_value
 
 
 def kernel_csr(M):
@@ -342,11 +400,15 @@ class CRFObjective:
         X = sp.csr_matrix(X)  # any numeric dtype: no float64 copy of an int8 indicator matrix
         if X.shape[1] != layout.n_features:
             raise ValueError(f"X has {X.shape[1]} columns, the layout {layout.n_features}")
-        self._X = X
         self.n_tokens, self.n_features = X.shape
         L = layout.n_labels
         self.layout = layout
         self.csr = kernel_csr(X)
+        # An indicator matrix is not held: the kernels read its columns and
+        # row pointers only, and :attr:`stored_X` builds it again if asked
+        # (the caller that hands its matrix over frees its values).
+        self._X = None if self.csr[3] else X
+        self._X_dtype = X.dtype
         self.state_weights = _StateWeights(layout.state_index, self.n_features, L,
                                            column_counts(X))
         self._hot_acc = _DenseRowAccumulators(self.state_weights, self.csr, offsets)
@@ -383,13 +445,21 @@ class CRFObjective:
     @property
     def X(self):
         """The feature matrix as float64 CSR (a copy, made once, if it is stored otherwise)."""
-        if self._X.dtype != np.float64:
+        if self.stored_X.dtype != np.float64:
             self._X = sp.csr_matrix(self._X, dtype=np.float64)
         return self._X
 
     @property
     def stored_X(self):
-        """The feature matrix as stored: CSR, of the dtype given (until :attr:`X` converts it)."""
+        """The feature matrix as stored: CSR, of the dtype given (until :attr:`X` converts it).
+
+        An indicator matrix (every stored value 1) is built again from the
+        kernels' arrays when first read (the same matrix), and kept.
+        """
+        if self._X is None:
+            indptr, indices = self.csr[0], self.csr[1]
+            self._X = sp.csr_matrix((np.ones(indices.shape[0], dtype=self._X_dtype), indices,
+                                     indptr), shape=(self.n_tokens, self.n_features))
         return self._X
 
     def _state(self, theta):
@@ -538,7 +608,7 @@ class CRFObjective:
             raise
         return weights, log_z, grad_acc, hot_acc, acc, exp_table, n_fallback
 
-    def cll_value_and_grad(self, theta, extra_columns=None):
+    def cll_value_and_grad(self, theta, extra_columns=None, out=None):
         """The conditional log-likelihood and its gradient by the fused kernel.
 
         ``sum_i w_i log Z_i - theta . observed`` and ``expected - observed``
@@ -554,14 +624,18 @@ class CRFObjective:
             hot_acc)`` gives the dense rows (``W_hot`` first) and their
             accumulators; the gradient of the extra rows is dropped. Without
             label bigrams only.
+        out : ndarray of float64 of shape (n_params,) or None, default=None
+            The array to write the gradient into (e.g. the solver's own
+            gradient vector); None: a new one.
 
         Returns
         -------
         value : float
         grad : ndarray of shape (n_params,)
+            ``out`` if given.
         """
         layout = self.layout
-        grad = np.empty(self.n_params)
+        grad = np.empty(self.n_params) if out is None else out
         weights, log_z, grad_acc, hot_acc, acc, exp_trans, n_fallback = self._cll_kernel(
             theta, grad[:layout.n_state], extra_columns, kept_sums=True)
         try:
@@ -626,7 +700,7 @@ class CRFObjective:
             self._hot_acc.release(hot_acc)
         return log_z, blocks, acc.pair, acc.direct, acc.boundary, n_fallback
 
-    def loss_value_and_grad(self, theta, loss):
+    def loss_value_and_grad(self, theta, loss, out=None):
         """Value and gradient of ``loss`` alone (no prior) at ``theta``.
 
         Parameters
@@ -634,15 +708,18 @@ class CRFObjective:
         theta : ndarray of float64 of shape (n_params,)
         loss : object with ``value_and_grad`` (the loss contract of
             :class:`~sklearn_crfloss.losses.BaseLoss`)
+        out : ndarray of float64 of shape (n_params,) or None, default=None
+            The array to write the gradient into; None: a new one.
 
         Returns
         -------
         value : float
         grad : ndarray of shape (n_params,)
+            ``out`` if given.
         """
         tags = get_loss_tags(loss)
         if tags.fused_evaluation:  # the loss's own kernel on the features, if it has one
-            fused = loss.fused_value_and_grad(self, theta)
+            fused = fused_evaluation(loss, tags, self, theta, out)
             if fused is not None:
                 return fused
         unary, T, start, end = self.potentials(theta)
@@ -653,7 +730,7 @@ class CRFObjective:
             unary, T, start, end, self.y, self.offsets,
             sample_weight=self.sample_weight, n_threads=self.n_threads, **extra,
         )
-        grad = np.empty(self.n_params)
+        grad = np.empty(self.n_params) if out is None else out
         n_state = self.layout.n_state
         self.state_gradient(d_unary, grad[:n_state])
         if self.bigram is not None:  # the chain rule to the shared matrix and the blocks
@@ -682,8 +759,12 @@ class CRFObjective:
                       self.n_threads)
         return self.state_weights.gradient(grad_acc, hot_acc, out)
 
-    def value_and_grad(self, theta, loss, prior, C):
+    def value_and_grad(self, theta, loss, prior, C, out=None):
         """Value and gradient of ``loss(theta) + prior(theta, C)``.
+
+        The prior's gradient is added to the loss's in place, by the prior
+        itself when it declares ``PriorTags.adds_gradient``
+        (``value_and_add_grad``: no array of ``n_params`` for it).
 
         Parameters
         ----------
@@ -691,16 +772,18 @@ class CRFObjective:
         loss : loss object
         prior : object with ``value_and_grad(theta, C)``
         C : float
+        out : ndarray of float64 of shape (n_params,) or None, default=None
+            The array to write the gradient into (the solver's own
+            gradient vector); None: a new one.
 
         Returns
         -------
         value : float
         grad : ndarray of shape (n_params,)
+            ``out`` if given.
         """
-        value, grad = self.loss_value_and_grad(theta, loss)
-        p_value, p_grad = prior.value_and_grad(theta, C)
-        grad += p_grad
-        return value + p_value, grad
+        value, grad = self.loss_value_and_grad(theta, loss, out=out)
+        return value + add_prior(prior, theta, C, grad), grad
 
 
 class LabelExpertObjective(CRFObjective):
@@ -722,14 +805,14 @@ class LabelExpertObjective(CRFObjective):
         grad[self.layout.n_base:].reshape(-1, L * L)[:, self._fixed] = 0.0
         return grad
 
-    def loss_value_and_grad(self, theta, loss):
+    def loss_value_and_grad(self, theta, loss, out=None):
         # Docstring inherited.
-        value, grad = super().loss_value_and_grad(theta, loss)
+        value, grad = super().loss_value_and_grad(theta, loss, out=out)
         return value, self._project(grad)
 
-    def value_and_grad(self, theta, loss, prior, C):
+    def value_and_grad(self, theta, loss, prior, C, out=None):
         # Docstring inherited (the prior's gradient is projected too: a
         # non-zero prior mean would move the fixed entries).
-        value, grad = super().value_and_grad(theta, loss, prior, C)
+        value, grad = super().value_and_grad(theta, loss, prior, C, out=out)
         return value, self._project(grad)
 

@@ -17,7 +17,7 @@ import numpy as np
 from .._chain import (pair_potentials, PairStates, second_order_forward_backward,
                       second_order_gold_counts)
 from ..losses import get_loss_tags
-from ._objective import CRFObjective
+from ._objective import CRFObjective, fused_evaluation
 from ._parameters import ParameterLayout
 
 __all__ = ["ORDER_DOC", "SecondOrderLayout", "SecondOrderObjective", "allowed_label_pairs",
@@ -227,7 +227,7 @@ class SecondOrderObjective(CRFObjective):
             observed[self.layout.n_first_order:] = gold.ravel()[self.layout.states.triple_index]
         return self._observed
 
-    def cll_value_and_grad(self, theta, extra_columns=None):
+    def cll_value_and_grad(self, theta, extra_columns=None, out=None):
         # Docstring inherited.
         layout = self.layout
         if extra_columns is None:
@@ -244,7 +244,7 @@ class SecondOrderObjective(CRFObjective):
                                            self.offsets, layout.states, weights, self.n_threads)
         observed = self.observed_counts()
         value = float(np.dot(weights, fb.log_z)) - float(np.dot(theta, observed))
-        grad = np.empty(self.n_params)
+        grad = np.empty(self.n_params) if out is None else out
         d_unary = fb.marginals
         d_unary *= np.repeat(weights, np.diff(self.offsets))[:, None]
         self.state_gradient(d_unary, grad[:layout.n_state])
@@ -254,11 +254,12 @@ class SecondOrderObjective(CRFObjective):
         grad -= observed
         return value, grad
 
-    def loss_value_and_grad(self, theta, loss):
+    def loss_value_and_grad(self, theta, loss, out=None):
         # Docstring inherited: the loss's fused path (CLL's kernel) or an error.
-        if get_loss_tags(loss).fused_evaluation:
-            fused = loss.fused_value_and_grad(self, theta)
+        tags = get_loss_tags(loss)
+        if tags.fused_evaluation:
+            fused = fused_evaluation(loss, tags, self, theta, out)
             if fused is not None:
                 return fused
-        raise ValueError(f"order=2 does not support loss={get_loss_tags(loss).name!r} (use "
+        raise ValueError(f"order=2 does not support loss={tags.name!r} (use "
                          "'cll' or 'softmax_margin')")

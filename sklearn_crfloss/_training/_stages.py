@@ -16,6 +16,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
+from .._utils import release_free_heap
 from ..exceptions import PotentialMagnitudeError
 from ..losses import ConditionalLogLikelihood, get_loss_tags
 from ..solvers import (ConvergenceMonitor, default_solver, FitInfo, get_solver_tags, make_solver,
@@ -237,16 +238,23 @@ class _Watched:
             return out
         return None
 
-    def value_and_grad(self, theta, loss, prior, C):
-        """The objective's ``value_and_grad``, counted."""
-        out = self._at_start(theta, loss, prior, C)
-        return self._count(self.objective.value_and_grad(theta, loss, prior, C)
-                           if out is None else out)
+    def value_and_grad(self, theta, loss, prior, C, out=None):
+        """The objective's ``value_and_grad``, counted (``out`` passed on if given)."""
+        start = self._at_start(theta, loss, prior, C)
+        if start is not None:
+            value, grad = start
+            if out is not None:  # the solver's own vector gets the start's gradient
+                out[:] = grad
+                grad = out
+            return self._count((value, grad))
+        extra = {} if out is None else {"out": out}
+        return self._count(self.objective.value_and_grad(theta, loss, prior, C, **extra))
 
-    def loss_value_and_grad(self, theta, loss):
-        """The objective's ``loss_value_and_grad``, counted."""
+    def loss_value_and_grad(self, theta, loss, out=None):
+        """The objective's ``loss_value_and_grad``, counted (``out`` passed on if given)."""
         self._start = None
-        return self._count(self.objective.loss_value_and_grad(theta, loss))
+        extra = {} if out is None else {"out": out}
+        return self._count(self.objective.loss_value_and_grad(theta, loss, **extra))
 
 
 def _culprits(objective):
@@ -342,6 +350,10 @@ def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
     start = objective.value_and_grad(x0, loss, prior, C)
     start_value = float(start[0])
     _check_start(start_value, start[1], monitor, objective)
+    # The set-up's and the first evaluation's freed blocks (the kept
+    # accumulators' row lists, the vectorisation's temporaries) stay
+    # resident in glibc's heap through the solve unless given back before it.
+    release_free_heap()
     tags = get_loss_tags(loss)
     monitor.gradient_test = tags.smooth
     _warn_if_saturated_start(loss, x0, stage)

@@ -376,6 +376,14 @@ class LossTags:
         (MCE-F's ``beta='auto'``): training then trains
         ``loss.for_start(from_zero)``, the loss resolved for a start from
         zero parameters or from a fit.
+    fused_out : bool, default=False
+        Whether ``fused_value_and_grad`` takes ``out=`` (an ndarray of
+        float64 of shape (n_params,), or None): the gradient is then written
+        into ``out`` and ``out`` is returned, so that training writes it
+        straight into the solver's own vector (no array of ``n_params``
+        per evaluation). Declared by
+        :class:`~sklearn_crfloss.losses.ConditionalLogLikelihood` for its
+        exact class.
     """
 
     name: str = None
@@ -395,6 +403,7 @@ class LossTags:
     sgd_cost: object = field(default=None, repr=False, compare=False)
     reports_saturation: bool = False
     for_start: bool = False
+    fused_out: bool = False
 
 
 def get_loss_tags(loss):

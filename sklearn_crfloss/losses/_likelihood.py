@@ -36,16 +36,17 @@ class ConditionalLogLikelihood(BaseLoss):
         # (a subclass may change value_and_grad).
         tags = super().__loss_tags__()
         own = type(self) is ConditionalLogLikelihood
-        tags.label_bigrams = tags.cll_blocks = own
+        tags.label_bigrams = tags.cll_blocks = tags.fused_out = own
         tags.sgd_step = "sum" if own else None
         return tags
 
-    def fused_value_and_grad(self, objective, theta):
+    def fused_value_and_grad(self, objective, theta, out=None):
         # Docstring inherited: the objective's own kernel (CRFObjective.cll_value_and_grad),
-        # label bigrams included; exact class only.
+        # label bigrams included; exact class only. ``out``: the array the
+        # gradient is written into (LossTags.fused_out).
         if type(self) is not ConditionalLogLikelihood:
             return None
-        return objective.cll_value_and_grad(theta)
+        return objective.cll_value_and_grad(theta, out=out)
 
     def value_and_grad(self, unary, transition, start, end, y, offsets,
                        sample_weight=None, n_threads=1):

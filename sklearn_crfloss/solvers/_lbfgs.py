@@ -126,10 +126,10 @@ class LBFGS(LineSearchSolver):
         par = (None if get_prior_tags(prior).smooth
                else prior.parametrisation(objective.n_params))
         if par is None:
-            fun = lambda x: objective.value_and_grad(x, loss, prior, C)  # noqa: E731
+            fun = lambda x, g=None: objective.value_and_grad(x, loss, prior, C, out=g)  # noqa: E731
             if self.backend == "liblbfgs":
                 return minimize_liblbfgs(fun, x0, monitor, max_corrections=self.max_corrections,
-                                         epsilon=1e-8, name="L-BFGS")
+                                         epsilon=1e-8, name="L-BFGS", grad_out=True)
             return minimize_lbfgs(fun, x0, monitor, max_corrections=self.max_corrections)
 
         def fun(z):

@@ -30,7 +30,7 @@ def _liblbfgs():
 
 
 def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e-5,
-                      max_linesearch=20, name=None, to_theta=None):
+                      max_linesearch=20, name=None, to_theta=None, grad_out=False):
     """Minimise ``fun(x) + l1 * ||x||_1`` with libLBFGS (OWL-QN if ``l1 > 0``).
 
     libLBFGS (N. Okazaki) is the optimiser of CRFsuite; PyLBFGS wraps it.
@@ -63,6 +63,11 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
     to_theta : callable or None, default=None
         Maps ``x`` to the CRF parameters reported to the monitor (early
         stopping, callbacks taking the model); None: ``x`` itself.
+    grad_out : bool, default=False
+        Whether ``fun`` is called as ``fun(x, g)``, with ``g`` libLBFGS's
+        own gradient vector to write the gradient into (a view valid
+        during the call only): a returned gradient that is ``g`` itself is
+        not copied, so that an evaluation needs no array of ``n`` for it.
 
     Returns
     -------
@@ -75,35 +80,41 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
         Whatever ``fun`` raised (libLBFGS is stopped at once).
     """
     lbfgs = _liblbfgs()
-    last = np.array(x0, dtype=np.float64)
-    state = {"error": None, "stopped": False}
+    x0 = np.ascontiguousarray(x0, dtype=np.float64)  # copied into libLBFGS's own vector
+    options = dict(orthantwise_c=float(l1), line_search="wolfe" if l1 > 0 else "default",
+                   m=max_corrections, epsilon=epsilon, max_linesearch=max_linesearch)
+    # No copy of the point is kept through the solve: libLBFGS's own is the
+    # one (``last`` is taken when the monitor stops it).
+    state = {"error": None, "stopped": False, "last": None, "k": 0}
 
     def evaluate(x, g):
         if state["error"] is not None:  # unwind libLBFGS quickly
             g[:] = 0.0
             return np.nan
         try:
-            value, grad = fun(x)
+            value, grad = fun(x, g) if grad_out else fun(x)
         except BaseException as exc:  # re-raised after libLBFGS returns
             state["error"] = exc
             g[:] = 0.0
             return np.nan
-        g[:] = grad
+        if grad is not g:
+            g[:] = grad
         return value
 
     def progress(x, g, fx, xnorm, gnorm, step, k, n_evals):
-        last[:] = x
+        state["k"] = k
         state["gtest"] = gnorm <= 1e-6 * max(1.0, xnorm)
         if state["error"] is not None:
             return 1
-        theta = (lambda: to_theta(last.copy())) if to_theta is not None else last.copy
+        theta = (lambda: to_theta(x.copy())) if to_theta is not None else x.copy
         try:
             stop = monitor.report(fx, theta=theta, grad_norm=gnorm, step=step)
         except BaseException as exc:  # e.g. a callback's KeyboardInterrupt: re-raised below
             state["error"] = exc
             return 1
-        if stop:
+        if stop:  # PyLBFGS raises and frees its vector: the point is taken here
             state["stopped"] = True
+            state["last"] = x.copy()
             return 1
         return 0
 
@@ -112,14 +123,13 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
             warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            x = lbfgs.fmin_lbfgs(  # x0 = last: copied into libLBFGS's own vector
-                evaluate, last, progress, orthantwise_c=float(l1),
-                line_search="wolfe" if l1 > 0 else "default", m=max_corrections,
-                epsilon=epsilon, max_iterations=monitor.max_iter,
-                max_linesearch=max_linesearch)
+            x = lbfgs.fmin_lbfgs(evaluate, x0, progress, max_iterations=monitor.max_iter,
+                                 **options)
             reason = None
         except lbfgs.LBFGSError as exc:
-            x, reason = last, str(exc)
+            x, reason = state["last"], str(exc)
+            if x is None and state["error"] is None:  # an error of libLBFGS itself
+                x = _replay(lbfgs, evaluate, x0, state["k"], options)
     early = None
     for w in caught:
         kind = _STOPPED_EARLY.get(str(w.message))
@@ -149,6 +159,22 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
     else:
         monitor.finish(True, "the gradient norm test holds", solver=name)
     return np.asarray(x, dtype=np.float64).reshape(-1)
+
+
+def _replay(lbfgs, evaluate, x0, n_iter, options):
+    """libLBFGS's point after ``n_iter`` iterations from ``x0``, computed again.
+
+    When libLBFGS stops on an error of its own (a line search that PyLBFGS
+    does not report as a warning), PyLBFGS raises and frees its vector, so
+    the last accepted point is lost: the same iterations from the same
+    start give it again, bit for bit (the objective is deterministic).
+    Rare, and the price of keeping no copy of the point through the solve.
+    """
+    if n_iter == 0:
+        return np.array(x0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (its own stop at max_iterations)
+        return lbfgs.fmin_lbfgs(evaluate, x0, None, max_iterations=n_iter, **options)
 
 
 #: Early stopping's default patience for L-BFGS and OWL-QN, in iterations
@@ -273,15 +299,16 @@ class OWLQN(LineSearchSolver):
                        max_linesearch=self.max_linesearch)
         tags = get_prior_tags(prior)
         if not tags.l1:
-            return minimize_liblbfgs(lambda x: objective.value_and_grad(x, loss, prior, C),
-                                     x0, monitor, **options)
+            return minimize_liblbfgs(
+                lambda x, g: objective.value_and_grad(x, loss, prior, C, out=g), x0, monitor,
+                grad_out=True, **options)
         # An elastic net: its L1 share in the orthant-wise steps, its L2 part
         # in the smooth objective (as CRFsuite and Wapiti).
         l1 = float(tags.l1_ratio) / C
         smooth = prior.smooth_value_and_grad if tags.l2_part else None
 
-        def smooth_fun(theta):
-            value, grad = objective.loss_value_and_grad(theta, loss)
+        def smooth_fun(theta, out=None):
+            value, grad = objective.loss_value_and_grad(theta, loss, out=out)
             if smooth is not None:
                 p_value, p_grad = smooth(theta, C)
                 value += p_value
@@ -291,7 +318,7 @@ class OWLQN(LineSearchSolver):
         # The penalty's weights d_k: its subgradient at theta = 1, times C.
         d = prior.value_and_grad(np.ones(objective.n_params), C)[1] * C
         if np.all(d == 1.0):
-            return minimize_liblbfgs(smooth_fun, x0, monitor, l1=l1, **options)
+            return minimize_liblbfgs(smooth_fun, x0, monitor, l1=l1, grad_out=True, **options)
         if not np.all(d > 0):
             raise ValueError("solver='owlqn' needs positive L1 weights d_k.")
 
