@@ -242,11 +242,10 @@ class _Watched:
         """The objective's ``value_and_grad``, counted (``out`` passed on if given)."""
         start = self._at_start(theta, loss, prior, C)
         if start is not None:
-            value, grad = start
             if out is not None:  # the solver's own vector gets the start's gradient
-                out[:] = grad
-                grad = out
-            return self._count((value, grad))
+                out[:] = start[1]
+                start = (start[0], out)
+            return self._count(start)
         extra = {} if out is None else {"out": out}
         return self._count(self.objective.value_and_grad(theta, loss, prior, C, **extra))
 
