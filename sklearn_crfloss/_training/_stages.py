@@ -245,6 +245,7 @@ class _Watched:
             if out is not None:  # the solver's own vector gets the start's gradient
                 out[:] = start[1]
                 start = (start[0], out)
+                release_free_heap()  # the start's point and gradient, freed just now
             return self._count(start)
         extra = {} if out is None else {"out": out}
         return self._count(self.objective.value_and_grad(theta, loss, prior, C, **extra))
