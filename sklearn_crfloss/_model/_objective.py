@@ -171,6 +171,15 @@ class _StateWeights:
         out[self.hot_index] = hot
         return out
 
+    def put_hot(self, hot_sum, out):
+        """Copy the free pairs of the summed dense rows ``hot_sum`` (n_hot, Lp) into ``out``.
+
+        ``out`` is the state block of the gradient whose compact entries are
+        summed already (:class:`_RoundBuffers`).
+        """
+        out[self.hot_index] = hot_sum.reshape(-1)[self.hot_position]
+        return out
+
 
 class _DenseRowAccumulators:
     """The fused CLL kernel's dense-row accumulators, kept zeroed between evaluations.
@@ -187,7 +196,8 @@ class _DenseRowAccumulators:
     def __init__(self, weights, csr, offsets):
         self.state_weights, self.csr, self._offsets = weights, csr, offsets
         self._lock = threading.Lock()
-        self._acc = self._rows = None
+        self._acc = self._rows = self._compact = None
+        self._compact_used = False
 
     def __getstate__(self):
         return self.state_weights, self.csr, self._offsets
@@ -202,7 +212,21 @@ class _DenseRowAccumulators:
         if self._acc is None or self._acc.shape[0] != n_blocks:
             self._acc = np.zeros((n_blocks,) + self.state_weights.W_hot.shape)
             self._rows = self._block_rows(n_blocks)
+            self._compact = None
         return self._acc
+
+    def compact(self, acc):
+        """Zeroed compact accumulators (n_blocks, n_state) kept with ``acc``, None for others.
+
+        Zeroed again in place by :meth:`release`: cheaper than new pages
+        at every evaluation.
+        """
+        if acc is None or acc is not self._acc or acc.shape[0] == 1:
+            return None
+        if self._compact is None:
+            self._compact = np.zeros((acc.shape[0], self.state_weights.n_state))
+        self._compact_used = True
+        return self._compact
 
     def release(self, acc):
         """Zero what the kernel wrote and give the accumulators back (if ``acc`` are they)."""
@@ -213,6 +237,9 @@ class _DenseRowAccumulators:
                 block.fill(0.0)
             else:
                 block[rows] = 0.0
+        if self._compact_used:
+            self._compact.fill(0.0)
+            self._compact_used = False
         self._lock.release()
 
     #: Stored features per stretch of :meth:`_block_rows` (its temporaries' length).
@@ -244,6 +271,50 @@ class _DenseRowAccumulators:
         half = n_hot // 2
         return [None if r.shape[0] > half else r
                 for r in (np.flatnonzero(t) for t in touched)]
+
+
+class _RoundBuffers:
+    """The fused CLL kernel's state buffers when it sums its blocks by rounds, kept zeroed.
+
+    ``cll_features_batch`` with ``grad_out``: each of ``n_threads``
+    threads fills one block of sequences at a time into its buffer (block 0
+    straight into the outputs) and the blocks are added into the outputs in
+    block order between rounds, the buffers zeroed again as they are read:
+    the sums of the per-block accumulators of :meth:`_StateWeights.accumulators`
+    added in block order, with ``n_threads`` compact and dense-row buffers
+    and one dense-row sum live instead of ``n_blocks`` of each, and no new
+    pages per evaluation. One evaluation holds them at a time; :meth:`take`
+    gives new ones to another.
+    """
+
+    def __init__(self, weights):
+        self.state_weights = weights
+        self._lock = threading.Lock()
+        self._bufs = None
+
+    def __reduce__(self):  # a copy starts with none kept (a lock does not pickle)
+        return _RoundBuffers, (self.state_weights,)
+
+    def _new(self, n_threads):
+        w = self.state_weights
+        return (np.zeros((n_threads, w.n_state)), np.zeros((n_threads,) + w.W_hot.shape),
+                np.empty(w.W_hot.shape))
+
+    def take(self, n_threads):
+        """``(grad_buf, hot_buf, hot_sum)``: the buffers (zeroed) and the dense-row sum (zeroed)."""
+        if not self._lock.acquire(blocking=False):
+            bufs = self._new(n_threads)
+        else:
+            if self._bufs is None or self._bufs[0].shape[0] != n_threads:
+                self._bufs = self._new(n_threads)
+            bufs = self._bufs
+        bufs[2].fill(0.0)
+        return bufs
+
+    def release(self, bufs):
+        """Give the kept buffers back (if ``bufs`` are they); the kernel left them zeroed."""
+        if bufs is self._bufs and self._lock.locked():
+            self._lock.release()
 
 
 class _KeptPairSums:
@@ -351,6 +422,7 @@ class CRFObjective:
                                            column_counts(X))
         self._hot_acc = _DenseRowAccumulators(self.state_weights, self.csr, offsets)
         self._pair_sums = _KeptPairSums()  # label bigrams' per-matrix sums
+        self._rounds = _RoundBuffers(self.state_weights)
         self.y = y
         self.offsets = offsets
         self.n_labels = L
@@ -464,7 +536,8 @@ class CRFObjective:
             self._observed = observed
         return self._observed
 
-    def _cll_kernel(self, theta, state_out, extra_columns=None, kept_sums=False, blocks=None):
+    def _cll_kernel(self, theta, state_out, extra_columns=None, kept_sums=False, blocks=None,
+                    rounds=False):
         """Run the fused CLL kernel at ``theta``: log Z and the per-block sums, unreduced.
 
         ``state_out`` (the state block of a gradient) is the accumulator
@@ -476,7 +549,14 @@ class CRFObjective:
         (``self._hot_acc.release``). With label bigrams the transition sums
         and ``exp_trans`` are per distinct matrix (``_positions``), the sums
         the objective's own if ``kept_sums`` (given back by
-        ``self._pair_sums.release``).
+        ``self._pair_sums.release``). ``rounds`` (no label bigrams, no
+        ``extra_columns``; the caller sums the blocks before it gives them
+        back): on one thread the kernel sums the state blocks by rounds
+        (:class:`_RoundBuffers`): the compact sums land in ``state_out``,
+        the returned accumulators are None and the round buffers, whose
+        last holds the dense rows' sum (given back by
+        ``self._rounds.release``); on more, the compact blocks are the
+        objective's own, kept with the dense rows'.
         """
         L = self.n_labels
         transition, start, end = self.layout.unpack_tail(theta)
@@ -489,13 +569,31 @@ class CRFObjective:
         exp_trans, exp_start, exp_end, shifts = exp_potentials(transition, start, end)
         weights = self.sequence_weights()
         log_z = np.empty(weights.shape[0])
-        kept = (None if extra_columns is not None
-                else self._hot_acc.take(self.state_weights.n_blocks(self.n_threads)))
-        grad_acc, hot_acc = self.state_weights.accumulators(self.n_threads, state_out, kept,
-                                                            blocks)
         acc = Accumulators(self.n_threads, L)
         max_length = int(np.diff(self.offsets).max())
         scratch = np.empty((self.n_threads, scratch_width(L, max_length)))
+        n_blocks = self.state_weights.n_blocks(self.n_threads)
+        # By rounds on one thread; with more, a round's blocks wait for each
+        # other, which cost more than the rounds saved (benchmarks/README.md).
+        if rounds and self.n_threads == 1 and acc.pair.shape[0] % n_blocks == 0:
+            bufs = self._rounds.take(self.n_threads)
+            state_out.fill(0.0)
+            try:
+                n_fallback = cll_features_batch(
+                    *self.csr, *self.kernel_weights(theta), transition, start, end, exp_trans,
+                    exp_start, exp_end, self.offsets, weights, log_z, bufs[0], bufs[1],
+                    acc.pair, acc.direct, acc.boundary, scratch, max_length, shifts[1],
+                    shifts[2], shifts[0], self.n_threads, grad_out=state_out, hot_out=bufs[2],
+                    n_state_blocks=n_blocks)
+            except BaseException:
+                self._rounds.release(bufs)
+                raise
+            return weights, log_z, None, bufs, acc, exp_trans, n_fallback
+        kept = None if extra_columns is not None else self._hot_acc.take(n_blocks)
+        if rounds and blocks is None:  # summed and zeroed before the caller returns
+            blocks = self._hot_acc.compact(kept)
+        grad_acc, hot_acc = self.state_weights.accumulators(self.n_threads, state_out, kept,
+                                                            blocks)
         csr, (code, w, W_hot), all_hot = self.csr, self.kernel_weights(theta), hot_acc
         if extra_columns is not None:
             csr, code = extra_columns.csr, extra_columns.code
@@ -563,13 +661,21 @@ class CRFObjective:
         layout = self.layout
         grad = np.empty(self.n_params)
         weights, log_z, grad_acc, hot_acc, acc, exp_trans, n_fallback = self._cll_kernel(
-            theta, grad[:layout.n_state], extra_columns, kept_sums=True)
+            theta, grad[:layout.n_state], extra_columns, kept_sums=True,
+            rounds=extra_columns is None)
         try:
-            self.state_weights.gradient(grad_acc, hot_acc[:, :self.state_weights.W_hot.shape[0]],
-                                        grad[:layout.n_state])
+            if grad_acc is None:  # summed by rounds: the dense rows' sum is the last buffer
+                self.state_weights.put_hot(hot_acc[2], grad[:layout.n_state])
+            else:
+                self.state_weights.gradient(grad_acc,
+                                            hot_acc[:, :self.state_weights.W_hot.shape[0]],
+                                            grad[:layout.n_state])
             counts, d_start, d_end = acc.counts(exp_trans, n_fallback)
         finally:
-            self._hot_acc.release(hot_acc)
+            if grad_acc is None:
+                self._rounds.release(hot_acc)
+            else:
+                self._hot_acc.release(hot_acc)
             self._pair_sums.release(acc)
         observed = self.observed_counts()
         value = float(np.dot(weights, log_z)) - float(np.dot(theta, observed))
