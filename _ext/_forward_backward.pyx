@@ -54,7 +54,8 @@ from libc.math cimport exp, log, isfinite, INFINITY
 from libc.stdint cimport uintptr_t
 
 from _chain cimport (LANES, exp_nonpos, logsumexp_row, padded_width, row_max_padded,
-                     row_sum_padded, row_too_wide, scale_ok, scatter_token, tail_range)
+                     row_sum_padded, row_too_wide, scale_ok, scatter_token,
+                     scatter_token_split, tail_range)
 from _chain cimport gather_rows as _gather_sequence
 from _panels cimport MANY_MAX, mat_mat_acc, vec_mat_many
 
@@ -429,7 +430,7 @@ cdef int _group(
     bint fused, Buffers* b, Py_ssize_t k, Py_ssize_t K, const double[:, ::1] unary,
     double[:, ::1] marginals, const Py_ssize_t[::1] indptr, const int[::1] indices,
     const double[::1] data, bint binary, const long long[::1] code, const double[::1] w,
-    const double[:, ::1] W_hot, double* grad_acc, double* hot_acc,
+    const double[:, ::1] W_hot, double* grad_acc, double* grad_own, double* hot_acc,
     const double[:, ::1] transition, const double[::1] start, const double[::1] end,
     const Py_ssize_t[::1] offsets, const double[::1] weights, double[::1] log_z,
     double* pair_acc, double* direct_acc, double* start_acc, double* end_acc,
@@ -493,7 +494,14 @@ cdef int _group(
                           &marginals[s, 0], L, b.alpha + first[q] * Lp, b.rs + first[q], b.tmp,
                           direct_acc, start_acc, end_acc, &log_z[k + q])
     _pair_sums(b, K, first, length, failed, wq, L, Lp, pair_acc)
-    if fused:
+    if fused and grad_own != grad_acc:  # two copies: split a constant in each
+        for q in range(K):
+            for t in range(length[q]):
+                scatter_token_split(&indptr[0], &indices[0], &data[0], binary, &code[0],
+                                    grad_acc, grad_own, True, hot_acc, Lp,
+                                    b.mu + (first[q] + t) * Lp, wq[q], offsets[k + q] + t, Lp,
+                                    nnz)
+    elif fused:
         for q in range(K):
             for t in range(length[q]):
                 scatter_token(&indptr[0], &indices[0], &data[0], binary, &code[0], grad_acc,
@@ -506,7 +514,7 @@ cdef int _chunk(
     bint fused, Buffers* b, Py_ssize_t ch, Py_ssize_t n_seq, const double[:, ::1] unary,
     double[:, ::1] marginals, const Py_ssize_t[::1] indptr, const int[::1] indices,
     const double[::1] data, bint binary, const long long[::1] code, const double[::1] w,
-    const double[:, ::1] W_hot, double* grad_acc, double* hot_acc,
+    const double[:, ::1] W_hot, double* grad_acc, double* grad_own, double* hot_acc,
     const double[:, ::1] transition, const double[::1] start, const double[::1] end,
     const Py_ssize_t[::1] offsets, const double[::1] weights, double[::1] log_z,
     double* pair_acc, double* direct_acc, double* boundary_acc, Py_ssize_t L, Py_ssize_t Lp,
@@ -532,7 +540,8 @@ cdef int _chunk(
             rows = rows + offsets[k + K + 1] - offsets[k + K]
             K = K + 1
         n_fallback += _group(fused, b, k, K, unary, marginals, indptr, indices, data, binary,
-                             code, w, W_hot, grad_acc, hot_acc, transition, start, end, offsets,
+                             code, w, W_hot, grad_acc, grad_own, hot_acc, transition, start,
+                             end, offsets,
                              weights, log_z, pair_acc, direct_acc, boundary_acc,
                              boundary_acc + Lp, L, Lp, shift_start, shift_end, shift_trans,
                              t_range)
@@ -575,7 +584,8 @@ cdef int _batch(
         g = ch % n_grad
         b = _buffers(&scratch[tid, 0], Lp, max_length)
         n_fallback += _chunk(fused, &b, ch, n_seq, unary, marginals, indptr, indices, data,
-                             binary, code, w, W_hot, &grad_acc[g, 0], &hot_acc[g, 0, 0],
+                             binary, code, w, W_hot, &grad_acc[g, 0], &grad_acc[g, 0],
+                             &hot_acc[g, 0, 0],
                              transition, start, end, offsets, weights, log_z,
                              &pair_acc[a, 0, 0], &direct_acc[a, 0, 0], &boundary_acc[a, 0, 0],
                              L, Lp, shift_start, shift_end, shift_trans, t_range)
@@ -597,6 +607,22 @@ cdef void _add_blocks(double* out, double* bufs, Py_ssize_t stride, Py_ssize_t f
             src[i] = 0.0
 
 
+cdef void _add_blocks_at(double* out, double* bufs, Py_ssize_t stride, Py_ssize_t first,
+                         Py_ssize_t count, const Py_ssize_t* index, Py_ssize_t n,
+                         int n_threads) noexcept nogil:
+    """:func:`_add_blocks` at the n entries index[:n] alone."""
+    cdef Py_ssize_t i, t, e
+    cdef double* src
+    if count <= 0:
+        return
+    for i in prange(n, num_threads=n_threads, schedule='static'):
+        e = index[i]
+        for t in range(first, first + count):
+            src = bufs + t * stride
+            out[e] = out[e] + src[e]
+            src[e] = 0.0
+
+
 cdef int _batch_rounds(
     const Py_ssize_t[::1] indptr, const int[::1] indices, const double[::1] data, bint binary,
     const long long[::1] code, const double[::1] w, const double[:, ::1] W_hot,
@@ -607,7 +633,8 @@ cdef int _batch_rounds(
     const Py_ssize_t[::1] offsets, const double[::1] weights, double[::1] log_z,
     double[:, :, ::1] pair_acc, double[:, :, ::1] direct_acc, double[:, :, ::1] boundary_acc,
     double[:, ::1] scratch, Py_ssize_t max_length, double shift_start, double shift_end,
-    double shift_trans, int n_threads, Py_ssize_t n_grad, double[:, ::1] no_rows,
+    double shift_trans, int n_threads, Py_ssize_t n_grad, const Py_ssize_t[::1] shared,
+    double[:, ::1] no_rows,
 ) noexcept nogil:
     """The fused front end with the state sums reduced by rounds (cll_features_batch's out).
 
@@ -617,15 +644,18 @@ cdef int _batch_rounds(
     straight into the outputs; then the round's blocks are added into the
     outputs in block order. The outputs get ((b0 + b1) + b2) + ..., the
     sums of :func:`_batch` added in block order, with one state buffer per
-    thread live instead of n_grad. The pair sums stay per block (pair_acc,
-    n_acc a multiple of n_grad).
+    thread live instead of n_grad. A compact attribute whose code has
+    OWN_BIT set (those of a single block) goes straight into grad_out
+    (scatter_token_split: the same sum, 0 + its block's), so that only the
+    compact entries ``shared`` of the others are added between rounds. The
+    pair sums stay per block (pair_acc, n_acc a multiple of n_grad).
     """
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
     cdef Py_ssize_t n_chunks = (n_seq + 7) // 8  # CHUNK
     cdef Py_ssize_t L = exp_trans.shape[0]
     cdef Py_ssize_t Lp = padded_width(L)
     cdef Py_ssize_t n_acc = pair_acc.shape[0]
-    cdef Py_ssize_t n_state = grad_out.shape[0], n_hot = hot_out.shape[0] * hot_out.shape[1]
+    cdef Py_ssize_t n_hot = hot_out.shape[0] * hot_out.shape[1]
     cdef Py_ssize_t r, t, blk, ch, a, first
     cdef int tid
     cdef int n_fallback = 0
@@ -649,14 +679,16 @@ cdef int _batch_rounds(
             while ch < n_chunks:
                 a = ch % n_acc
                 n_fallback += _chunk(True, &b, ch, n_seq, no_rows, no_rows, indptr, indices, data,
-                                     binary, code, w, W_hot, g, h, transition, start, end,
+                                     binary, code, w, W_hot, g, &grad_out[0], h, transition,
+                                     start, end,
                                      offsets, weights, log_z, &pair_acc[a, 0, 0],
                                      &direct_acc[a, 0, 0], &boundary_acc[a, 0, 0], L, Lp,
                                      shift_start, shift_end, shift_trans, t_range)
                 ch = ch + n_grad
         first = 1 if r == 0 else 0  # block 0 is in the outputs already
-        _add_blocks(&grad_out[0], &grad_buf[0, 0], grad_buf.shape[1], first,
-                    n_threads - first, n_state, n_threads)
+        if shared.shape[0]:
+            _add_blocks_at(&grad_out[0], &grad_buf[0, 0], grad_buf.shape[1], first,
+                           n_threads - first, &shared[0], shared.shape[0], n_threads)
         _add_blocks(&hot_out[0, 0], &hot_buf[0, 0, 0], n_hot, first, n_threads - first,
                     n_hot, n_threads)
     return n_fallback
@@ -712,7 +744,7 @@ def cll_features_batch(
     double[:, :, ::1] direct_acc, double[:, :, ::1] boundary_acc, double[:, ::1] scratch,
     Py_ssize_t max_length, double shift_start, double shift_end, double shift_trans,
     int n_threads, double[::1] grad_out=None, double[:, ::1] hot_out=None,
-    Py_ssize_t n_state_blocks=0,
+    Py_ssize_t n_state_blocks=0, const Py_ssize_t[::1] shared=None,
 ):
     """Log Z and the expected feature counts from sparse features (low level).
 
@@ -735,12 +767,15 @@ def cll_features_batch(
     multiple of n_threads dividing n_acc) are computed n_threads at a time
     and added into the outputs in block order: the outputs get the sums of
     grad_acc and hot_acc of the call without them (with n_acc =
-    n_state_blocks), added in block order, rounding included.
+    n_state_blocks), added in block order, rounding included. Then ``code``
+    has bit 58 set on the compact attributes of one block of sequences at
+    most, and ``shared`` (sorted, intp) lists the compact entries of the
+    others.
     """
     cdef int n_fallback
     cdef double[:, ::1] no_rows = np.zeros((1, 1))
     if grad_out is not None:
-        if (hot_out is None or n_state_blocks < 1 or n_state_blocks % n_threads
+        if (hot_out is None or shared is None or n_state_blocks < 1 or n_state_blocks % n_threads
                 or pair_acc.shape[0] % n_state_blocks or grad_acc.shape[0] < n_threads
                 or hot_acc.shape[0] < n_threads or grad_acc.shape[1] != grad_out.shape[0]
                 or hot_acc.shape[1] != hot_out.shape[0] or hot_acc.shape[2] != hot_out.shape[1]):
@@ -752,7 +787,7 @@ def cll_features_batch(
                                        exp_trans, exp_start, exp_end, offsets, weights, log_z,
                                        pair_acc, direct_acc, boundary_acc, scratch, max_length,
                                        shift_start, shift_end, shift_trans, n_threads,
-                                       n_state_blocks, no_rows)
+                                       n_state_blocks, shared, no_rows)
         return n_fallback
     with nogil:
         n_fallback = _batch(True, no_rows, no_rows, indptr, indices, data, binary, code, w,

@@ -196,8 +196,7 @@ class _DenseRowAccumulators:
     def __init__(self, weights, csr, offsets):
         self.state_weights, self.csr, self._offsets = weights, csr, offsets
         self._lock = threading.Lock()
-        self._acc = self._rows = self._compact = None
-        self._compact_used = False
+        self._acc = self._rows = None
 
     def __getstate__(self):
         return self.state_weights, self.csr, self._offsets
@@ -212,21 +211,7 @@ class _DenseRowAccumulators:
         if self._acc is None or self._acc.shape[0] != n_blocks:
             self._acc = np.zeros((n_blocks,) + self.state_weights.W_hot.shape)
             self._rows = self._block_rows(n_blocks)
-            self._compact = None
         return self._acc
-
-    def compact(self, acc):
-        """Zeroed compact accumulators (n_blocks, n_state) kept with ``acc``, None for others.
-
-        Zeroed again in place by :meth:`release`: cheaper than new pages
-        at every evaluation.
-        """
-        if acc is None or acc is not self._acc or acc.shape[0] == 1:
-            return None
-        if self._compact is None:
-            self._compact = np.zeros((acc.shape[0], self.state_weights.n_state))
-        self._compact_used = True
-        return self._compact
 
     def release(self, acc):
         """Zero what the kernel wrote and give the accumulators back (if ``acc`` are they)."""
@@ -237,40 +222,48 @@ class _DenseRowAccumulators:
                 block.fill(0.0)
             else:
                 block[rows] = 0.0
-        if self._compact_used:
-            self._compact.fill(0.0)
-            self._compact_used = False
         self._lock.release()
 
-    #: Stored features per stretch of :meth:`_block_rows` (its temporaries' length).
-    STRETCH = 1 << 18
-
     def _block_rows(self, n_blocks):
-        """Per block, the dense rows of the attributes of its sequences (None: over half).
-
-        A stretch of about :attr:`STRETCH` stored features at a time (whole
-        tokens): the temporaries are as long as the stretch, not the matrix.
-        """
-        indptr, indices = self.csr[0], self.csr[1]
-        offsets = self._offsets
+        """Per block, the dense rows of the attributes of its sequences (None: over half)."""
         code = self.state_weights.code
         n_hot = self.state_weights.W_hot.shape[0]
-        token_block = ((np.arange(offsets.shape[0] - 1) // 8) % n_blocks).repeat(np.diff(offsets))
-        first = int(offsets[0])  # tokens outside the sequences belong to no block
+        hot = np.flatnonzero(code < 0)
         touched = np.zeros((n_blocks, n_hot), dtype=bool)
-        bounds = np.searchsorted(indptr[first:offsets[-1] + 1],
-                                 np.arange(indptr[first], indptr[offsets[-1]], self.STRETCH),
-                                 side="right") - 1 + first
-        bounds = np.unique(np.append(bounds, offsets[-1]))
-        for start, stop in zip(bounds[:-1], bounds[1:]):
-            stretch = code[indices[indptr[start]:indptr[stop]]]
-            hot = stretch < 0
-            blocks = token_block[start - first:stop - first].repeat(
-                np.diff(indptr[start:stop + 1]))[hot]
-            touched[blocks, -stretch[hot] - 1] = True
+        touched[:, -code[hot] - 1] = blocks_touching(self.csr, self._offsets, n_blocks,
+                                                      code.shape[0])[:, hot]
         half = n_hot // 2
         return [None if r.shape[0] > half else r
                 for r in (np.flatnonzero(t) for t in touched)]
+
+
+#: Stored features per stretch of :func:`blocks_touching` (its temporaries' length).
+STRETCH = 1 << 18
+
+
+def blocks_touching(csr, offsets, n_blocks, n_features):
+    """Which attributes the sequences of each block of the fused CLL kernel hold.
+
+    Sequence ``k`` belongs to block ``(k // 8) % n_blocks``. A stretch of
+    about :data:`STRETCH` stored features at a time (whole tokens): the
+    temporaries are as long as the stretch, not the matrix.
+
+    Returns
+    -------
+    ndarray of bool of shape (n_blocks, n_features)
+    """
+    indptr, indices = csr[0], csr[1]
+    token_block = ((np.arange(offsets.shape[0] - 1) // 8) % n_blocks).repeat(np.diff(offsets))
+    first = int(offsets[0])  # tokens outside the sequences belong to no block
+    touched = np.zeros((n_blocks, n_features), dtype=bool)
+    bounds = np.searchsorted(indptr[first:offsets[-1] + 1],
+                             np.arange(indptr[first], indptr[offsets[-1]], STRETCH),
+                             side="right") - 1 + first
+    bounds = np.unique(np.append(bounds, offsets[-1]))
+    for start, stop in zip(bounds[:-1], bounds[1:]):
+        blocks = token_block[start - first:stop - first].repeat(np.diff(indptr[start:stop + 1]))
+        touched[blocks, indices[indptr[start]:indptr[stop]]] = True
+    return touched
 
 
 class _RoundBuffers:
@@ -287,13 +280,41 @@ class _RoundBuffers:
     gives new ones to another.
     """
 
-    def __init__(self, weights):
-        self.state_weights = weights
+    #: The bit of a compact attribute's code that sends it straight into the gradient.
+    OWN_BIT = 58
+
+    def __init__(self, weights, csr, offsets):
+        self.state_weights, self.csr, self._offsets = weights, csr, offsets
         self._lock = threading.Lock()
         self._bufs = None
+        self._codes = {}
 
     def __reduce__(self):  # a copy starts with none kept (a lock does not pickle)
-        return _RoundBuffers, (self.state_weights,)
+        return _RoundBuffers, (self.state_weights, self.csr, self._offsets)
+
+    def codes(self, n_blocks):
+        """``(code, shared)`` for ``n_blocks`` blocks of sequences (computed once).
+
+        ``code``: the state weights' codes, with :attr:`OWN_BIT` set on the
+        compact attributes that the sequences of one block at most hold
+        (their sums go straight into the gradient: 0 plus that block's, the
+        same doubles); ``shared``: the compact entries of the others (sorted,
+        intp), the ones added between rounds.
+        """
+        if n_blocks not in self._codes:
+            code = self.state_weights.code
+            n_touching = blocks_touching(self.csr, self._offsets, n_blocks,
+                                         code.shape[0]).sum(axis=0)
+            compact = code >= 0
+            own = compact & (n_touching <= 1)
+            round_code = code.copy()
+            round_code[own] |= np.int64(1) << self.OWN_BIT
+            others = np.flatnonzero(compact & (n_touching > 1))
+            count = (code[others] >> 32) & 3
+            shared = (np.repeat((code[others] & 0xFFFFFFFF) - np.cumsum(count) + count, count)
+                      + np.arange(int(count.sum()))).astype(np.intp)
+            self._codes = {n_blocks: (round_code, shared)}  # one block count at a time
+        return self._codes[n_blocks]
 
     def _new(self, n_threads):
         w = self.state_weights
@@ -408,6 +429,11 @@ class CRFObjective:
     ``X.T @ dU``).
     """
 
+    #: The fused CLL kernel sums its blocks by rounds (:class:`_RoundBuffers`) on
+    #: up to this many threads; with more, a round's blocks wait for each
+    #: other, which cost more than the rounds saved (benchmarks/README.md).
+    ROUNDS_MAX_THREADS = 1
+
     def __init__(self, X, y, offsets, layout, *, sample_weight=None, token_weight=None,
                  n_threads=1):
         X = sp.csr_matrix(X)  # any numeric dtype: no float64 copy of an int8 indicator matrix
@@ -422,7 +448,7 @@ class CRFObjective:
                                            column_counts(X))
         self._hot_acc = _DenseRowAccumulators(self.state_weights, self.csr, offsets)
         self._pair_sums = _KeptPairSums()  # label bigrams' per-matrix sums
-        self._rounds = _RoundBuffers(self.state_weights)
+        self._rounds = _RoundBuffers(self.state_weights, self.csr, offsets)
         self.y = y
         self.offsets = offsets
         self.n_labels = L
@@ -549,14 +575,12 @@ class CRFObjective:
         (``self._hot_acc.release``). With label bigrams the transition sums
         and ``exp_trans`` are per distinct matrix (``_positions``), the sums
         the objective's own if ``kept_sums`` (given back by
-        ``self._pair_sums.release``). ``rounds`` (no label bigrams, no
-        ``extra_columns``; the caller sums the blocks before it gives them
-        back): on one thread the kernel sums the state blocks by rounds
-        (:class:`_RoundBuffers`): the compact sums land in ``state_out``,
-        the returned accumulators are None and the round buffers, whose
-        last holds the dense rows' sum (given back by
-        ``self._rounds.release``); on more, the compact blocks are the
-        objective's own, kept with the dense rows'.
+        ``self._pair_sums.release``). With ``rounds`` (no label bigrams, no
+        ``extra_columns``) on up to :attr:`ROUNDS_MAX_THREADS` threads the
+        kernel sums the state blocks by rounds (:class:`_RoundBuffers`):
+        the compact sums land in ``state_out``, the returned accumulators
+        are None and the round buffers, whose last holds the dense rows'
+        sum (given back by ``self._rounds.release``).
         """
         L = self.n_labels
         transition, start, end = self.layout.unpack_tail(theta)
@@ -573,25 +597,24 @@ class CRFObjective:
         max_length = int(np.diff(self.offsets).max())
         scratch = np.empty((self.n_threads, scratch_width(L, max_length)))
         n_blocks = self.state_weights.n_blocks(self.n_threads)
-        # By rounds on one thread; with more, a round's blocks wait for each
-        # other, which cost more than the rounds saved (benchmarks/README.md).
-        if rounds and self.n_threads == 1 and acc.pair.shape[0] % n_blocks == 0:
+        if (rounds and self.n_threads <= self.ROUNDS_MAX_THREADS
+                and acc.pair.shape[0] % n_blocks == 0):
+            code, shared = self._rounds.codes(n_blocks)
+            _, w, W_hot = self.kernel_weights(theta)
             bufs = self._rounds.take(self.n_threads)
             state_out.fill(0.0)
             try:
                 n_fallback = cll_features_batch(
-                    *self.csr, *self.kernel_weights(theta), transition, start, end, exp_trans,
+                    *self.csr, code, w, W_hot, transition, start, end, exp_trans,
                     exp_start, exp_end, self.offsets, weights, log_z, bufs[0], bufs[1],
                     acc.pair, acc.direct, acc.boundary, scratch, max_length, shifts[1],
                     shifts[2], shifts[0], self.n_threads, grad_out=state_out, hot_out=bufs[2],
-                    n_state_blocks=n_blocks)
+                    n_state_blocks=n_blocks, shared=shared)
             except BaseException:
                 self._rounds.release(bufs)
                 raise
             return weights, log_z, None, bufs, acc, exp_trans, n_fallback
         kept = None if extra_columns is not None else self._hot_acc.take(n_blocks)
-        if rounds and blocks is None:  # summed and zeroed before the caller returns
-            blocks = self._hot_acc.compact(kept)
         grad_acc, hot_acc = self.state_weights.accumulators(self.n_threads, state_out, kept,
                                                             blocks)
         csr, (code, w, W_hot), all_hot = self.csr, self.kernel_weights(theta), hot_acc
