@@ -208,7 +208,7 @@ cdef void _setup_threads(double[:, ::1] scratch, int n_threads, Py_ssize_t L,
             b.ee[i] = exp_end[i] if i < L else 0.0
 
 
-cdef void _scaled_group(Buffers* b, Py_ssize_t K, const Py_ssize_t* first,
+cdef inline void _scaled_group(Buffers* b, Py_ssize_t K, const Py_ssize_t* first,
                         const Py_ssize_t* length, Py_ssize_t L, Py_ssize_t Lp, double t_range,
                         int* failed, double* log_z) noexcept nogil:
     """Scaled forward-backward of K <= MANY_MAX sequences advanced together.
