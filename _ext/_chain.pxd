@@ -527,8 +527,10 @@ cdef extern from *:
 cdef enum:
     PREFETCH_NEAR = 16
     PREFETCH_FAR = 32
-    # A compact attribute has at most COLD_MAX labels, packed in its code.
+    # A compact attribute has at most COLD_MAX labels, packed in its code
+    # (bits 0-57); bit OWN_BIT is free for scatter_token_split.
     COLD_MAX = 3
+    OWN_BIT = 58
 
 
 cdef inline const double* _weights_of(long long c, const double* w, const double* W_hot,
@@ -547,14 +549,15 @@ cdef inline void _axpy(double* y, double a, const double* x, Py_ssize_t n) noexc
 
 
 cdef inline long long _entry(const int* indices, const double* data, bint binary,
-                             const long long* code, const double* w, const double* W_hot,
-                             Py_ssize_t Lp, Py_ssize_t p, Py_ssize_t nnz, double scale,
-                             double* v) noexcept nogil:
+                             const long long* code, const double* w, const double* w_own,
+                             bint split, const double* W_hot, Py_ssize_t Lp, Py_ssize_t p,
+                             Py_ssize_t nnz, double scale, double* v) noexcept nogil:
     """The code of stored entry p's attribute; v = scale * its value.
 
     Prefetches the code PREFETCH_FAR entries ahead and the weights (of w
-    and W_hot, or of the gradient arrays in their place) PREFETCH_NEAR
-    entries ahead.
+    and W_hot, or of the gradient arrays in their place; of w_own for a
+    compact code with OWN_BIT set if ``split``, a constant of the caller)
+    PREFETCH_NEAR entries ahead.
     """
     if p + PREFETCH_FAR < nnz:
         prefetch(&code[indices[p + PREFETCH_FAR]])
@@ -563,7 +566,7 @@ cdef inline long long _entry(const int* indices, const double* data, bint binary
     cdef Py_ssize_t j
     if p + PREFETCH_NEAR < nnz:
         c = code[indices[p + PREFETCH_NEAR]]
-        row = _weights_of(c, w, W_hot, Lp)
+        row = _weights_of(c, w_own if split and (c >> OWN_BIT) & 1 else w, W_hot, Lp)
         prefetch(row)
         if c < 0:  # every cache line of a dense row
             for j in range(8, Lp, 8):
@@ -596,7 +599,7 @@ cdef inline void gather_token(
     for j in range(width):
         out[j] = 0.0
     for p in range(indptr[t], indptr[t + 1]):
-        c = _entry(indices, data, binary, code, w, W_hot, Lp, p, nnz, 1.0, &v)
+        c = _entry(indices, data, binary, code, w, w, False, W_hot, Lp, p, nnz, 1.0, &v)
         if c < 0:
             _axpy(out, v, &W_hot[(-c - 1) * Lp], width)
         else:
@@ -630,17 +633,37 @@ cdef inline void scatter_token(
     * d[:width] for a hot attribute, g[k0 + q] += scale * v * d[label_q]
     for a compact one (the same code; d = dU[t]).
     """
+    scatter_token_split(indptr, indices, data, binary, code, g, g, False, dW_hot, Lp, d, scale,
+                        t, width, nnz)
+
+
+cdef inline void scatter_token_split(
+    const Py_ssize_t* indptr, const int* indices, const double* data, bint binary,
+    const long long* code, double* g, double* g_own, bint split, double* dW_hot,
+    Py_ssize_t Lp, const double* d, double scale, Py_ssize_t t, Py_ssize_t width,
+    Py_ssize_t nnz,
+) noexcept nogil:
+    """:func:`scatter_token`; if ``split`` (a constant of the caller), a compact attribute
+    whose code has bit OWN_BIT set into g_own.
+
+    (The fused CLL kernel's rounds: the attributes of a single block of
+    sequences go straight into the gradient, the others into the block's
+    accumulator g. gather_token does not read the bit.)
+    """
     cdef Py_ssize_t p, q, k0
     cdef long long c
     cdef double v
+    cdef double* dst
     for p in range(indptr[t], indptr[t + 1]):
-        c = _entry(indices, data, binary, code, g, dW_hot, Lp, p, nnz, scale, &v)
+        c = _entry(indices, data, binary, code, g, g_own, split, dW_hot, Lp, p, nnz, scale,
+                   &v)
         if c < 0:
             _axpy(&dW_hot[(-c - 1) * Lp], v, d, width)
         else:
             k0 = c & LOW32
+            dst = g_own if split and (c >> OWN_BIT) & 1 else g
             for q in range((c >> 32) & 3):
-                g[k0 + q] += v * d[(c >> (34 + 8 * q)) & 255]
+                dst[k0 + q] += v * d[(c >> (34 + 8 * q)) & 255]
 
 
 # ---------------------------------------------------------------- max-product

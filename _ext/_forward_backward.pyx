@@ -54,7 +54,8 @@ from libc.math cimport exp, log, isfinite, INFINITY
 from libc.stdint cimport uintptr_t
 
 from _chain cimport (LANES, exp_nonpos, logsumexp_row, padded_width, row_max_padded,
-                     row_sum_padded, row_too_wide, scale_ok, scatter_token, tail_range)
+                     row_sum_padded, row_too_wide, scale_ok, scatter_token,
+                     scatter_token_split, tail_range)
 from _chain cimport gather_rows as _gather_sequence
 from _panels cimport MANY_MAX, mat_mat_acc, vec_mat_many
 
@@ -207,7 +208,7 @@ cdef void _setup_threads(double[:, ::1] scratch, int n_threads, Py_ssize_t L,
             b.ee[i] = exp_end[i] if i < L else 0.0
 
 
-cdef void _scaled_group(Buffers* b, Py_ssize_t K, const Py_ssize_t* first,
+cdef inline void _scaled_group(Buffers* b, Py_ssize_t K, const Py_ssize_t* first,
                         const Py_ssize_t* length, Py_ssize_t L, Py_ssize_t Lp, double t_range,
                         int* failed, double* log_z) noexcept nogil:
     """Scaled forward-backward of K <= MANY_MAX sequences advanced together.
@@ -429,7 +430,7 @@ cdef int _group(
     bint fused, Buffers* b, Py_ssize_t k, Py_ssize_t K, const double[:, ::1] unary,
     double[:, ::1] marginals, const Py_ssize_t[::1] indptr, const int[::1] indices,
     const double[::1] data, bint binary, const long long[::1] code, const double[::1] w,
-    const double[:, ::1] W_hot, double* grad_acc, double* hot_acc,
+    const double[:, ::1] W_hot, double* grad_acc, double* grad_own, double* hot_acc,
     const double[:, ::1] transition, const double[::1] start, const double[::1] end,
     const Py_ssize_t[::1] offsets, const double[::1] weights, double[::1] log_z,
     double* pair_acc, double* direct_acc, double* start_acc, double* end_acc,
@@ -493,12 +494,58 @@ cdef int _group(
                           &marginals[s, 0], L, b.alpha + first[q] * Lp, b.rs + first[q], b.tmp,
                           direct_acc, start_acc, end_acc, &log_z[k + q])
     _pair_sums(b, K, first, length, failed, wq, L, Lp, pair_acc)
-    if fused:
+    if fused and grad_own != grad_acc:  # two copies: split a constant in each
+        for q in range(K):
+            for t in range(length[q]):
+                scatter_token_split(&indptr[0], &indices[0], &data[0], binary, &code[0],
+                                    grad_acc, grad_own, True, hot_acc, Lp,
+                                    b.mu + (first[q] + t) * Lp, wq[q], offsets[k + q] + t, Lp,
+                                    nnz)
+    elif fused:
         for q in range(K):
             for t in range(length[q]):
                 scatter_token(&indptr[0], &indices[0], &data[0], binary, &code[0], grad_acc,
                               hot_acc, Lp, b.mu + (first[q] + t) * Lp, wq[q],
                               offsets[k + q] + t, Lp, nnz)
+    return n_fallback
+
+
+cdef int _chunk(
+    bint fused, Buffers* b, Py_ssize_t ch, Py_ssize_t n_seq, const double[:, ::1] unary,
+    double[:, ::1] marginals, const Py_ssize_t[::1] indptr, const int[::1] indices,
+    const double[::1] data, bint binary, const long long[::1] code, const double[::1] w,
+    const double[:, ::1] W_hot, double* grad_acc, double* grad_own, double* hot_acc,
+    const double[:, ::1] transition, const double[::1] start, const double[::1] end,
+    const Py_ssize_t[::1] offsets, const double[::1] weights, double[::1] log_z,
+    double* pair_acc, double* direct_acc, double* boundary_acc, Py_ssize_t L, Py_ssize_t Lp,
+    double shift_start, double shift_end, double shift_trans, double t_range,
+) noexcept nogil:
+    """Chunk ch (sequences 8ch:8ch+8) in batches of consecutive sequences of at most
+    max(its longest, GROUP_ROWS) rows (:func:`_group`). Returns the fallbacks.
+
+    Batches depend on the chunk alone, so the sums do not depend on the number
+    of threads or on the other sequences.
+    """
+    cdef Py_ssize_t k = 8 * ch  # CHUNK
+    cdef Py_ssize_t k1 = k + 8 if k + 8 < n_seq else n_seq
+    cdef Py_ssize_t cap = BATCH_ROWS, kk, rows, K
+    cdef int n_fallback = 0
+    for kk in range(k, k1):
+        if offsets[kk + 1] - offsets[kk] > cap:
+            cap = offsets[kk + 1] - offsets[kk]
+    while k < k1:
+        K = 1
+        rows = offsets[k + 1] - offsets[k]
+        while k + K < k1 and rows + offsets[k + K + 1] - offsets[k + K] <= cap:
+            rows = rows + offsets[k + K + 1] - offsets[k + K]
+            K = K + 1
+        n_fallback += _group(fused, b, k, K, unary, marginals, indptr, indices, data, binary,
+                             code, w, W_hot, grad_acc, grad_own, hot_acc, transition, start,
+                             end, offsets,
+                             weights, log_z, pair_acc, direct_acc, boundary_acc,
+                             boundary_acc + Lp, L, Lp, shift_start, shift_end, shift_trans,
+                             t_range)
+        k = k + K
     return n_fallback
 
 
@@ -516,10 +563,8 @@ cdef int _batch(
 ) noexcept nogil:
     """Both front ends: rows of U copied in and marginals out, or (fused) gathered and scattered.
 
-    Chunk c (sequences 8c:8c+8) runs on thread c % n_threads into block c % n_acc
-    (see the header), in batches of consecutive sequences of at most max(its
-    longest, GROUP_ROWS) rows: batches depend on the chunk alone, so the sums do
-    not depend on the number of threads or on the other sequences.
+    Chunk c (sequences 8c:8c+8, :func:`_chunk`) runs on thread c % n_threads
+    into block c % n_acc (see the header).
     """
     cdef Py_ssize_t n_seq = offsets.shape[0] - 1
     cdef Py_ssize_t n_chunks = (n_seq + 7) // 8  # CHUNK
@@ -527,7 +572,7 @@ cdef int _batch(
     cdef Py_ssize_t Lp = padded_width(L)
     # Each set of accumulators has its own count (a multiple of n_threads).
     cdef Py_ssize_t n_acc = pair_acc.shape[0], n_grad = grad_acc.shape[0]
-    cdef Py_ssize_t ch, k, k1, kk, a, g, cap, rows, K
+    cdef Py_ssize_t ch, a, g
     cdef int tid
     cdef int n_fallback = 0
     cdef double t_range = tail_range(&transition[0, 0], &start[0], L, 1.0)
@@ -538,25 +583,114 @@ cdef int _batch(
         a = ch % n_acc  # the block's accumulators (see the header)
         g = ch % n_grad
         b = _buffers(&scratch[tid, 0], Lp, max_length)
-        k = 8 * ch
-        k1 = k + 8 if k + 8 < n_seq else n_seq
-        cap = BATCH_ROWS
-        for kk in range(k, k1):
-            if offsets[kk + 1] - offsets[kk] > cap:
-                cap = offsets[kk + 1] - offsets[kk]
-        while k < k1:
-            K = 1
-            rows = offsets[k + 1] - offsets[k]
-            while k + K < k1 and rows + offsets[k + K + 1] - offsets[k + K] <= cap:
-                rows = rows + offsets[k + K + 1] - offsets[k + K]
-                K = K + 1
-            n_fallback += _group(fused, &b, k, K, unary, marginals, indptr, indices, data, binary,
-                                 code, w, W_hot, &grad_acc[g, 0], &hot_acc[g, 0, 0], transition,
-                                 start, end, offsets, weights, log_z, &pair_acc[a, 0, 0],
-                                 &direct_acc[a, 0, 0], &boundary_acc[a, 0, 0],
-                                 &boundary_acc[a, 1, 0], L, Lp, shift_start, shift_end,
-                                 shift_trans, t_range)
-            k = k + K
+        n_fallback += _chunk(fused, &b, ch, n_seq, unary, marginals, indptr, indices, data,
+                             binary, code, w, W_hot, &grad_acc[g, 0], &grad_acc[g, 0],
+                             &hot_acc[g, 0, 0],
+                             transition, start, end, offsets, weights, log_z,
+                             &pair_acc[a, 0, 0], &direct_acc[a, 0, 0], &boundary_acc[a, 0, 0],
+                             L, Lp, shift_start, shift_end, shift_trans, t_range)
+    return n_fallback
+
+
+cdef void _add_blocks(double* out, double* bufs, Py_ssize_t stride, Py_ssize_t first,
+                      Py_ssize_t count, Py_ssize_t n, int n_threads) noexcept nogil:
+    """out[:n] += bufs[first], then bufs[first + 1], ... (count blocks of stride doubles),
+    each zeroed once read: the blocks' sum in block order, element by element."""
+    cdef Py_ssize_t i, t
+    cdef double* src
+    if count <= 0:
+        return
+    for i in prange(n, num_threads=n_threads, schedule='static'):
+        for t in range(first, first + count):
+            src = bufs + t * stride
+            out[i] = out[i] + src[i]
+            src[i] = 0.0
+
+
+cdef void _add_blocks_at(double* out, double* bufs, Py_ssize_t stride, Py_ssize_t first,
+                         Py_ssize_t count, const Py_ssize_t* index, Py_ssize_t n,
+                         int n_threads) noexcept nogil:
+    """:func:`_add_blocks` at the n entries index[:n] alone."""
+    cdef Py_ssize_t i, t, e
+    cdef double* src
+    if count <= 0:
+        return
+    for i in prange(n, num_threads=n_threads, schedule='static'):
+        e = index[i]
+        for t in range(first, first + count):
+            src = bufs + t * stride
+            out[e] = out[e] + src[e]
+            src[e] = 0.0
+
+
+cdef int _batch_rounds(
+    const Py_ssize_t[::1] indptr, const int[::1] indices, const double[::1] data, bint binary,
+    const long long[::1] code, const double[::1] w, const double[:, ::1] W_hot,
+    double[::1] grad_out, double[:, ::1] hot_out, double[:, ::1] grad_buf,
+    double[:, :, ::1] hot_buf,
+    const double[:, ::1] transition, const double[::1] start, const double[::1] end,
+    const double[:, ::1] exp_trans, const double[::1] exp_start, const double[::1] exp_end,
+    const Py_ssize_t[::1] offsets, const double[::1] weights, double[::1] log_z,
+    double[:, :, ::1] pair_acc, double[:, :, ::1] direct_acc, double[:, :, ::1] boundary_acc,
+    double[:, ::1] scratch, Py_ssize_t max_length, double shift_start, double shift_end,
+    double shift_trans, int n_threads, Py_ssize_t n_grad, const Py_ssize_t[::1] shared,
+    double[:, ::1] no_rows,
+) noexcept nogil:
+    """The fused front end with the state sums reduced by rounds (cll_features_batch's out).
+
+    The n_grad state blocks (a multiple of n_threads) are computed n_threads
+    at a time: in round r, iteration t computes block r * n_threads + t
+    (the chunks c = block mod n_grad, in order) into buffer t, block 0
+    straight into the outputs; then the round's blocks are added into the
+    outputs in block order. The outputs get ((b0 + b1) + b2) + ..., the
+    sums of :func:`_batch` added in block order, with one state buffer per
+    thread live instead of n_grad. A compact attribute whose code has
+    OWN_BIT set (those of a single block) goes straight into grad_out
+    (scatter_token_split: the same sum, 0 + its block's), so that only the
+    compact entries ``shared`` of the others are added between rounds. The
+    pair sums stay per block (pair_acc, n_acc a multiple of n_grad).
+    """
+    cdef Py_ssize_t n_seq = offsets.shape[0] - 1
+    cdef Py_ssize_t n_chunks = (n_seq + 7) // 8  # CHUNK
+    cdef Py_ssize_t L = exp_trans.shape[0]
+    cdef Py_ssize_t Lp = padded_width(L)
+    cdef Py_ssize_t n_acc = pair_acc.shape[0]
+    cdef Py_ssize_t n_hot = hot_out.shape[0] * hot_out.shape[1]
+    cdef Py_ssize_t r, t, blk, ch, a, first
+    cdef int tid
+    cdef int n_fallback = 0
+    cdef double t_range = tail_range(&transition[0, 0], &start[0], L, 1.0)
+    cdef double *g
+    cdef double *h
+    cdef Buffers b
+    _setup_threads(scratch, n_threads, L, max_length, exp_trans, exp_start, exp_end)
+    for r in range(n_grad // n_threads):
+        for t in prange(n_threads, num_threads=n_threads, schedule='static', chunksize=1):
+            tid = threadid()
+            blk = r * n_threads + t
+            b = _buffers(&scratch[tid, 0], Lp, max_length)
+            if blk == 0:
+                g = &grad_out[0]
+                h = &hot_out[0, 0]
+            else:
+                g = &grad_buf[t, 0]
+                h = &hot_buf[t, 0, 0]
+            ch = blk
+            while ch < n_chunks:
+                a = ch % n_acc
+                n_fallback += _chunk(True, &b, ch, n_seq, no_rows, no_rows, indptr, indices, data,
+                                     binary, code, w, W_hot, g, &grad_out[0], h, transition,
+                                     start, end,
+                                     offsets, weights, log_z, &pair_acc[a, 0, 0],
+                                     &direct_acc[a, 0, 0], &boundary_acc[a, 0, 0], L, Lp,
+                                     shift_start, shift_end, shift_trans, t_range)
+                ch = ch + n_grad
+        first = 1 if r == 0 else 0  # block 0 is in the outputs already
+        if shared.shape[0]:
+            _add_blocks_at(&grad_out[0], &grad_buf[0, 0], grad_buf.shape[1], first,
+                           n_threads - first, &shared[0], shared.shape[0], n_threads)
+        _add_blocks(&hot_out[0, 0], &hot_buf[0, 0, 0], n_hot, first, n_threads - first,
+                    n_hot, n_threads)
     return n_fallback
 
 
@@ -609,7 +743,8 @@ def cll_features_batch(
     double[:, ::1] grad_acc, double[:, :, ::1] hot_acc, double[:, :, ::1] pair_acc,
     double[:, :, ::1] direct_acc, double[:, :, ::1] boundary_acc, double[:, ::1] scratch,
     Py_ssize_t max_length, double shift_start, double shift_end, double shift_trans,
-    int n_threads,
+    int n_threads, double[::1] grad_out=None, double[:, ::1] hot_out=None,
+    Py_ssize_t n_state_blocks=0, const Py_ssize_t[::1] shared=None,
 ):
     """Log Z and the expected feature counts from sparse features (low level).
 
@@ -624,9 +759,36 @@ def cll_features_batch(
     one-element array). Shapes as in :func:`forward_backward_batch`, and
     grad_acc (n_acc, len(w)), hot_acc (n_acc, n_hot, Lp), zeroed.
     Returns the number of sequences that needed the log-space fallback.
+
+    With ``grad_out`` (len(w),) and ``hot_out`` (n_hot, Lp), zeroed, the
+    state sums are reduced by rounds: grad_acc (n_threads, len(w)) and
+    hot_acc (n_threads, n_hot, Lp) are the threads' buffers (zeroed, and
+    zeroed again on return), ``n_state_blocks`` blocks of sequences (a
+    multiple of n_threads dividing n_acc) are computed n_threads at a time
+    and added into the outputs in block order: the outputs get the sums of
+    grad_acc and hot_acc of the call without them (with n_acc =
+    n_state_blocks), added in block order, rounding included. Then ``code``
+    has bit 58 set on the compact attributes of one block of sequences at
+    most, and ``shared`` (sorted, intp) lists the compact entries of the
+    others.
     """
     cdef int n_fallback
     cdef double[:, ::1] no_rows = np.zeros((1, 1))
+    if grad_out is not None:
+        if (hot_out is None or shared is None or n_state_blocks < 1 or n_state_blocks % n_threads
+                or pair_acc.shape[0] % n_state_blocks or grad_acc.shape[0] < n_threads
+                or hot_acc.shape[0] < n_threads or grad_acc.shape[1] != grad_out.shape[0]
+                or hot_acc.shape[1] != hot_out.shape[0] or hot_acc.shape[2] != hot_out.shape[1]):
+            raise ValueError("grad_out, hot_out: rounds of n_threads buffers and "
+                             "n_state_blocks a multiple of n_threads dividing n_acc")
+        with nogil:
+            n_fallback = _batch_rounds(indptr, indices, data, binary, code, w, W_hot, grad_out,
+                                       hot_out, grad_acc, hot_acc, transition, start, end,
+                                       exp_trans, exp_start, exp_end, offsets, weights, log_z,
+                                       pair_acc, direct_acc, boundary_acc, scratch, max_length,
+                                       shift_start, shift_end, shift_trans, n_threads,
+                                       n_state_blocks, shared, no_rows)
+        return n_fallback
     with nogil:
         n_fallback = _batch(True, no_rows, no_rows, indptr, indices, data, binary, code, w,
                             W_hot, grad_acc, hot_acc, transition, start, end, exp_trans,

@@ -13,6 +13,7 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
 from sklearn_crfloss._chain._forward_backward import exp_nonpositive
+import sklearn_crfloss._model._objective as objective_module
 from sklearn_crfloss._model._objective import CRFObjective, _StateWeights
 from sklearn_crfloss._model._parameters import ParameterLayout
 from sklearn_crfloss.inference import sequence_scores
@@ -224,13 +225,48 @@ def test_kept_dense_row_accumulators_give_the_results_of_new_ones(n_labels, n_th
     expected_blocks = fresh().cll_blocks(theta)
     for point in (theta, other, theta):  # the second theta runs on reused accumulators
         got = objective.loss_value_and_grad(point, loss)
-        kept = objective._hot_acc._acc
-        assert kept is not None and not np.any(kept)  # zeroed again after the evaluation
+        # zeroed again after the evaluation: one thread sums by rounds (its
+        # buffers), more keep the dense-row blocks
+        kept = objective._rounds._bufs[:2] if n_threads == 1 else [objective._hot_acc._acc]
+        assert all(k is not None and not np.any(k) for k in kept)
     assert got[0] == expected[0]
     assert_array_equal(got[1], expected[1])
     for got, want in zip(objective.cll_blocks(theta), expected_blocks):
         assert_array_equal(got, want)
     assert not np.any(objective._hot_acc._acc)
+
+
+@pytest.mark.parametrize("n_labels", [6, 300])  # above 256 labels every attribute is dense
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_rounds_give_the_blocks_summed_in_block_order(n_labels, n_threads, weighted,
+                                                      monkeypatch):
+    # The fused CLL kernel by rounds (the compact attributes of one block
+    # straight into the gradient, the other blocks added between rounds) gives
+    # the per-block sums added in block order, bitwise, on any number of threads.
+    rng = np.random.default_rng(12)
+    lengths = rng.integers(1, 6, size=75)  # 10 chunks of 8 sequences
+    objective, theta, _ = make_objective(rng, n_labels=n_labels, n_features=90,
+                                         lengths=lengths, weighted=weighted)
+    # attributes 0..29 anywhere, 30..89 six per chunk: those of one block alone
+    chunk = np.repeat(np.arange(len(lengths)) // 8, lengths)
+    rare = np.zeros((chunk.size, 60), dtype=bool)
+    rare[np.arange(chunk.size), 6 * chunk + rng.integers(6, size=chunk.size)] = True
+    X = sp.csr_matrix(np.hstack([rng.random((chunk.size, 30)) < 0.3, rare]).astype(float))
+    objective = CRFObjective(X, objective.y, objective.offsets, objective.layout,
+                             sample_weight=objective.sample_weight, n_threads=n_threads)
+    loss = ConditionalLogLikelihood()
+    monkeypatch.setattr(CRFObjective, "ROUNDS_MAX_THREADS", 0)
+    want = objective.loss_value_and_grad(theta, loss)
+    monkeypatch.setattr(CRFObjective, "ROUNDS_MAX_THREADS", 64)
+    code, shared = objective._rounds.codes(objective.state_weights.n_blocks(n_threads))
+    if n_labels <= 256:  # compact attributes of both kinds
+        assert shared.size and np.any(code != objective.state_weights.code)
+    for _ in range(2):  # the second on the kept buffers
+        got = objective.loss_value_and_grad(theta, loss)
+        assert got[0] == want[0]
+        assert_array_equal(got[1], want[1])
+        assert not np.any(objective._rounds._bufs[0]) and not np.any(objective._rounds._bufs[1])
 
 
 def whole_matrix_block_rows(csr, code, offsets, n_blocks, n_hot):
@@ -267,7 +303,7 @@ def test_block_rows_by_stretches_equal_those_of_the_whole_matrix(stretch, n_bloc
     objective = CRFObjective(X, np.zeros(X.shape[0], dtype=np.intp), offsets,
                              objective.layout)
     accumulators = objective._hot_acc
-    monkeypatch.setattr(accumulators, "STRETCH", stretch)
+    monkeypatch.setattr(objective_module, "STRETCH", stretch)
     weights = objective.state_weights
     got = accumulators._block_rows(n_blocks)
     want = whole_matrix_block_rows(objective.csr, weights.code, offsets, n_blocks,

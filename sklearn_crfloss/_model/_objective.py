@@ -229,6 +229,15 @@ class _StateWeights:
         out[self.hot_index] = hot
         return out
 
+    def put_hot(self, hot_sum, out):
+        """Copy the free pairs of the summed dense rows ``hot_sum`` (n_hot, Lp) into ``out``.
+
+        ``out`` is the state block of the gradient whose compact entries are
+        summed already (:class:`_RoundBuffers`).
+        """
+        out[self.hot_index] = hot_sum.reshape(-1)[self.hot_position]
+        return out
+
 
 class _DenseRowAccumulators:
     """The fused CLL kernel's dense-row accumulators, kept zeroed between evaluations.
@@ -273,35 +282,118 @@ class _DenseRowAccumulators:
                 block[rows] = 0.0
         self._lock.release()
 
-    #: Stored features per stretch of :meth:`_block_rows` (its temporaries' length).
-    STRETCH = 1 << 18
-
     def _block_rows(self, n_blocks):
-        """Per block, the dense rows of the attributes of its sequences (None: over half).
-
-        A stretch of about :attr:`STRETCH` stored features at a time (whole
-        tokens): the temporaries are as long as the stretch, not the matrix.
-        """
-        indptr, indices = self.csr[0], self.csr[1]
-        offsets = self._offsets
+        """Per block, the dense rows of the attributes of its sequences (None: over half)."""
         code = self.state_weights.code
         n_hot = self.state_weights.W_hot.shape[0]
-        token_block = ((np.arange(offsets.shape[0] - 1) // 8) % n_blocks).repeat(np.diff(offsets))
-        first = int(offsets[0])  # tokens outside the sequences belong to no block
+        hot = np.flatnonzero(code < 0)
         touched = np.zeros((n_blocks, n_hot), dtype=bool)
-        bounds = np.searchsorted(indptr[first:offsets[-1] + 1],
-                                 np.arange(indptr[first], indptr[offsets[-1]], self.STRETCH),
-                                 side="right") - 1 + first
-        bounds = np.unique(np.append(bounds, offsets[-1]))
-        for start, stop in zip(bounds[:-1], bounds[1:]):
-            stretch = code[indices[indptr[start]:indptr[stop]]]
-            hot = stretch < 0
-            blocks = token_block[start - first:stop - first].repeat(
-                np.diff(indptr[start:stop + 1]))[hot]
-            touched[blocks, -stretch[hot] - 1] = True
+        touched[:, -code[hot] - 1] = blocks_touching(self.csr, self._offsets, n_blocks,
+                                                      code.shape[0])[:, hot]
         half = n_hot // 2
         return [None if r.shape[0] > half else r
                 for r in (np.flatnonzero(t) for t in touched)]
+
+
+#: Stored features per stretch of :func:`blocks_touching` (its temporaries' length).
+STRETCH = 1 << 18
+
+
+def blocks_touching(csr, offsets, n_blocks, n_features):
+    """Which attributes the sequences of each block of the fused CLL kernel hold.
+
+    Sequence ``k`` belongs to block ``(k // 8) % n_blocks``. A stretch of
+    about :data:`STRETCH` stored features at a time (whole tokens): the
+    temporaries are as long as the stretch, not the matrix.
+
+    Returns
+    -------
+    ndarray of bool of shape (n_blocks, n_features)
+    """
+    indptr, indices = csr[0], csr[1]
+    token_block = ((np.arange(offsets.shape[0] - 1) // 8) % n_blocks).repeat(np.diff(offsets))
+    first = int(offsets[0])  # tokens outside the sequences belong to no block
+    touched = np.zeros((n_blocks, n_features), dtype=bool)
+    bounds = np.searchsorted(indptr[first:offsets[-1] + 1],
+                             np.arange(indptr[first], indptr[offsets[-1]], STRETCH),
+                             side="right") - 1 + first
+    bounds = np.unique(np.append(bounds, offsets[-1]))
+    for start, stop in zip(bounds[:-1], bounds[1:]):
+        blocks = token_block[start - first:stop - first].repeat(np.diff(indptr[start:stop + 1]))
+        touched[blocks, indices[indptr[start]:indptr[stop]]] = True
+    return touched
+
+
+class _RoundBuffers:
+    """The fused CLL kernel's state buffers when it sums its blocks by rounds, kept zeroed.
+
+    ``cll_features_batch`` with ``grad_out``: each of ``n_threads``
+    threads fills one block of sequences at a time into its buffer (block 0
+    straight into the outputs) and the blocks are added into the outputs in
+    block order between rounds, the buffers zeroed again as they are read:
+    the sums of the per-block accumulators of :meth:`_StateWeights.accumulators`
+    added in block order, with ``n_threads`` compact and dense-row buffers
+    and one dense-row sum live instead of ``n_blocks`` of each, and no new
+    pages per evaluation. One evaluation holds them at a time; :meth:`take`
+    gives new ones to another.
+    """
+
+    #: The bit of a compact attribute's code that sends it straight into the gradient.
+    OWN_BIT = 58
+
+    def __init__(self, weights, csr, offsets):
+        self.state_weights, self.csr, self._offsets = weights, csr, offsets
+        self._lock = threading.Lock()
+        self._bufs = None
+        self._codes = {}
+
+    def __reduce__(self):  # a copy starts with none kept (a lock does not pickle)
+        return _RoundBuffers, (self.state_weights, self.csr, self._offsets)
+
+    def codes(self, n_blocks):
+        """``(code, shared)`` for ``n_blocks`` blocks of sequences (computed once).
+
+        ``code``: the state weights' codes, with :attr:`OWN_BIT` set on the
+        compact attributes that the sequences of one block at most hold
+        (their sums go straight into the gradient: 0 plus that block's, the
+        same doubles); ``shared``: the compact entries of the others (sorted,
+        intp), the ones added between rounds.
+        """
+        if n_blocks not in self._codes:
+            code = self.state_weights.code
+            n_touching = blocks_touching(self.csr, self._offsets, n_blocks,
+                                         code.shape[0]).sum(axis=0)
+            compact = code >= 0
+            own = compact & (n_touching <= 1)
+            round_code = code.copy()
+            round_code[own] |= np.int64(1) << self.OWN_BIT
+            others = np.flatnonzero(compact & (n_touching > 1))
+            count = (code[others] >> 32) & 3
+            shared = (np.repeat((code[others] & 0xFFFFFFFF) - np.cumsum(count) + count, count)
+                      + np.arange(int(count.sum()))).astype(np.intp)
+            self._codes = {n_blocks: (round_code, shared)}  # one block count at a time
+        return self._codes[n_blocks]
+
+    def _new(self, n_threads):
+        w = self.state_weights
+        return (np.zeros((n_threads, w.n_state)), np.zeros((n_threads,) + w.W_hot.shape),
+                np.empty(w.W_hot.shape))
+
+    def take(self, n_threads):
+        """``(grad_buf, hot_buf, hot_sum)``: the buffers (zeroed) and the dense-row sum (zeroed)."""
+        if not self._lock.acquire(blocking=False):
+            bufs = self._new(n_threads)
+        else:
+            if self._bufs is None or self._bufs[0].shape[0] != n_threads:
+                self._bufs = self._new(n_threads)
+            bufs = self._bufs
+        bufs[2].fill(0.0)
+        return bufs
+
+    def release(self, bufs):
+        """Give the kept buffers back (if ``bufs`` are they); the kernel left them zeroed."""
+        if bufs is self._bufs and self._lock.locked():
+            self._lock.release()
 
 
 class _KeptPairSums:
@@ -395,6 +487,11 @@ class CRFObjective:
     ``X.T @ dU``).
     """
 
+    #: The fused CLL kernel sums its blocks by rounds (:class:`_RoundBuffers`) on
+    #: up to this many threads; with more, a round's blocks wait for each
+    #: other, which cost more than the rounds saved (benchmarks/README.md).
+    ROUNDS_MAX_THREADS = 1
+
     def __init__(self, X, y, offsets, layout, *, sample_weight=None, token_weight=None,
                  n_threads=1):
         X = sp.csr_matrix(X)  # any numeric dtype: no float64 copy of an int8 indicator matrix
@@ -413,6 +510,7 @@ class CRFObjective:
                                            column_counts(X))
         self._hot_acc = _DenseRowAccumulators(self.state_weights, self.csr, offsets)
         self._pair_sums = _KeptPairSums()  # label bigrams' per-matrix sums
+        self._rounds = _RoundBuffers(self.state_weights, self.csr, offsets)
         self.y = y
         self.offsets = offsets
         self.n_labels = L
@@ -534,7 +632,8 @@ class CRFObjective:
             self._observed = observed
         return self._observed
 
-    def _cll_kernel(self, theta, state_out, extra_columns=None, kept_sums=False, blocks=None):
+    def _cll_kernel(self, theta, state_out, extra_columns=None, kept_sums=False, blocks=None,
+                    rounds=False):
         """Run the fused CLL kernel at ``theta``: log Z and the per-block sums, unreduced.
 
         ``state_out`` (the state block of a gradient) is the accumulator
@@ -546,7 +645,12 @@ class CRFObjective:
         (``self._hot_acc.release``). With label bigrams the transition sums
         and ``exp_trans`` are per distinct matrix (``_positions``), the sums
         the objective's own if ``kept_sums`` (given back by
-        ``self._pair_sums.release``).
+        ``self._pair_sums.release``). With ``rounds`` (no label bigrams, no
+        ``extra_columns``) on up to :attr:`ROUNDS_MAX_THREADS` threads the
+        kernel sums the state blocks by rounds (:class:`_RoundBuffers`):
+        the compact sums land in ``state_out``, the returned accumulators
+        are None and the round buffers, whose last holds the dense rows'
+        sum (given back by ``self._rounds.release``).
         """
         L = self.n_labels
         transition, start, end = self.layout.unpack_tail(theta)
@@ -559,13 +663,30 @@ class CRFObjective:
         exp_trans, exp_start, exp_end, shifts = exp_potentials(transition, start, end)
         weights = self.sequence_weights()
         log_z = np.empty(weights.shape[0])
-        kept = (None if extra_columns is not None
-                else self._hot_acc.take(self.state_weights.n_blocks(self.n_threads)))
-        grad_acc, hot_acc = self.state_weights.accumulators(self.n_threads, state_out, kept,
-                                                            blocks)
         acc = Accumulators(self.n_threads, L)
         max_length = int(np.diff(self.offsets).max())
         scratch = np.empty((self.n_threads, scratch_width(L, max_length)))
+        n_blocks = self.state_weights.n_blocks(self.n_threads)
+        if (rounds and self.n_threads <= self.ROUNDS_MAX_THREADS
+                and acc.pair.shape[0] % n_blocks == 0):
+            code, shared = self._rounds.codes(n_blocks)
+            _, w, W_hot = self.kernel_weights(theta)
+            bufs = self._rounds.take(self.n_threads)
+            state_out.fill(0.0)
+            try:
+                n_fallback = cll_features_batch(
+                    *self.csr, code, w, W_hot, transition, start, end, exp_trans,
+                    exp_start, exp_end, self.offsets, weights, log_z, bufs[0], bufs[1],
+                    acc.pair, acc.direct, acc.boundary, scratch, max_length, shifts[1],
+                    shifts[2], shifts[0], self.n_threads, grad_out=state_out, hot_out=bufs[2],
+                    n_state_blocks=n_blocks, shared=shared)
+            except BaseException:
+                self._rounds.release(bufs)
+                raise
+            return weights, log_z, None, bufs, acc, exp_trans, n_fallback
+        kept = None if extra_columns is not None else self._hot_acc.take(n_blocks)
+        grad_acc, hot_acc = self.state_weights.accumulators(self.n_threads, state_out, kept,
+                                                            blocks)
         csr, (code, w, W_hot), all_hot = self.csr, self.kernel_weights(theta), hot_acc
         if extra_columns is not None:
             csr, code = extra_columns.csr, extra_columns.code
@@ -637,13 +758,21 @@ class CRFObjective:
         layout = self.layout
         grad = np.empty(self.n_params) if out is None else out
         weights, log_z, grad_acc, hot_acc, acc, exp_trans, n_fallback = self._cll_kernel(
-            theta, grad[:layout.n_state], extra_columns, kept_sums=True)
+            theta, grad[:layout.n_state], extra_columns, kept_sums=True,
+            rounds=extra_columns is None)
         try:
-            self.state_weights.gradient(grad_acc, hot_acc[:, :self.state_weights.W_hot.shape[0]],
-                                        grad[:layout.n_state])
+            if grad_acc is None:  # summed by rounds: the dense rows' sum is the last buffer
+                self.state_weights.put_hot(hot_acc[2], grad[:layout.n_state])
+            else:
+                self.state_weights.gradient(grad_acc,
+                                            hot_acc[:, :self.state_weights.W_hot.shape[0]],
+                                            grad[:layout.n_state])
             counts, d_start, d_end = acc.counts(exp_trans, n_fallback)
         finally:
-            self._hot_acc.release(hot_acc)
+            if grad_acc is None:
+                self._rounds.release(hot_acc)
+            else:
+                self._hot_acc.release(hot_acc)
             self._pair_sums.release(acc)
         observed = self.observed_counts()
         value = float(np.dot(weights, log_z)) - float(np.dot(theta, observed))
