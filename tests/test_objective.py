@@ -13,8 +13,9 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
 from sklearn_crfloss._chain._forward_backward import exp_nonpositive
-import sklearn_crfloss._model._objective as objective_module
-from sklearn_crfloss._model._objective import CRFObjective, _StateWeights
+import sklearn_crfloss._model._accumulators as accumulators_module
+from sklearn_crfloss._model._accumulators import StateWeights
+from sklearn_crfloss._model._objective import CRFObjective
 from sklearn_crfloss._model._parameters import ParameterLayout
 from sklearn_crfloss.inference import sequence_scores
 from sklearn_crfloss.losses import ConditionalLogLikelihood
@@ -68,7 +69,7 @@ def test_hybrid_storage_has_dense_and_compact_attributes():
     assert np.any(weights.code >= 0) and np.any(weights.code < 0)
     counts = np.bincount(objective.layout.state_index // objective.n_labels,
                          minlength=objective.n_features)
-    assert_array_equal(weights.code < 0, counts > _StateWeights.COLD_MAX)
+    assert_array_equal(weights.code < 0, counts > StateWeights.COLD_MAX)
 
 
 @pytest.mark.parametrize("binary", [True, False])
@@ -303,7 +304,7 @@ def test_block_rows_by_stretches_equal_those_of_the_whole_matrix(stretch, n_bloc
     objective = CRFObjective(X, np.zeros(X.shape[0], dtype=np.intp), offsets,
                              objective.layout)
     accumulators = objective._hot_acc
-    monkeypatch.setattr(objective_module, "STRETCH", stretch)
+    monkeypatch.setattr(accumulators_module, "STRETCH", stretch)
     weights = objective.state_weights
     got = accumulators._block_rows(n_blocks)
     want = whole_matrix_block_rows(objective.csr, weights.code, offsets, n_blocks,
