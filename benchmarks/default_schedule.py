@@ -113,12 +113,12 @@ class EvaluationCounter:
         self.trace = []
         counter = self
 
-        def loss_value_and_grad(obj, theta, loss):
+        def loss_value_and_grad(obj, theta, loss, **kwargs):  # (out=: the solver's vector)
             counter.n += 1
-            return counter._orig[0](obj, theta, loss)
+            return counter._orig[0](obj, theta, loss, **kwargs)
 
-        def value_and_grad(obj, theta, loss, prior, C):
-            value, grad = counter._orig[1](obj, theta, loss, prior, C)
+        def value_and_grad(obj, theta, loss, prior, C, **kwargs):
+            value, grad = counter._orig[1](obj, theta, loss, prior, C, **kwargs)
             counter.trace.append((float(value), float(np.linalg.norm(grad))))
             return value, grad
 
