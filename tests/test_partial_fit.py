@@ -150,13 +150,30 @@ def test_fit_starts_anew_and_the_model_pickles():
     crf.partial_fit(X, y, classes=CLASSES).partial_fit(X, y)
     _fit_quietly(crf.set_params(solver="sgd", max_iter=1), X, y)
     fitted = crf.coef_.copy()
-    crf.partial_fit(X, y, classes=CLASSES)  # a new run: classes needed again
+    with pytest.warns(UserWarning, match="partial_fit starts anew"):
+        crf.partial_fit(X, y, classes=CLASSES)  # a new run: classes needed again
     assert crf.n_iter_ == 1
     assert_allclose(crf.coef_, fitted, rtol=1e-10, atol=1e-12)
     again = pickle.loads(pickle.dumps(crf))
     again.partial_fit(X, y)
     crf.partial_fit(X, y)
     _assert_same_model(again, crf)
+
+
+def test_partial_fit_on_a_loaded_model_warns_that_it_starts_anew(tmp_path):
+    from sklearn_crfloss.io import load_model, save_model
+
+    X, y = make_toy_chunks(40, seed=8)
+    crf = CRFTagger(random_state=0)
+    crf.partial_fit(X, y, classes=CLASSES).partial_fit(X, y)
+    save_model(crf, tmp_path / "model")
+    loaded = load_model(tmp_path / "model")
+    with pytest.warns(UserWarning, match="warm_start=True"):
+        loaded.partial_fit(X, y, classes=CLASSES)
+    assert loaded.n_iter_ == 1  # from zero, as the warning says
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        loaded.partial_fit(X, y)  # the run it started continues: no warning
 
 
 def test_array_input():

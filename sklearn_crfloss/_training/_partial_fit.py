@@ -14,6 +14,7 @@ between calls.
 """
 
 import copy
+import warnings
 
 import numpy as np
 
@@ -275,7 +276,10 @@ class PartialFitMixin:
         the prior, as ``C`` times ``k`` would). ``eta0='auto'`` is calibrated
         on the first batch; with ``average=True`` averaging starts after it.
         The estimator's parameters are read at the first call; after
-        :meth:`fit`, the next call starts anew. ``max_iter``, ``tol``,
+        :meth:`fit` or on a model loaded from a file (neither keeps the
+        online state), the next call starts anew from zero parameters and
+        warns (``UserWarning``): to train further from fitted parameters,
+        use :meth:`fit` with ``warm_start=True``. ``max_iter``, ``tol``,
         ``init``, ``warm_start`` and ``early_stopping`` do not apply (each
         call is one epoch from where the last one ended); ``callback`` is
         called after each call, as after each epoch of :meth:`fit`, with
@@ -341,6 +345,13 @@ class PartialFitMixin:
             params = self.get_params(deep=False)
             state = PartialFit(classes, **{name: params[name] for name in PartialFit.PARAMETERS
                                            if name in params})
+            if "coef_" in self.__dict__:  # fitted by fit, or loaded: no online state
+                warnings.warn(
+                    "partial_fit starts anew: this estimator was fitted by fit or loaded "
+                    "from a model file, which keep no online state (step schedule, "
+                    "averages), so its fitted parameters are replaced by online training "
+                    "from zero parameters. To train further from the fitted parameters, "
+                    "call fit with warm_start=True.", UserWarning, stacklevel=2)
         elif classes is not None and check_classes(classes).tolist() != state.classes.tolist():
             raise ValueError(f"classes={list(classes)!r} differs from the first call's "
                              f"{state.classes.tolist()!r}.")
