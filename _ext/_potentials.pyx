@@ -20,6 +20,11 @@
 #                    accumulator, the wrapper sums the rows
 #   pair_counts:     the same scatter of the gold labels' indicators: the
 #                    observed feature counts, once per training set
+#   order_entries:   each row's entries partitioned by attribute class (dense
+#                    row, compact with 1, 2, 3 labels), with their counts:
+#                    the layout the ordered helpers of _chain.pxd read with a
+#                    loop per class (no branch on the code), once per
+#                    training set
 #
 # The per-token steps (gather_token, scatter_token) are the inline helpers of
 # _chain.pxd, shared with the fused conditional log-likelihood kernel of
@@ -29,7 +34,7 @@ import numpy as np
 
 from cython.parallel cimport prange
 
-from _chain cimport gather_token, scatter_token
+from _chain cimport gather_token, prefetch, scatter_token
 
 
 cdef inline bint _zero_row(const double* x, Py_ssize_t n) noexcept nogil:
@@ -102,3 +107,74 @@ def pair_counts(const Py_ssize_t[::1] indptr, const int[::1] indices, const doub
                 scatter_token(&indptr[0], &indices[0], &data[0], binary, &code[0], &acc[0],
                               &hot_acc[0, 0], Lp, &onehot[0], weights[k], t, Lp, nnz)
                 onehot[y[t]] = 0.0
+
+
+# Entry classes of order_entries, in the order they are stored within a row.
+cdef enum:
+    HOT = 0       # a dense row (code < 0)
+    NO_LABEL = 4  # a compact attribute with no free label: last, read by no kernel
+    FLAT = 255    # bounds[t, 0] of a row whose classes do not fit 254 entries each
+
+
+cdef inline int _entry_class(long long c) noexcept nogil:
+    """HOT, the number of labels (1..3) of a compact code, or NO_LABEL."""
+    cdef int n = <int>((c >> 32) & 3)
+    if c < 0:
+        return HOT
+    return n if n else NO_LABEL
+
+
+def order_entries(const Py_ssize_t[::1] indptr, int[::1] indices, double[::1] data,
+                  bint binary, const long long[::1] code, unsigned char[:, ::1] bounds):
+    """Partition every CSR row's entries by class, in place; their counts into bounds (low level).
+
+    Within each row the stored entries (and their values, unless
+    ``binary``) are reordered stably into: hot attributes (``code < 0``),
+    compact ones with 1, 2 and 3 labels, then those with none. bounds
+    (n_rows, 4) gets the counts of the first four classes, so that the
+    ordered helpers of _chain.pxd (gather_token_ordered) run a loop per
+    class with no test of the code, or bounds[t, 0] = 255 when a count
+    passes 254 (that row is read by the generic, order-free helpers). The
+    rows' sums are unchanged but for their order. O(nnz), one scratch row.
+    """
+    cdef Py_ssize_t n_rows = bounds.shape[0], t, p, p0, n, k, longest = 0
+    cdef Py_ssize_t start[5]
+    cdef Py_ssize_t count[5]
+    cdef int cls
+    for t in range(n_rows):
+        if indptr[t + 1] - indptr[t] > longest:
+            longest = indptr[t + 1] - indptr[t]
+    cdef int[::1] idx = np.empty(longest + 1, dtype=np.intc)
+    cdef double[::1] val = np.empty(1 if binary else longest + 1)
+    cdef unsigned char[::1] cls_of = np.empty(longest + 1, dtype=np.uint8)
+    with nogil:
+        for t in range(n_rows):
+            p0 = indptr[t]
+            n = indptr[t + 1] - p0
+            for k in range(5):
+                count[k] = 0
+            for k in range(n):
+                if k + 16 < n:
+                    prefetch(&code[indices[p0 + k + 16]])
+                cls = _entry_class(code[indices[p0 + k]])
+                cls_of[k] = <unsigned char>cls
+                count[cls] += 1
+            start[0] = 0
+            for k in range(1, 5):
+                start[k] = start[k - 1] + count[k - 1]
+            for k in range(n):
+                cls = cls_of[k]
+                idx[start[cls]] = indices[p0 + k]
+                if not binary:
+                    val[start[cls]] = data[p0 + k]
+                start[cls] += 1
+            for k in range(n):
+                indices[p0 + k] = idx[k]
+                if not binary:
+                    data[p0 + k] = val[k]
+            if count[0] > 254 or count[1] > 254 or count[2] > 254 or count[3] > 254:
+                bounds[t, 0] = FLAT
+                bounds[t, 1] = bounds[t, 2] = bounds[t, 3] = 0
+            else:
+                for k in range(4):
+                    bounds[t, k] = <unsigned char>count[k]
