@@ -34,7 +34,7 @@ import numpy as np
 
 from cython.parallel cimport prange
 
-from _chain cimport gather_token, prefetch, scatter_token
+from _chain cimport FLAT, gather_token, scatter_token
 
 
 cdef inline bint _zero_row(const double* x, Py_ssize_t n) noexcept nogil:
@@ -113,7 +113,6 @@ def pair_counts(const Py_ssize_t[::1] indptr, const int[::1] indices, const doub
 cdef enum:
     HOT = 0       # a dense row (code < 0)
     NO_LABEL = 4  # a compact attribute with no free label: last, read by no kernel
-    FLAT = 255    # bounds[t, 0] of a row whose classes do not fit 254 entries each
 
 
 cdef inline int _entry_class(long long c) noexcept nogil:
@@ -135,9 +134,10 @@ def order_entries(const Py_ssize_t[::1] indptr, int[::1] indices, double[::1] da
     ordered helpers of _chain.pxd (gather_token_ordered) run a loop per
     class with no test of the code, or bounds[t, 0] = 255 when a count
     passes 254 (that row is read by the generic, order-free helpers). The
-    rows' sums are unchanged but for their order. O(nnz), one scratch row.
+    rows' sums are unchanged but for their order. O(nnz): a byte per
+    attribute (its class: the random reads stay in cache) and one scratch row.
     """
-    cdef Py_ssize_t n_rows = bounds.shape[0], t, p, p0, n, k, longest = 0
+    cdef Py_ssize_t n_rows = bounds.shape[0], t, p0, n, k, longest = 0
     cdef Py_ssize_t start[5]
     cdef Py_ssize_t count[5]
     cdef int cls
@@ -146,24 +146,25 @@ def order_entries(const Py_ssize_t[::1] indptr, int[::1] indices, double[::1] da
             longest = indptr[t + 1] - indptr[t]
     cdef int[::1] idx = np.empty(longest + 1, dtype=np.intc)
     cdef double[::1] val = np.empty(1 if binary else longest + 1)
-    cdef unsigned char[::1] cls_of = np.empty(longest + 1, dtype=np.uint8)
+    cdef unsigned char[::1] row_cls = np.empty(longest + 1, dtype=np.uint8)
+    cdef unsigned char[::1] attr_cls = np.empty(code.shape[0] + 1, dtype=np.uint8)
     with nogil:
+        for k in range(code.shape[0]):
+            attr_cls[k] = <unsigned char>_entry_class(code[k])
         for t in range(n_rows):
             p0 = indptr[t]
             n = indptr[t + 1] - p0
             for k in range(5):
                 count[k] = 0
             for k in range(n):
-                if k + 16 < n:
-                    prefetch(&code[indices[p0 + k + 16]])
-                cls = _entry_class(code[indices[p0 + k]])
-                cls_of[k] = <unsigned char>cls
+                cls = attr_cls[indices[p0 + k]]
+                row_cls[k] = <unsigned char>cls
                 count[cls] += 1
             start[0] = 0
             for k in range(1, 5):
                 start[k] = start[k - 1] + count[k - 1]
             for k in range(n):
-                cls = cls_of[k]
+                cls = row_cls[k]
                 idx[start[cls]] = indices[p0 + k]
                 if not binary:
                     val[start[cls]] = data[p0 + k]
