@@ -23,9 +23,7 @@
 #   an attribute with many free labels, CRFsuite-style compact (label,
 #   weight) entries for the others, one int64 code per attribute saying
 #   which. gather_token (one row of X @ W) and scatter_token (its
-#   transpose: one token's share of X.T @ dU); gather_token_ordered and
-#   scatter_token_ordered the same on a row whose entries are grouped by
-#   class (_potentials.order_entries), a loop per class.
+#   transpose: one token's share of X.T @ dU).
 # * Max-product (score domain, additions and comparisons only; ties go to
 #   the smallest label): max_plus_step, argmax_sum, backtrace, and the Viterbi
 #   over (label, deviated-from-a-reference) states, deviated_viterbi (and
@@ -561,18 +559,6 @@ cdef inline long long _entry(const int* indices, const double* data, bint binary
     compact code with OWN_BIT set if ``split``, a constant of the caller)
     PREFETCH_NEAR entries ahead.
     """
-    _prefetch_ahead(indices, code, w, w_own, split, W_hot, Lp, p, nnz)
-    v[0] = scale if binary else scale * data[p]
-    return code[indices[p]]
-
-
-cdef inline void _prefetch_ahead(const int* indices, const long long* code, const double* w,
-                                 const double* w_own, bint split, const double* W_hot,
-                                 Py_ssize_t Lp, Py_ssize_t p, Py_ssize_t nnz) noexcept nogil:
-    """Prefetch the code of entry p + PREFETCH_FAR, the weights of entry p + PREFETCH_NEAR.
-
-    (See :func:`_entry`.)
-    """
     if p + PREFETCH_FAR < nnz:
         prefetch(&code[indices[p + PREFETCH_FAR]])
     cdef long long c
@@ -585,6 +571,8 @@ cdef inline void _prefetch_ahead(const int* indices, const long long* code, cons
         if c < 0:  # every cache line of a dense row
             for j in range(8, Lp, 8):
                 prefetch(row + j)
+    v[0] = scale if binary else scale * data[p]
+    return code[indices[p]]
 
 
 cdef inline void gather_token(
@@ -676,149 +664,6 @@ cdef inline void scatter_token_split(
             dst = g_own if split and (c >> OWN_BIT) & 1 else g
             for q in range((c >> 32) & 3):
                 dst[k0 + q] += v * d[(c >> (34 + 8 * q)) & 255]
-
-
-# Ordered rows (_potentials.order_entries): the entries of row t are its
-# bounds[4t] hot attributes, then its compact ones with 1, 2 and 3 labels
-# (bounds[4t + 1 .. 4t + 3] of each), then those with no free label (read by
-# no kernel). A loop per class has a fixed body (no sign test, a compact
-# attribute's labels unrolled), so the branches depend on the counts alone,
-# not on each code. bounds[4t] = FLAT marks a row read in the generic way.
-cdef enum:
-    FLAT = 255
-
-
-cdef inline void _gather_compact(
-    const int* indices, const double* data, bint binary, const long long* code,
-    const double* w, const double* W_hot, Py_ssize_t Lp, Py_ssize_t p0, Py_ssize_t p1,
-    int n, Py_ssize_t nnz, double* out,
-) noexcept nogil:
-    """out[label_q] += v * w[k0 + q], q < n, for the entries p0:p1 (compact, n labels each).
-
-    n is a constant of each call (1, 2 or 3): the inner loop unrolls.
-    """
-    cdef Py_ssize_t p, k0
-    cdef int q
-    cdef long long c
-    cdef double v = 1.0
-    for p in range(p0, p1):
-        _prefetch_ahead(indices, code, w, w, False, W_hot, Lp, p, nnz)
-        c = code[indices[p]]
-        k0 = c & LOW32
-        if not binary:
-            v = data[p]
-        for q in range(n):
-            out[(c >> (34 + 8 * q)) & 255] += v * w[k0 + q]
-
-
-cdef inline void gather_token_ordered(
-    const Py_ssize_t* indptr, const int* indices, const double* data, bint binary,
-    const long long* code, const double* w, const double* W_hot, Py_ssize_t Lp,
-    Py_ssize_t t, Py_ssize_t width, Py_ssize_t nnz, const unsigned char* bounds,
-    double* out,
-) noexcept nogil:
-    """:func:`gather_token` on an ordered row t (bounds NULL: gather_token).
-
-    The same terms, summed class by class: the dense rows, then the
-    compact attributes with 1, 2 and 3 labels, each in the row's order.
-    """
-    cdef Py_ssize_t p, p0, j
-    cdef double v = 1.0
-    if bounds == NULL or bounds[4 * t] == FLAT:
-        gather_token(indptr, indices, data, binary, code, w, W_hot, Lp, t, width, nnz, out)
-        return
-    for j in range(width):
-        out[j] = 0.0
-    p0 = indptr[t]
-    for p in range(p0, p0 + bounds[4 * t]):
-        _prefetch_ahead(indices, code, w, w, False, W_hot, Lp, p, nnz)
-        if not binary:
-            v = data[p]
-        _axpy(out, v, &W_hot[(-code[indices[p]] - 1) * Lp], width)
-    p0 += bounds[4 * t]
-    _gather_compact(indices, data, binary, code, w, W_hot, Lp, p0, p0 + bounds[4 * t + 1], 1,
-                    nnz, out)
-    p0 += bounds[4 * t + 1]
-    _gather_compact(indices, data, binary, code, w, W_hot, Lp, p0, p0 + bounds[4 * t + 2], 2,
-                    nnz, out)
-    p0 += bounds[4 * t + 2]
-    _gather_compact(indices, data, binary, code, w, W_hot, Lp, p0, p0 + bounds[4 * t + 3], 3,
-                    nnz, out)
-
-
-cdef inline void gather_rows_ordered(
-    const Py_ssize_t* indptr, const int* indices, const double* data, bint binary,
-    const long long* code, const double* w, const double* W_hot, Py_ssize_t s, Py_ssize_t n,
-    Py_ssize_t L, Py_ssize_t Lp, Py_ssize_t nnz, const unsigned char* bounds, double* psi,
-) noexcept nogil:
-    """:func:`gather_rows` by :func:`gather_token_ordered` (bounds NULL: gather_rows)."""
-    cdef Py_ssize_t t, j
-    for t in range(n):
-        gather_token_ordered(indptr, indices, data, binary, code, w, W_hot, Lp, s + t, Lp, nnz,
-                             bounds, psi + t * Lp)
-        for j in range(L, Lp):
-            psi[t * Lp + j] = -INFINITY
-
-
-cdef inline void _scatter_compact(
-    const int* indices, const double* data, bint binary, const long long* code, double* g,
-    double* g_own, bint split, double* dW_hot, Py_ssize_t Lp, const double* d, double scale,
-    Py_ssize_t p0, Py_ssize_t p1, int n, Py_ssize_t nnz,
-) noexcept nogil:
-    """dst[k0 + q] += v * d[label_q], q < n, for the entries p0:p1 (compact, n labels each).
-
-    dst is g, or g_own for a code with OWN_BIT set if ``split``: picked by
-    the bit, not by a branch. n is a constant of each call (1, 2 or 3).
-    """
-    cdef Py_ssize_t p
-    cdef int q
-    cdef long long c
-    cdef double v = scale
-    cdef double* dst[2]
-    cdef double* to
-    dst[0] = g
-    dst[1] = g_own if split else g
-    for p in range(p0, p1):
-        _prefetch_ahead(indices, code, g, g_own, split, dW_hot, Lp, p, nnz)
-        c = code[indices[p]]
-        to = dst[(c >> OWN_BIT) & 1] + (c & LOW32)
-        if not binary:
-            v = scale * data[p]
-        for q in range(n):
-            to[q] += v * d[(c >> (34 + 8 * q)) & 255]
-
-
-cdef inline void scatter_token_ordered(
-    const Py_ssize_t* indptr, const int* indices, const double* data, bint binary,
-    const long long* code, double* g, double* g_own, bint split, double* dW_hot,
-    Py_ssize_t Lp, const double* d, double scale, Py_ssize_t t, Py_ssize_t width,
-    Py_ssize_t nnz, const unsigned char* bounds,
-) noexcept nogil:
-    """:func:`scatter_token_split` on an ordered row t (bounds NULL: scatter_token_split).
-
-    The same additions, class by class (see :func:`gather_token_ordered`).
-    """
-    cdef Py_ssize_t p, p0
-    cdef double v = scale
-    if bounds == NULL or bounds[4 * t] == FLAT:
-        scatter_token_split(indptr, indices, data, binary, code, g, g_own, split, dW_hot, Lp, d,
-                            scale, t, width, nnz)
-        return
-    p0 = indptr[t]
-    for p in range(p0, p0 + bounds[4 * t]):
-        _prefetch_ahead(indices, code, g, g_own, split, dW_hot, Lp, p, nnz)
-        if not binary:
-            v = scale * data[p]
-        _axpy(&dW_hot[(-code[indices[p]] - 1) * Lp], v, d, width)
-    p0 += bounds[4 * t]
-    _scatter_compact(indices, data, binary, code, g, g_own, split, dW_hot, Lp, d, scale, p0,
-                     p0 + bounds[4 * t + 1], 1, nnz)
-    p0 += bounds[4 * t + 1]
-    _scatter_compact(indices, data, binary, code, g, g_own, split, dW_hot, Lp, d, scale, p0,
-                     p0 + bounds[4 * t + 2], 2, nnz)
-    p0 += bounds[4 * t + 2]
-    _scatter_compact(indices, data, binary, code, g, g_own, split, dW_hot, Lp, d, scale, p0,
-                     p0 + bounds[4 * t + 3], 3, nnz)
 
 
 # ---------------------------------------------------------------- max-product

@@ -54,9 +54,9 @@ from libc.math cimport exp, log, isfinite, INFINITY
 from libc.stdint cimport uintptr_t
 
 from _chain cimport (LANES, exp_nonpos, logsumexp_row, padded_width, row_max_padded,
-                     row_sum_padded, row_too_wide, scale_ok, scatter_token_ordered,
-                     tail_range)
-from _chain cimport gather_rows_ordered as _gather_sequence
+                     row_sum_padded, row_too_wide, scale_ok, scatter_token,
+                     scatter_token_split, tail_range)
+from _chain cimport gather_rows as _gather_sequence
 from _panels cimport MANY_MAX, mat_mat_acc, vec_mat_many
 
 
@@ -435,7 +435,7 @@ cdef int _group(
     const Py_ssize_t[::1] offsets, const double[::1] weights, double[::1] log_z,
     double* pair_acc, double* direct_acc, double* start_acc, double* end_acc,
     Py_ssize_t L, Py_ssize_t Lp, double shift_start, double shift_end, double shift_trans,
-    double t_range, const unsigned char* bounds,
+    double t_range,
 ) noexcept nogil:
     """Sequences k:k+K (K <= MANY_MAX, at most the buffers' rows). Returns the fallbacks.
 
@@ -461,7 +461,7 @@ cdef int _group(
         psi = b.psi + first[q] * Lp
         if fused:
             _gather_sequence(&indptr[0], &indices[0], &data[0], binary, &code[0], &w[0],
-                             &W_hot[0, 0], s, length[q], L, Lp, nnz, bounds, psi)
+                             &W_hot[0, 0], s, length[q], L, Lp, nnz, psi)
         else:
             for t in range(length[q]):
                 for j in range(Lp):
@@ -485,7 +485,7 @@ cdef int _group(
         if fused:  # psi was overwritten: gather U again
             psi = b.psi + first[q] * Lp
             _gather_sequence(&indptr[0], &indices[0], &data[0], binary, &code[0], &w[0],
-                             &W_hot[0, 0], s, n, L, Lp, nnz, bounds, psi)
+                             &W_hot[0, 0], s, n, L, Lp, nnz, psi)
             _log_sequence(psi, Lp, n, L, transition, start, end, wq[q], b.mu + first[q] * Lp,
                           Lp, b.alpha + first[q] * Lp, b.rs + first[q], b.tmp, direct_acc,
                           start_acc, end_acc, &log_z[k + q])
@@ -497,17 +497,16 @@ cdef int _group(
     if fused and grad_own != grad_acc:  # two copies: split a constant in each
         for q in range(K):
             for t in range(length[q]):
-                scatter_token_ordered(&indptr[0], &indices[0], &data[0], binary, &code[0],
-                                      grad_acc, grad_own, True, hot_acc, Lp,
-                                      b.mu + (first[q] + t) * Lp, wq[q], offsets[k + q] + t,
-                                      Lp, nnz, bounds)
+                scatter_token_split(&indptr[0], &indices[0], &data[0], binary, &code[0],
+                                    grad_acc, grad_own, True, hot_acc, Lp,
+                                    b.mu + (first[q] + t) * Lp, wq[q], offsets[k + q] + t, Lp,
+                                    nnz)
     elif fused:
         for q in range(K):
             for t in range(length[q]):
-                scatter_token_ordered(&indptr[0], &indices[0], &data[0], binary, &code[0],
-                                      grad_acc, grad_acc, False, hot_acc, Lp,
-                                      b.mu + (first[q] + t) * Lp, wq[q], offsets[k + q] + t,
-                                      Lp, nnz, bounds)
+                scatter_token(&indptr[0], &indices[0], &data[0], binary, &code[0], grad_acc,
+                              hot_acc, Lp, b.mu + (first[q] + t) * Lp, wq[q],
+                              offsets[k + q] + t, Lp, nnz)
     return n_fallback
 
 
@@ -520,7 +519,6 @@ cdef int _chunk(
     const Py_ssize_t[::1] offsets, const double[::1] weights, double[::1] log_z,
     double* pair_acc, double* direct_acc, double* boundary_acc, Py_ssize_t L, Py_ssize_t Lp,
     double shift_start, double shift_end, double shift_trans, double t_range,
-    const unsigned char* bounds,
 ) noexcept nogil:
     """Chunk ch (sequences 8ch:8ch+8) in batches of consecutive sequences of at most
     max(its longest, GROUP_ROWS) rows (:func:`_group`). Returns the fallbacks.
@@ -546,7 +544,7 @@ cdef int _chunk(
                              end, offsets,
                              weights, log_z, pair_acc, direct_acc, boundary_acc,
                              boundary_acc + Lp, L, Lp, shift_start, shift_end, shift_trans,
-                             t_range, bounds)
+                             t_range)
         k = k + K
     return n_fallback
 
@@ -561,7 +559,7 @@ cdef int _batch(
     const Py_ssize_t[::1] offsets, const double[::1] weights, double[::1] log_z,
     double[:, :, ::1] pair_acc, double[:, :, ::1] direct_acc, double[:, :, ::1] boundary_acc,
     double[:, ::1] scratch, Py_ssize_t max_length, double shift_start, double shift_end,
-    double shift_trans, int n_threads, const unsigned char* bounds,
+    double shift_trans, int n_threads,
 ) noexcept nogil:
     """Both front ends: rows of U copied in and marginals out, or (fused) gathered and scattered.
 
@@ -590,7 +588,7 @@ cdef int _batch(
                              &hot_acc[g, 0, 0],
                              transition, start, end, offsets, weights, log_z,
                              &pair_acc[a, 0, 0], &direct_acc[a, 0, 0], &boundary_acc[a, 0, 0],
-                             L, Lp, shift_start, shift_end, shift_trans, t_range, bounds)
+                             L, Lp, shift_start, shift_end, shift_trans, t_range)
     return n_fallback
 
 
@@ -636,7 +634,7 @@ cdef int _batch_rounds(
     double[:, :, ::1] pair_acc, double[:, :, ::1] direct_acc, double[:, :, ::1] boundary_acc,
     double[:, ::1] scratch, Py_ssize_t max_length, double shift_start, double shift_end,
     double shift_trans, int n_threads, Py_ssize_t n_grad, const Py_ssize_t[::1] shared,
-    double[:, ::1] no_rows, const unsigned char* bounds,
+    double[:, ::1] no_rows,
 ) noexcept nogil:
     """The fused front end with the state sums reduced by rounds (cll_features_batch's out).
 
@@ -685,7 +683,7 @@ cdef int _batch_rounds(
                                      start, end,
                                      offsets, weights, log_z, &pair_acc[a, 0, 0],
                                      &direct_acc[a, 0, 0], &boundary_acc[a, 0, 0], L, Lp,
-                                     shift_start, shift_end, shift_trans, t_range, bounds)
+                                     shift_start, shift_end, shift_trans, t_range)
                 ch = ch + n_grad
         first = 1 if r == 0 else 0  # block 0 is in the outputs already
         if shared.shape[0]:
@@ -732,7 +730,7 @@ def forward_backward_batch(
                             no_w, no_rows, no_rows, no_hot, transition, start, end, exp_trans,
                             exp_start, exp_end, offsets, weights, log_z, pair_acc, direct_acc,
                             boundary_acc, scratch, max_length, shift_start, shift_end,
-                            shift_trans, n_threads, NULL)
+                            shift_trans, n_threads)
     return n_fallback
 
 
@@ -747,7 +745,6 @@ def cll_features_batch(
     Py_ssize_t max_length, double shift_start, double shift_end, double shift_trans,
     int n_threads, double[::1] grad_out=None, double[:, ::1] hot_out=None,
     Py_ssize_t n_state_blocks=0, const Py_ssize_t[::1] shared=None,
-    const unsigned char[:, ::1] bounds=None,
 ):
     """Log Z and the expected feature counts from sparse features (low level).
 
@@ -774,19 +771,9 @@ def cll_features_batch(
     has bit 58 set on the compact attributes of one block of sequences at
     most, and ``shared`` (sorted, intp) lists the compact entries of the
     others.
-
-    With ``bounds`` (n_rows, 4) uint8, the rows of X are ordered by
-    ``_potentials.order_entries`` and bounds holds their class counts:
-    the gather and scatter then run a loop per class (_chain.pxd's
-    gather_token_ordered), the same terms summed class by class.
     """
     cdef int n_fallback
     cdef double[:, ::1] no_rows = np.zeros((1, 1))
-    cdef const unsigned char* order = NULL
-    if bounds is not None:
-        if bounds.shape[0] != indptr.shape[0] - 1 or bounds.shape[1] != 4:
-            raise ValueError("bounds: (n_rows, 4) counts of the ordered rows")
-        order = &bounds[0, 0]
     if grad_out is not None:
         if (hot_out is None or shared is None or n_state_blocks < 1 or n_state_blocks % n_threads
                 or pair_acc.shape[0] % n_state_blocks or grad_acc.shape[0] < n_threads
@@ -800,14 +787,14 @@ def cll_features_batch(
                                        exp_trans, exp_start, exp_end, offsets, weights, log_z,
                                        pair_acc, direct_acc, boundary_acc, scratch, max_length,
                                        shift_start, shift_end, shift_trans, n_threads,
-                                       n_state_blocks, shared, no_rows, order)
+                                       n_state_blocks, shared, no_rows)
         return n_fallback
     with nogil:
         n_fallback = _batch(True, no_rows, no_rows, indptr, indices, data, binary, code, w,
                             W_hot, grad_acc, hot_acc, transition, start, end, exp_trans,
                             exp_start, exp_end, offsets, weights, log_z, pair_acc, direct_acc,
                             boundary_acc, scratch, max_length, shift_start, shift_end,
-                            shift_trans, n_threads, order)
+                            shift_trans, n_threads)
     return n_fallback
 
 

@@ -21,10 +21,9 @@
 #   pair_counts:     the same scatter of the gold labels' indicators: the
 #                    observed feature counts, once per training set
 #   order_entries:   each row's entries partitioned by attribute class (dense
-#                    row, compact with 1, 2, 3 labels), with their counts:
-#                    the layout the ordered helpers of _chain.pxd read with a
-#                    loop per class (no branch on the code), once per
-#                    training set
+#                    row, compact with 1, 2, 3 labels): the branches of the
+#                    per-entry loops of _chain.pxd on the class are then
+#                    predicted, once per training set
 #
 # The per-token steps (gather_token, scatter_token) are the inline helpers of
 # _chain.pxd, shared with the fused conditional log-likelihood kernel of
@@ -34,7 +33,7 @@ import numpy as np
 
 from cython.parallel cimport prange
 
-from _chain cimport FLAT, gather_token, scatter_token
+from _chain cimport gather_token, scatter_token
 
 
 cdef inline bint _zero_row(const double* x, Py_ssize_t n) noexcept nogil:
@@ -124,22 +123,20 @@ cdef inline int _entry_class(long long c) noexcept nogil:
 
 
 def order_entries(const Py_ssize_t[::1] indptr, int[::1] indices, double[::1] data,
-                  bint binary, const long long[::1] code, unsigned char[:, ::1] bounds):
-    """Partition every CSR row's entries by class, in place; their counts into bounds (low level).
+                  bint binary, const long long[::1] code):
+    """Partition every CSR row's entries by attribute class, in place (low level).
 
     Within each row the stored entries (and their values, unless
     ``binary``) are reordered stably into: hot attributes (``code < 0``),
-    compact ones with 1, 2 and 3 labels, then those with none. bounds
-    (n_rows, 4) gets the counts of the first four classes, so that the
-    ordered helpers of _chain.pxd (gather_token_ordered) run a loop per
-    class with no test of the code, or bounds[t, 0] = 255 when a count
-    passes 254 (that row is read by the generic, order-free helpers). The
-    rows' sums are unchanged but for their order. O(nnz): a byte per
-    attribute (its class: the random reads stay in cache) and one scratch row.
+    compact ones with 1, 2 and 3 labels, then those with none. The feature
+    helpers of _chain.pxd (gather_token, scatter_token) branch on each
+    entry's class: in column order the classes alternate at random, and
+    grouped, the branches are predicted. The rows' sums are unchanged but
+    for their order. O(nnz): a byte per attribute (its class: the random
+    reads stay in cache) and one scratch row.
     """
-    cdef Py_ssize_t n_rows = bounds.shape[0], t, p0, n, k, longest = 0
+    cdef Py_ssize_t n_rows = indptr.shape[0] - 1, t, p0, n, k, longest = 0
     cdef Py_ssize_t start[5]
-    cdef Py_ssize_t count[5]
     cdef int cls
     for t in range(n_rows):
         if indptr[t + 1] - indptr[t] > longest:
@@ -155,14 +152,14 @@ def order_entries(const Py_ssize_t[::1] indptr, int[::1] indices, double[::1] da
             p0 = indptr[t]
             n = indptr[t + 1] - p0
             for k in range(5):
-                count[k] = 0
-            for k in range(n):
+                start[k] = 0
+            for k in range(n):  # the classes' counts, then where each class starts
                 cls = attr_cls[indices[p0 + k]]
                 row_cls[k] = <unsigned char>cls
-                count[cls] += 1
-            start[0] = 0
-            for k in range(1, 5):
-                start[k] = start[k - 1] + count[k - 1]
+                start[cls] += 1
+            start[4] = n - start[4]
+            for k in range(3, -1, -1):
+                start[k] = start[k + 1] - start[k]
             for k in range(n):
                 cls = row_cls[k]
                 idx[start[cls]] = indices[p0 + k]
@@ -173,9 +170,3 @@ def order_entries(const Py_ssize_t[::1] indptr, int[::1] indices, double[::1] da
                 indices[p0 + k] = idx[k]
                 if not binary:
                     data[p0 + k] = val[k]
-            if count[0] > 254 or count[1] > 254 or count[2] > 254 or count[3] > 254:
-                bounds[t, 0] = FLAT
-                bounds[t, 1] = bounds[t, 2] = bounds[t, 3] = 0
-            else:
-                for k in range(4):
-                    bounds[t, k] = <unsigned char>count[k]

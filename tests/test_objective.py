@@ -364,54 +364,48 @@ def test_ordered_rows_give_the_unordered_value_and_gradient(binary, n_threads):
                                          lengths=(1, 4, 7, 3, 9, 2, 12, 5, 8, 6, 1, 10))
     before = (X.indptr.copy(), X.indices.copy(), X.data.copy())
     indptr, indices, data, _ = objective.csr
-    bounds = objective.entry_bounds
     code = objective.state_weights.code
     assert set(np.unique(_class_of(code[indices]))) == {0, 1, 2, 3, 4}
-    for t in range(objective.n_tokens):  # each row: its classes in order, counted
+    for t in range(objective.n_tokens):  # each row: its classes in order, each stable
         row = slice(indptr[t], indptr[t + 1])
         cls = _class_of(code[indices[row]])
         assert np.all(np.diff(cls) >= 0)
-        assert_array_equal(bounds[t], np.bincount(cls, minlength=5)[:4])
         given = X.indices[row]
         given_cls = _class_of(code[given])
-        for k in range(5):  # each class in the matrix's order
+        for k in range(5):
             assert_array_equal(indices[row][cls == k], given[given_cls == k])
             if not binary:
                 assert_array_equal(data[row][cls == k], X.data[row][given_cls == k])
     for a, b in zip((X.indptr, X.indices, X.data), before):
         assert_array_equal(a, b)
     assert not np.shares_memory(indices, X.indices)
-    # Read the generic way: the same matrix, its rows in column order.
+    assert not indices.flags.writeable  # a sort in place would raise, not undo the order
+    # The same objective on the rows in column order.
     unordered = CRFObjective(X, objective.y, objective.offsets, objective.layout,
                              sample_weight=objective.sample_weight, n_threads=n_threads)
-    unordered.csr, unordered.entry_bounds = (X.indptr.astype(np.intp), X.indices,
-                                             np.ones(1) if binary else X.data, binary), None
+    unordered.csr = (X.indptr.astype(np.intp), X.indices, np.ones(1) if binary else X.data,
+                     binary)
     prior = GaussianPrior()
-    value, grad = objective.value_and_grad(theta, ConditionalLogLikelihood(), prior, 1.0)
-    ref_value, ref_grad = unordered.value_and_grad(theta, ConditionalLogLikelihood(), prior,
-                                                   1.0)
-    assert_allclose(value, ref_value, rtol=1e-12)
-    assert_allclose(grad, ref_grad, rtol=1e-12, atol=1e-12 * np.abs(ref_grad).max())
-    generic_value, generic_grad = objective.value_and_grad(theta, GenericCLL(), prior, 1.0)
-    assert_allclose(generic_value, ref_value, rtol=1e-12)
-    assert_allclose(generic_grad, ref_grad, rtol=1e-12, atol=1e-12 * np.abs(ref_grad).max())
+    for loss in (ConditionalLogLikelihood(), GenericCLL()):
+        value, grad = objective.value_and_grad(theta, loss, prior, 1.0)
+        ref_value, ref_grad = unordered.value_and_grad(theta, loss, prior, 1.0)
+        assert_allclose(value, ref_value, rtol=1e-12)
+        assert_allclose(grad, ref_grad, rtol=1e-12, atol=1e-12 * np.abs(ref_grad).max())
     if not binary:
         assert_array_equal(objective.stored_X.toarray(), X.toarray())
 
 
-def test_a_row_with_too_many_entries_of_a_class_is_read_unordered():
-    # Over 254 entries of a class in a row: the kernels read it the generic way.
+def test_handed_over_features_are_ordered_in_place():
     rng = np.random.default_rng(12)
-    n_features, n_labels = 600, 3
-    state_index = np.arange(n_features) * n_labels  # one free label each: compact
-    offsets = np.array([0, 2, 3], dtype=np.intp)
-    X = sp.csr_matrix(rng.random((3, n_features)) < [[0.9], [0.2], [0.6]])
-    y = np.array([0, 2, 1], dtype=np.intp)
-    layout = ParameterLayout(n_features, n_labels, state_index)
-    objective = CRFObjective(X, y, offsets, layout)
-    assert_array_equal(objective.entry_bounds[:, 0] == 255, np.diff(X.indptr) > 254)
-    theta = rng.normal(size=layout.n_params)
-    value, grad = objective.loss_value_and_grad(theta, ConditionalLogLikelihood())
-    ref_value, ref_grad = objective.loss_value_and_grad(theta, GenericCLL())
-    assert_allclose(value, ref_value, rtol=1e-12)
-    assert_allclose(grad, ref_grad, rtol=1e-12, atol=1e-12)
+    objective, theta, X = make_objective(rng, binary=False)
+    X = X.copy()
+    data = X.data.copy()
+    own = CRFObjective(X, objective.y, objective.offsets, objective.layout,
+                       owns_features=True)
+    assert np.shares_memory(own.csr[1], X.indices) and np.shares_memory(own.csr[2], X.data)
+    assert not np.array_equal(X.data, data)  # reordered, the same matrix
+    assert_array_equal(own.stored_X.toarray(), objective.stored_X.toarray())
+    value, grad = own.loss_value_and_grad(theta, ConditionalLogLikelihood())
+    ref_value, ref_grad = objective.loss_value_and_grad(theta, ConditionalLogLikelihood())
+    assert value == ref_value
+    assert_array_equal(grad, ref_grad)

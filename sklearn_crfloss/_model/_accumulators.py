@@ -80,14 +80,15 @@ class StateWeights:
         self.W_hot = np.zeros((max(self.n_hot, 1), self.Lp))
 
     def order(self, csr, in_place=False):
-        """``csr`` with each row's entries partitioned by attribute class, and the class counts.
+        """``csr`` with each row's entries partitioned by attribute class.
 
         Within each row, stably: the dense-row attributes, the compact ones
         with 1, 2 and 3 free labels, then those with none (``_potentials.
-        order_entries``, one compiled pass). The fused CLL kernel then reads
-        a row by a loop per class, with no branch on each attribute's code
-        (on CoNLL-2000 the classes alternate at random in column order).
-        The matrix is the same, its rows' sums only reordered.
+        order_entries``, one compiled pass). The feature kernels branch on
+        each entry's class, at random in column order (CoNLL-2000), and
+        predictably in this one: one CLL evaluation there took 0.83 times
+        the time (benchmarks/README.md). The matrix is the same, its rows'
+        sums only reordered.
 
         Parameters
         ----------
@@ -102,20 +103,16 @@ class StateWeights:
         csr : tuple
             The ordered ``(indptr, indices, data, binary)``, the index and
             value arrays made read-only (a sort in place would undo the
-            order that ``bounds`` describes).
-        bounds : ndarray of uint8 of shape (n_rows, 4)
-            Per row, the counts of the first four classes (255 first: a row
-            with a count over 254, read without the order).
+            order).
         """
         indptr, indices, data, binary = csr
         if not in_place:
             indices = indices.copy()
             data = data if binary else data.copy()
-        bounds = np.empty((indptr.shape[0] - 1, 4), dtype=np.uint8)
-        order_entries(indptr, indices, data, binary, self.code, bounds)
+        order_entries(indptr, indices, data, binary, self.code)
         indices.flags.writeable = False
         data.flags.writeable = False
-        return (indptr, indices, data, binary), bounds
+        return indptr, indices, data, binary
 
     def weights(self, state):
         """``(code, w, W_hot)`` for the kernels, W_hot filled from ``state`` (theta's state block)."""

@@ -159,8 +159,6 @@ class CRFObjective:
         (:func:`kernel_csr`), each row's entries ordered by attribute class
         (:meth:`StateWeights.order`; read-only): the same matrix, its column
         indices unsorted.
-    entry_bounds : ndarray of uint8 of shape (n_tokens, 4)
-        The class counts of every row of ``csr`` (for the fused CLL kernel).
     state_weights : StateWeights
         How the kernels store the free state weights: ``code`` and ``W_hot``
         (the dense rows, ``Lp`` wide), ``accumulators`` for a kernel's
@@ -202,7 +200,7 @@ class CRFObjective:
         # In place where the arrays are the objective's: handed over, or
         # converted by kernel_csr (then not X's).
         own = owns_features or (csr[1] is not X.indices and (csr[3] or csr[2] is not X.data))
-        self.csr, self.entry_bounds = self.state_weights.order(csr, in_place=own)
+        self.csr = self.state_weights.order(csr, in_place=own)
         # An indicator matrix is not held: the kernels read its columns and
         # row pointers only, and :attr:`stored_X` builds it again if asked
         # (the caller that hands its matrix over frees its values).
@@ -382,7 +380,7 @@ class CRFObjective:
                     exp_start, exp_end, self.offsets, weights, log_z, bufs[0], bufs[1],
                     acc.pair, acc.direct, acc.boundary, scratch, max_length, shifts[1],
                     shifts[2], shifts[0], self.n_threads, grad_out=state_out, hot_out=bufs[2],
-                    n_state_blocks=n_blocks, shared=shared, bounds=self.entry_bounds)
+                    n_state_blocks=n_blocks, shared=shared)
             except BaseException:
                 self._rounds.release(bufs)
                 raise
@@ -391,16 +389,15 @@ class CRFObjective:
         grad_acc, hot_acc = self.state_weights.accumulators(self.n_threads, state_out, kept,
                                                             blocks)
         csr, (code, w, W_hot), all_hot = self.csr, self.kernel_weights(theta), hot_acc
-        bounds = self.entry_bounds
-        if extra_columns is not None:  # its rows are read without their order
-            csr, code, bounds = extra_columns.csr, extra_columns.code, None
+        if extra_columns is not None:
+            csr, code = extra_columns.csr, extra_columns.code
             W_hot, all_hot = extra_columns.weights(W_hot, hot_acc)
         try:
             n_fallback = cll_features_batch(
                 *csr, code, w, W_hot, transition, start, end,
                 exp_trans, exp_start, exp_end, self.offsets, weights, log_z, grad_acc, all_hot,
                 acc.pair, acc.direct, acc.boundary, scratch, max_length, shifts[1], shifts[2],
-                shifts[0], self.n_threads, bounds=bounds,
+                shifts[0], self.n_threads,
             )
         except BaseException:
             self._hot_acc.release(kept)
