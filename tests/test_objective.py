@@ -409,3 +409,12 @@ def test_handed_over_features_are_ordered_in_place():
     ref_value, ref_grad = objective.loss_value_and_grad(theta, ConditionalLogLikelihood())
     assert value == ref_value
     assert_array_equal(grad, ref_grad)
+    # Read-only arrays (e.g. joblib's memory maps in a worker) are copied.
+    X = X.copy()
+    X.indices.flags.writeable = X.data.flags.writeable = False
+    before = X.indices.copy()
+    copied = CRFObjective(X, objective.y, objective.offsets, objective.layout,
+                          owns_features=True)
+    assert not np.shares_memory(copied.csr[1], X.indices)
+    assert_array_equal(X.indices, before)
+    assert_array_equal(copied.csr[1], own.csr[1])

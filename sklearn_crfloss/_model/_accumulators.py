@@ -96,7 +96,8 @@ class StateWeights:
             ``(indptr, indices, data, binary)`` (``kernel_csr``).
         in_place : bool, default=False
             Reorder ``indices`` and ``data`` themselves (the caller's
-            arrays, no one else's), else copies of them.
+            arrays, no one else's) where they are writeable (not, e.g.,
+            joblib's memory maps), else copies of them.
 
         Returns
         -------
@@ -106,7 +107,7 @@ class StateWeights:
             order).
         """
         indptr, indices, data, binary = csr
-        if not in_place:
+        if not (in_place and indices.flags.writeable and (binary or data.flags.writeable)):
             indices = indices.copy()
             data = data if binary else data.copy()
         order_entries(indptr, indices, data, binary, self.code)

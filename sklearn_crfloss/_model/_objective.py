@@ -207,7 +207,7 @@ class CRFObjective:
         indptr, indices, data, binary = self.csr
         if binary:
             self._X = None
-        elif own and (indices is X.indices or data is X.data):  # X's arrays, ordered
+        elif indices is X.indices or data is X.data:  # X's arrays, ordered in place
             self._X = sp.csr_matrix((data, indices, indptr), shape=X.shape, copy=False)
         else:
             self._X = X
