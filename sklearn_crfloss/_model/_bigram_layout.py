@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from .._chain import position_gold_counts, PositionTransitions
 from .._data import BIGRAM_PREFIX, columns_with_prefix
 from ..losses import LOSSES, get_loss_tags
-from ._parameters import ParameterLayout
+from ._parameters import index_dtype, ParameterLayout
 
 __all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "bigram_columns", "bigram_state",
            "check_no_bigrams", "make_layout", "model_transitions", "saved_layout"]
@@ -90,7 +90,7 @@ class BigramLayout(ParameterLayout):
     Parameters
     ----------
     n_features, n_labels : int
-    state_index : ndarray of intp or None
+    state_index : ndarray of int or None
         As for the base layout; pairs of bigram columns are dropped.
     bigram_columns : ndarray of intp
         Columns of X that are bigram attributes.
@@ -116,8 +116,8 @@ class BigramLayout(ParameterLayout):
         is_bigram = np.zeros(n_features, dtype=bool)
         is_bigram[bigram_columns] = True
         if state_index is None:
-            state_index = np.arange(n_features * L, dtype=np.intp)
-        state_index = np.asarray(state_index, dtype=np.intp)
+            state_index = np.arange(n_features * L, dtype=index_dtype(n_features * L))
+        state_index = np.asarray(state_index)
         super().__init__(n_features, L, state_index[~is_bigram[state_index // L]],
                          labels=labels, boundary=boundary)
         self.bigram_columns = np.asarray(bigram_columns, dtype=np.intp)
