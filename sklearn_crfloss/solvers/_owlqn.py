@@ -72,7 +72,9 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
     Returns
     -------
     ndarray of float64 of shape (n,)
-        The last accepted point.
+        The last accepted point. When it is the point that ``fun`` was
+        evaluated at last, ``monitor.record_result_value(x, value)`` records
+        that evaluation's value (``ConvergenceMonitor.result_value``).
 
     Raises
     ------
@@ -85,7 +87,7 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
                    m=max_corrections, epsilon=epsilon, max_linesearch=max_linesearch)
     # No copy of the point is kept through the solve: libLBFGS's own is the
     # one (``last`` is taken when the monitor stops it).
-    state = {"error": None, "stopped": False, "last": None, "k": 0}
+    state = {"error": None, "stopped": False, "last": None, "k": 0, "value": None}
 
     def evaluate(x, g):
         if state["error"] is not None:  # unwind libLBFGS quickly
@@ -99,6 +101,7 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
             return np.nan
         if grad is not g:
             g[:] = grad
+        state["value"] = value
         return value
 
     def progress(x, g, fx, xnorm, gnorm, step, k, n_evals):
@@ -158,7 +161,14 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
                        reason="stalled" if early[0] == "line search" else "max_iter")
     else:
         monitor.finish(True, "the gradient norm test holds", solver=name)
-    return np.asarray(x, dtype=np.float64).reshape(-1)
+    x = np.asarray(x, dtype=np.float64).reshape(-1)
+    # The point returned is the last one evaluated (libLBFGS accepts a step
+    # at its last evaluation) unless libLBFGS went back to the previous point
+    # (a failed line search, warned) or raised and was run again (_replay).
+    if state["stopped"] or (reason is None and all(
+            _STOPPED_EARLY.get(str(w.message)) == "max_iter" for w in caught)):
+        monitor.record_result_value(x, state["value"])
+    return x
 
 
 def _replay(lbfgs, evaluate, x0, n_iter, options):
