@@ -156,3 +156,27 @@ def test_watched_reuses_only_its_last_evaluation_with_the_same_arguments():
         value = watched.result_value(x, *args, recorded)
         assert objective.calls == 1 + more, name
         assert value == float(np.sum(x ** 2)) * args[2], name
+
+
+@pytest.mark.parametrize("returned", [True, False])
+def test_monitor_stop_returns_the_point_reported_last(returned, monkeypatch):
+    # PyLBFGS hands the point back at the stop (libLBFGS's code 2); if it
+    # raised instead (code 1 here), the point is computed again, bit for bit.
+    import sklearn_crfloss.solvers._owlqn as owlqn
+    if not returned:
+        monkeypatch.setattr(owlqn, "_STOP", 1)
+    calls = []
+
+    def fun(x):
+        calls.append(np.array(x))
+        return float(np.sum(np.cosh(x - 1.0))), np.sinh(x - 1.0)
+
+    reported = []
+    monitor = ConvergenceMonitor(1e-3, 100, period=2,
+                                 on_params=lambda k, theta, value: reported.append(theta))
+    x = minimize_liblbfgs(fun, np.array([3.0, -2.0, 0.5]), monitor)
+    assert monitor.stop_reason == "converged" and "stopped improving" in monitor.message
+    assert np.array_equal(x, reported[-1]) and np.array_equal(x, calls[-1])
+    distinct = len({c.tobytes() for c in calls})
+    assert distinct == len(calls) if returned else distinct < len(calls)  # the replay's
+    assert monitor.result_value(x) == fun(x)[0]

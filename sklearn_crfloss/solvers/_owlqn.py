@@ -20,6 +20,13 @@ _STOPPED_EARLY = {
 }
 
 
+#: What the progress callback returns to stop libLBFGS: its code
+#: LBFGS_ALREADY_MINIMIZED. libLBFGS frees its work vectors and returns the
+#: callback's value as its own code, for which PyLBFGS returns the point (a
+#: copy made then, not while libLBFGS holds its 2m + 5 vectors of n).
+_STOP = 2
+
+
 def _liblbfgs():
     try:
         import lbfgs
@@ -85,9 +92,8 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
     x0 = np.ascontiguousarray(x0, dtype=np.float64)  # copied into libLBFGS's own vector
     options = dict(orthantwise_c=float(l1), line_search="wolfe" if l1 > 0 else "default",
                    m=max_corrections, epsilon=epsilon, max_linesearch=max_linesearch)
-    # No copy of the point is kept through the solve: libLBFGS's own is the
-    # one (``last`` is taken when the monitor stops it).
-    state = {"error": None, "stopped": False, "last": None, "k": 0, "value": None}
+    # No copy of the point is kept through the solve: libLBFGS's own is the one.
+    state = {"error": None, "stopped": False, "k": 0, "value": None}
 
     def evaluate(x, g):
         if state["error"] is not None:  # unwind libLBFGS quickly
@@ -115,10 +121,9 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
         except BaseException as exc:  # e.g. a callback's KeyboardInterrupt: re-raised below
             state["error"] = exc
             return 1
-        if stop:  # PyLBFGS raises and frees its vector: the point is taken here
+        if stop:
             state["stopped"] = True
-            state["last"] = x.copy()
-            return 1
+            return _STOP
         return 0
 
     # As for scipy's L-BFGS-B (see minimize_lbfgs): one BLAS thread.
@@ -130,8 +135,8 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
                                  **options)
             reason = None
         except lbfgs.LBFGSError as exc:
-            x, reason = state["last"], str(exc)
-            if x is None and state["error"] is None:  # an error of libLBFGS itself
+            x, reason = None, str(exc)
+            if state["error"] is None:  # an error of libLBFGS itself
                 x = _replay(lbfgs, evaluate, x0, state["k"], options)
     early = None
     for w in caught:
@@ -175,7 +180,8 @@ def _replay(lbfgs, evaluate, x0, n_iter, options):
     """libLBFGS's point after ``n_iter`` iterations from ``x0``, computed again.
 
     When libLBFGS stops on an error of its own (a line search that PyLBFGS
-    does not report as a warning), PyLBFGS raises and frees its vector, so
+    does not report as a warning), or PyLBFGS does not return the point at
+    the monitor's stop (``_STOP``), PyLBFGS raises and frees its vector, so
     the last accepted point is lost: the same iterations from the same
     start give it again, bit for bit (the objective is deterministic).
     Rare, and the price of keeping no copy of the point through the solve.
