@@ -76,6 +76,7 @@ def test_state_weights_same_for_int32_and_intp_index():
     assert 0 < narrow.n_hot < 30
     for name in ("code", "hot_index", "hot_position"):
         assert_array_equal(getattr(narrow, name), getattr(wide, name))
+    assert narrow.hot_index.dtype == narrow.hot_position.dtype == np.int32
 
 
 def test_kernel_csr_keeps_int32_row_pointers():

@@ -91,8 +91,10 @@ def test_failed_line_search_evaluates_the_result_again():
 
 def test_early_stopping_evaluates_the_kept_parameters(monkeypatch):
     objective = recorded_objective()
-    make = lambda: ConvergenceMonitor(0.0, 50, validation=held_out([1.0, 2.0] + [0.0] * 48),  # noqa: E731
-                                      n_iter_no_change=2)
+    def make():
+        return ConvergenceMonitor(0.0, 50, validation=held_out([1.0, 2.0] + [0.0] * 48),
+                                  n_iter_no_change=2)
+
     monitor = make()
     theta, value, n = run(objective, monitor)
     assert monitor.early_stopped and monitor.best_iter == 2

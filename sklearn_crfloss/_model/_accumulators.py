@@ -73,12 +73,13 @@ class StateWeights:
             hot_attributes.shape[0])
         first = np.searchsorted(state_index, (hot_attributes * L).astype(dtype))
         n_pairs = np.searchsorted(state_index, (hot_attributes * L + L).astype(dtype)) - first
-        # The free pairs of the dense rows: where they sit in theta and in W_hot.
+        # The free pairs of the dense rows: where they sit in theta and in W_hot
+        # (int32 where the indices fit, as the state index).
         self.hot_index = (np.repeat(first - np.cumsum(n_pairs) + n_pairs, n_pairs)
-                          + np.arange(int(n_pairs.sum())))
+                          + np.arange(int(n_pairs.sum()))).astype(dtype)
         self.Lp = row_width(L)
-        self.hot_position = (np.repeat(row_of, n_pairs) * self.Lp
-                             + state_index[self.hot_index] % L)
+        self.hot_position = (np.repeat(row_of, n_pairs) * self.Lp + state_index[self.hot_index] % L
+                             ).astype(index_dtype(row_of.shape[0] * self.Lp))
         code[hot_attributes] = -(row_of + 1)
         self.code = code
         self.n_state = state_index.shape[0]

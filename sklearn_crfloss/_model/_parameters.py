@@ -54,9 +54,9 @@ def observed_pairs(X, y, n_labels):
     Returns
     -------
     ndarray of int32 or intp
-        Sorted (dtype ``index_dtype(n_features * n_labels)``); a pair is observed if the attribute is stored (non-zero) at
-        a token whose gold label is the label (CRFsuite's
-        ``possible_states=0``).
+        Sorted, of dtype ``index_dtype(n_features * n_labels)``; a pair is
+        observed if the attribute is stored (non-zero) at a token whose
+        gold label is the label (CRFsuite's ``possible_states=0``).
     """
     X = sp.csr_matrix(X)
     seen = np.zeros(X.shape[1] * n_labels, dtype=bool)
