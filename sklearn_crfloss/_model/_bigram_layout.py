@@ -154,7 +154,7 @@ def make_layout(features, n_features, n_labels, state_index, *, labels, boundary
     features : SequenceVectorizer
         The fitted vectoriser (its ``attributes`` name the bigram ones).
     n_features, n_labels : int
-    state_index : ndarray of intp or None
+    state_index : ndarray of int or None
         The trained (attribute, label) pairs; None: all.
     labels : ndarray of bool or None
         A label expert's label mask (LOPTagger), or None.
@@ -355,7 +355,7 @@ def saved_layout(blocks, attributes, n_labels, state_index, where):
         The file's ``bigram_coef`` array (None: the model has none).
     attributes : ndarray of str of shape (n_features,)
     n_labels : int
-    state_index : ndarray of intp
+    state_index : ndarray of int
         The stored state weights' flat indices.
     where : str
         Names the record in the messages.
