@@ -533,6 +533,14 @@ cdef enum:
     OWN_BIT = 58
 
 
+# The row pointers of the CSR features: the matrix's own int32 ones (scipy's
+# for fewer than 2**31 stored entries) or intp; each kernel taking them is
+# compiled for both.
+ctypedef fused indptr_t:
+    int
+    Py_ssize_t
+
+
 cdef inline const double* _weights_of(long long c, const double* w, const double* W_hot,
                                       Py_ssize_t Lp) noexcept nogil:
     """Where the weights of an attribute of code c start (see gather_token)."""
@@ -576,7 +584,7 @@ cdef inline long long _entry(const int* indices, const double* data, bint binary
 
 
 cdef inline void gather_token(
-    const Py_ssize_t* indptr, const int* indices, const double* data, bint binary,
+    const indptr_t* indptr, const int* indices, const double* data, bint binary,
     const long long* code, const double* w, const double* W_hot, Py_ssize_t Lp,
     Py_ssize_t t, Py_ssize_t width, Py_ssize_t nnz, double* out,
 ) noexcept nogil:
@@ -609,7 +617,7 @@ cdef inline void gather_token(
 
 
 cdef inline void gather_rows(
-    const Py_ssize_t* indptr, const int* indices, const double* data, bint binary,
+    const indptr_t* indptr, const int* indices, const double* data, bint binary,
     const long long* code, const double* w, const double* W_hot, Py_ssize_t s, Py_ssize_t n,
     Py_ssize_t L, Py_ssize_t Lp, Py_ssize_t nnz, double* psi,
 ) noexcept nogil:
@@ -623,7 +631,7 @@ cdef inline void gather_rows(
 
 
 cdef inline void scatter_token(
-    const Py_ssize_t* indptr, const int* indices, const double* data, bint binary,
+    const indptr_t* indptr, const int* indices, const double* data, bint binary,
     const long long* code, double* g, double* dW_hot, Py_ssize_t Lp, const double* d,
     double scale, Py_ssize_t t, Py_ssize_t width, Py_ssize_t nnz,
 ) noexcept nogil:
@@ -638,7 +646,7 @@ cdef inline void scatter_token(
 
 
 cdef inline void scatter_token_split(
-    const Py_ssize_t* indptr, const int* indices, const double* data, bint binary,
+    const indptr_t* indptr, const int* indices, const double* data, bint binary,
     const long long* code, double* g, double* g_own, bint split, double* dW_hot,
     Py_ssize_t Lp, const double* d, double scale, Py_ssize_t t, Py_ssize_t width,
     Py_ssize_t nnz,

@@ -58,6 +58,7 @@ from _chain cimport (LANES, exp_nonpos, logsumexp_row, padded_width, row_max_pad
                      scatter_token_split, tail_range)
 from _chain cimport gather_rows as _gather_sequence
 from _panels cimport MANY_MAX, mat_mat_acc, vec_mat_many
+from _chain cimport indptr_t
 
 
 def exp_potentials(transition, start, end):
@@ -428,7 +429,7 @@ cdef void _log_sequence(
 
 cdef int _group(
     bint fused, Buffers* b, Py_ssize_t k, Py_ssize_t K, const double[:, ::1] unary,
-    double[:, ::1] marginals, const Py_ssize_t[::1] indptr, const int[::1] indices,
+    double[:, ::1] marginals, const indptr_t[::1] indptr, const int[::1] indices,
     const double[::1] data, bint binary, const long long[::1] code, const double[::1] w,
     const double[:, ::1] W_hot, double* grad_acc, double* grad_own, double* hot_acc,
     const double[:, ::1] transition, const double[::1] start, const double[::1] end,
@@ -512,7 +513,7 @@ cdef int _group(
 
 cdef int _chunk(
     bint fused, Buffers* b, Py_ssize_t ch, Py_ssize_t n_seq, const double[:, ::1] unary,
-    double[:, ::1] marginals, const Py_ssize_t[::1] indptr, const int[::1] indices,
+    double[:, ::1] marginals, const indptr_t[::1] indptr, const int[::1] indices,
     const double[::1] data, bint binary, const long long[::1] code, const double[::1] w,
     const double[:, ::1] W_hot, double* grad_acc, double* grad_own, double* hot_acc,
     const double[:, ::1] transition, const double[::1] start, const double[::1] end,
@@ -551,7 +552,7 @@ cdef int _chunk(
 
 cdef int _batch(
     bint fused, const double[:, ::1] unary, double[:, ::1] marginals,
-    const Py_ssize_t[::1] indptr, const int[::1] indices, const double[::1] data, bint binary,
+    const indptr_t[::1] indptr, const int[::1] indices, const double[::1] data, bint binary,
     const long long[::1] code, const double[::1] w, const double[:, ::1] W_hot,
     double[:, ::1] grad_acc, double[:, :, ::1] hot_acc,
     const double[:, ::1] transition, const double[::1] start, const double[::1] end,
@@ -624,7 +625,7 @@ cdef void _add_blocks_at(double* out, double* bufs, Py_ssize_t stride, Py_ssize_
 
 
 cdef int _batch_rounds(
-    const Py_ssize_t[::1] indptr, const int[::1] indices, const double[::1] data, bint binary,
+    const indptr_t[::1] indptr, const int[::1] indices, const double[::1] data, bint binary,
     const long long[::1] code, const double[::1] w, const double[:, ::1] W_hot,
     double[::1] grad_out, double[:, ::1] hot_out, double[:, ::1] grad_buf,
     double[:, :, ::1] hot_buf,
@@ -735,7 +736,7 @@ def forward_backward_batch(
 
 
 def cll_features_batch(
-    const Py_ssize_t[::1] indptr, const int[::1] indices, const double[::1] data, bint binary,
+    const indptr_t[::1] indptr, const int[::1] indices, const double[::1] data, bint binary,
     const long long[::1] code, const double[::1] w, const double[:, ::1] W_hot,
     const double[:, ::1] transition, const double[::1] start, const double[::1] end,
     const double[:, ::1] exp_trans, const double[::1] exp_start, const double[::1] exp_end,

@@ -57,6 +57,7 @@ from libc.math cimport exp, log, isfinite, INFINITY
 
 from _chain cimport (gather_token, outer_acc_padded, padded_width, row_sum_padded, scale_ok,
                      scaled_forward_padded, scatter_token, tail_range, vec_mat_padded)
+from _chain cimport indptr_t
 
 # Floor of a gold marginal inside a logarithm (losses/_marginal.py: _TINY).
 cdef double TINY = 1e-300
@@ -213,7 +214,7 @@ cdef int _vjp(double* psi, const double* alpha, const double* beta, double* G, d
 
 
 def marginal_loss_features_batch(
-    const Py_ssize_t[::1] indptr, const int[::1] indices, const double[::1] data, bint binary,
+    const indptr_t[::1] indptr, const int[::1] indices, const double[::1] data, bint binary,
     const long long[::1] code, const double[::1] w, const double[:, ::1] W_hot,
     const double[:, ::1] transition, const double[::1] start,
     const double[:, ::1] E, const double[:, ::1] Et, const double[::1] exp_start,

@@ -56,6 +56,7 @@ from libc.stdint cimport uintptr_t
 from _chain cimport (LANES, exp_nonpos, gather_rows, logsumexp_row, padded_width,
                      row_max_padded, row_sum_padded, row_too_wide, scale_ok, scatter_token,
                      vec_mat_padded)
+from _chain cimport indptr_t
 
 
 cdef void _position_sequence(
@@ -477,7 +478,7 @@ cdef bint _scaled_sequence(
 
 cdef int _cll_sequence(
     Rows* b, Py_ssize_t s, Py_ssize_t n, Py_ssize_t L, Py_ssize_t Lp,
-    const Py_ssize_t[::1] indptr, const int[::1] indices, const double[::1] data, bint binary,
+    const indptr_t[::1] indptr, const int[::1] indices, const double[::1] data, bint binary,
     const long long[::1] code, const double[::1] w, const double[:, ::1] W_hot,
     const double* table, const double* E, const double* shifts, const Py_ssize_t* index,
     const double* start, const double* end, double shift_boundary, double t_range,
@@ -521,7 +522,7 @@ cdef int _cll_sequence(
 
 
 def position_cll_features_batch(
-    const Py_ssize_t[::1] indptr, const int[::1] indices, const double[::1] data, bint binary,
+    const indptr_t[::1] indptr, const int[::1] indices, const double[::1] data, bint binary,
     const long long[::1] code, const double[::1] w, const double[:, ::1] W_hot,
     const double[:, :, ::1] table, const double[:, :, ::1] exp_table,
     const double[::1] shifts, const Py_ssize_t[::1] index, const double[::1] start,

@@ -33,7 +33,7 @@ import numpy as np
 
 from cython.parallel cimport prange
 
-from _chain cimport gather_token, scatter_token
+from _chain cimport gather_token, indptr_t, scatter_token
 
 
 cdef inline bint _zero_row(const double* x, Py_ssize_t n) noexcept nogil:
@@ -45,7 +45,7 @@ cdef inline bint _zero_row(const double* x, Py_ssize_t n) noexcept nogil:
     return True
 
 
-def pair_potentials(const Py_ssize_t[::1] indptr, const int[::1] indices,
+def pair_potentials(const indptr_t[::1] indptr, const int[::1] indices,
                     const double[::1] data, bint binary, const long long[::1] code,
                     const double[::1] w, const double[:, ::1] W_hot, double[:, ::1] out,
                     int n_threads):
@@ -63,7 +63,7 @@ def pair_potentials(const Py_ssize_t[::1] indptr, const int[::1] indices,
                          &W_hot[0, 0], Lp, t, L, nnz, &out[t, 0])
 
 
-def pair_gradient(const Py_ssize_t[::1] indptr, const int[::1] indices,
+def pair_gradient(const indptr_t[::1] indptr, const int[::1] indices,
                   const double[::1] data, bint binary, const long long[::1] code,
                   const double[:, ::1] d_unary, double[:, ::1] acc, double[:, :, ::1] hot_acc,
                   int n_threads):
@@ -87,7 +87,7 @@ def pair_gradient(const Py_ssize_t[::1] indptr, const int[::1] indices,
                           &hot_acc[a, 0, 0], Lp, &d_unary[t, 0], 1.0, t, L, nnz)
 
 
-def pair_counts(const Py_ssize_t[::1] indptr, const int[::1] indices, const double[::1] data,
+def pair_counts(const indptr_t[::1] indptr, const int[::1] indices, const double[::1] data,
                 bint binary, const long long[::1] code, double[::1] acc, double[:, ::1] hot_acc,
                 const Py_ssize_t[::1] y, const Py_ssize_t[::1] offsets,
                 const double[::1] weights):
@@ -122,7 +122,7 @@ cdef inline int _entry_class(long long c) noexcept nogil:
     return n if n else NO_LABEL
 
 
-def order_entries(const Py_ssize_t[::1] indptr, int[::1] indices, double[::1] data,
+def order_entries(const indptr_t[::1] indptr, int[::1] indices, double[::1] data,
                   bint binary, const long long[::1] code):
     """Partition every CSR row's entries by attribute class, in place (low level).
 

@@ -323,6 +323,73 @@ def training_objective(crf, F, y, n_threads=1):
     return objective, theta, y_enc, offsets
 
 
+def short_fit_objective():
+    """``(args, objective, theta)`` for timing one evaluation (``--n-jobs``, ``--repeats``).
+
+    Parses the two options, prints the run's header, and builds the
+    CoNLL-2000 training objective (CRF++ template features, ``n_jobs``
+    threads) and the parameters of a 5-iteration fit
+    (:func:`training_objective`).
+    """
+    import argparse
+    import warnings
+
+    from sklearn_crfloss import CRFTagger
+    from sklearn_crfloss.datasets import load_conll2000
+    from sklearn_crfloss.features import CONLL2000_TEMPLATE, TemplateFeatures
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n-jobs", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=30)
+    args = parser.parse_args()
+    print_run_header(("sklearn_crfloss", "numpy", "scipy"))
+    X, y = load_conll2000("train")
+    F = TemplateFeatures(CONLL2000_TEMPLATE).fit_transform(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        crf = CRFTagger(max_iter=5).fit(F, y)
+    objective, theta, _, _ = training_objective(crf, F, y, n_threads=args.n_jobs)
+    return args, objective, theta
+
+
+def time_evaluations(objective, theta, ways, n_jobs, repeats):
+    """Time CLL + L2 evaluations (``C = 1``) each way in turn, interleaved; print the figures.
+
+    ``ways``: ``{name: set_up}``, ``set_up()`` called before each timed
+    evaluation. BLAS is limited to one thread as in ``fit``; the clock is
+    the thread's CPU time with ``n_jobs == 1``, else wall time. Prints the
+    minimum and median milliseconds per way and whether every way gave the
+    same value and gradient, bitwise.
+    """
+    import time
+
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    from sklearn_crfloss.losses import ConditionalLogLikelihood
+    from sklearn_crfloss.priors import get_prior
+
+    loss, prior = ConditionalLogLikelihood(), get_prior("l2")
+    clock = time.thread_time if n_jobs == 1 else time.perf_counter
+    times = {way: [] for way in ways}
+    results = {}
+    with threadpool_limits(limits=1, user_api="blas"):
+        for _ in range(repeats):
+            for way, set_up in ways.items():
+                set_up()
+                t0 = clock()
+                value, grad = objective.value_and_grad(theta, loss, prior, 1.0)
+                times[way].append(clock() - t0)
+                results[way] = (value, grad.copy())
+    (value, grad), *others = results.values()
+    same = all(v == value and np.array_equal(g, grad) for v, g in others)
+    kind = "thread CPU" if n_jobs == 1 else "wall"
+    print(f"n_jobs={n_jobs}, {repeats} interleaved repeats, {kind} ms per evaluation:")
+    for way, t in times.items():
+        print(f"  {way:7s} min {1e3 * min(t):7.2f}  median {1e3 * np.median(t):7.2f}")
+    print(f"bitwise the same value and gradient: {same}")
+
+
 def conll2000_run(train_sentences=None):
     """Print the command line and the machine; the CoNLL-2000 train and test sets.
 

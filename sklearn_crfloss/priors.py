@@ -371,7 +371,7 @@ def confidence_weights(X, y, offsets, n_labels, state_index=None):
         Gold label indices.
     offsets : ndarray of int of shape (n_sequences + 1,)
     n_labels : int
-    state_index : ndarray of intp or None, default=None
+    state_index : ndarray of int or None, default=None
         Sorted flat indices ``attribute * n_labels + label`` of the trained
         state weights; None: all of them.
 

@@ -13,6 +13,7 @@ import threading
 import numpy as np
 
 from .._chain import accumulator_blocks, Accumulators, order_entries, row_width
+from ._parameters import index_dtype
 
 __all__ = ["DenseRowAccumulators", "KeptPairSums", "RoundBuffers", "STRETCH", "StateWeights",
            "blocks_touching"]
@@ -33,8 +34,9 @@ class StateWeights:
 
     Parameters
     ----------
-    state_index : ndarray of intp
-        The layout's sorted flat indices ``attribute * n_labels + label``.
+    state_index : ndarray of int32 or intp
+        The layout's sorted flat indices ``attribute * n_labels + label``
+        (``ParameterLayout.state_index``: below ``n_features * n_labels``).
     n_features, n_labels : int
     frequency : ndarray of int of shape (n_features,)
         Stored features per attribute (the order of the dense rows).
@@ -44,8 +46,12 @@ class StateWeights:
 
     def __init__(self, state_index, n_features, n_labels, frequency):
         L = n_labels
+        # The searched values in state_index's dtype (int32 for most
+        # layouts): no copy of it in another.
+        dtype = np.promote_types(state_index.dtype, index_dtype(n_features * L))
         # In place where it can: these arrays have one entry per attribute.
-        code = np.searchsorted(state_index, np.arange(0, (n_features + 1) * L, L)).astype(np.int64)
+        code = np.searchsorted(state_index, np.arange(0, (n_features + 1) * L, L, dtype=dtype)
+                               ).astype(np.int64)
         count = np.diff(code)
         code = code[:-1]
         # Labels are packed in 8 bits: with more than 256 labels every
@@ -65,14 +71,15 @@ class StateWeights:
         row_of = np.empty(hot_attributes.shape[0], dtype=np.int64)
         row_of[np.argsort(-frequency[hot_attributes], kind="stable")] = np.arange(
             hot_attributes.shape[0])
-        first = np.searchsorted(state_index, hot_attributes * L)
-        n_pairs = np.searchsorted(state_index, hot_attributes * L + L) - first
-        # The free pairs of the dense rows: where they sit in theta and in W_hot.
+        first = np.searchsorted(state_index, (hot_attributes * L).astype(dtype))
+        n_pairs = np.searchsorted(state_index, (hot_attributes * L + L).astype(dtype)) - first
+        # The free pairs of the dense rows: where they sit in theta and in W_hot
+        # (int32 where the indices fit, as the state index).
         self.hot_index = (np.repeat(first - np.cumsum(n_pairs) + n_pairs, n_pairs)
-                          + np.arange(int(n_pairs.sum())))
+                          + np.arange(int(n_pairs.sum()))).astype(dtype)
         self.Lp = row_width(L)
-        self.hot_position = (np.repeat(row_of, n_pairs) * self.Lp
-                             + state_index[self.hot_index] % L)
+        self.hot_position = (np.repeat(row_of, n_pairs) * self.Lp + state_index[self.hot_index] % L
+                             ).astype(index_dtype(row_of.shape[0] * self.Lp))
         code[hot_attributes] = -(row_of + 1)
         self.code = code
         self.n_state = state_index.shape[0]

@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from .._chain import position_gold_counts, PositionTransitions
 from .._data import BIGRAM_PREFIX, columns_with_prefix
 from ..losses import LOSSES, get_loss_tags
-from ._parameters import ParameterLayout
+from ._parameters import index_dtype, ParameterLayout
 
 __all__ = ["BIGRAM_DOC", "BigramGroups", "BigramLayout", "bigram_columns", "bigram_state",
            "check_no_bigrams", "make_layout", "model_transitions", "saved_layout"]
@@ -90,7 +90,7 @@ class BigramLayout(ParameterLayout):
     Parameters
     ----------
     n_features, n_labels : int
-    state_index : ndarray of intp or None
+    state_index : ndarray of int or None
         As for the base layout; pairs of bigram columns are dropped.
     bigram_columns : ndarray of intp
         Columns of X that are bigram attributes.
@@ -116,8 +116,8 @@ class BigramLayout(ParameterLayout):
         is_bigram = np.zeros(n_features, dtype=bool)
         is_bigram[bigram_columns] = True
         if state_index is None:
-            state_index = np.arange(n_features * L, dtype=np.intp)
-        state_index = np.asarray(state_index, dtype=np.intp)
+            state_index = np.arange(n_features * L, dtype=index_dtype(n_features * L))
+        state_index = np.asarray(state_index)
         super().__init__(n_features, L, state_index[~is_bigram[state_index // L]],
                          labels=labels, boundary=boundary)
         self.bigram_columns = np.asarray(bigram_columns, dtype=np.intp)
@@ -154,7 +154,7 @@ def make_layout(features, n_features, n_labels, state_index, *, labels, boundary
     features : SequenceVectorizer
         The fitted vectoriser (its ``attributes`` name the bigram ones).
     n_features, n_labels : int
-    state_index : ndarray of intp or None
+    state_index : ndarray of int or None
         The trained (attribute, label) pairs; None: all.
     labels : ndarray of bool or None
         A label expert's label mask (LOPTagger), or None.
@@ -355,7 +355,7 @@ def saved_layout(blocks, attributes, n_labels, state_index, where):
         The file's ``bigram_coef`` array (None: the model has none).
     attributes : ndarray of str of shape (n_features,)
     n_labels : int
-    state_index : ndarray of intp
+    state_index : ndarray of int
         The stored state weights' flat indices.
     where : str
         Names the record in the messages.

@@ -104,16 +104,20 @@ def add_prior(prior, theta, C, grad):
 
 
 def kernel_csr(M):
-    """(indptr as intp, indices as int32, data, binary) for the feature kernels.
+    """(indptr as int32 or intp, indices as int32, data, binary) for the feature kernels.
 
-    ``binary``: every stored value is 1, and ``data`` is a one-element
-    placeholder (the kernels do not read it): no float64 copy of X's values.
+    The row pointers are the matrix's own when they are int32 (scipy's for
+    fewer than 2**31 stored entries: the kernels are compiled for both),
+    else intp. ``binary``: every stored value is 1, and ``data`` is a
+    one-element placeholder (the kernels do not read it): no float64 copy
+    of X's values.
     """
     if M.shape[1] >= 2**31:
         raise ValueError(f"at most 2**31 - 1 feature columns are supported, got {M.shape[1]}")
     binary = bool(M.nnz == 0 or (M.data.min() == 1 and M.data.max() == 1))  # no (nnz,) temporary
     data = np.ones(1) if binary else np.ascontiguousarray(M.data, dtype=np.float64)
-    return (np.ascontiguousarray(M.indptr, dtype=np.intp),
+    indptr_dtype = np.int32 if M.indptr.dtype == np.int32 else np.intp
+    return (np.ascontiguousarray(M.indptr, dtype=indptr_dtype),
             np.ascontiguousarray(M.indices, dtype=np.int32), data, binary)
 
 

@@ -21,7 +21,24 @@ labels (``warm_start``).
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["ParameterLayout", "observed_pairs"]
+__all__ = ["ParameterLayout", "index_dtype", "observed_pairs"]
+
+
+def index_dtype(n):
+    """The integer dtype of indices up to ``n``: int32 when they fit, else intp.
+
+    Parameters
+    ----------
+    n : int
+        The bound of the indices (e.g. ``n_features * n_labels``); ``n``
+        itself must fit too (a search bound).
+
+    Returns
+    -------
+    numpy.dtype
+        ``int32`` if ``n < 2**31``, else ``intp``.
+    """
+    return np.dtype(np.int32 if n < 2**31 else np.intp)
 
 
 def observed_pairs(X, y, n_labels):
@@ -36,10 +53,10 @@ def observed_pairs(X, y, n_labels):
 
     Returns
     -------
-    ndarray of intp
-        Sorted; a pair is observed if the attribute is stored (non-zero) at
-        a token whose gold label is the label (CRFsuite's
-        ``possible_states=0``).
+    ndarray of int32 or intp
+        Sorted, of dtype ``index_dtype(n_features * n_labels)``; a pair is
+        observed if the attribute is stored (non-zero) at a token whose
+        gold label is the label (CRFsuite's ``possible_states=0``).
     """
     X = sp.csr_matrix(X)
     seen = np.zeros(X.shape[1] * n_labels, dtype=bool)
@@ -51,7 +68,7 @@ def observed_pairs(X, y, n_labels):
         labels = np.repeat(y[start:stop], np.diff(indptr[start:stop + 1]))
         columns = X.indices[indptr[start]:indptr[stop]].astype(np.intp)
         seen[columns * n_labels + labels] = True
-    return np.flatnonzero(seen)
+    return np.flatnonzero(seen).astype(index_dtype(seen.shape[0]))
 
 
 class ParameterLayout:
@@ -62,9 +79,10 @@ class ParameterLayout:
     n_features : int
         Attribute columns (rows of ``W``).
     n_labels : int
-    state_index : ndarray of intp or None, default=None
+    state_index : ndarray of int or None, default=None
         Sorted flat indices into ``W`` (n_features, n_labels) of the free
-        state weights; None: all of them.
+        state weights; None: all of them. Kept as ``index_dtype(n_features *
+        n_labels)`` (int32 unless that product exceeds ``2**31``).
     labels : array-like of int or None, default=None
         If given, only the parameters that involve one of these label
         indices are free: state weights of these labels, transitions from or
@@ -76,6 +94,8 @@ class ParameterLayout:
 
     Attributes
     ----------
+    state_index : ndarray of int32 or intp
+        The free state weights' flat indices, sorted.
     n_state : int
         Free state weights (the first ``n_state`` entries of ``theta``).
     n_params : int
@@ -95,9 +115,10 @@ class ParameterLayout:
         L = n_labels
         self.n_features = n_features
         self.n_labels = L
+        dtype = index_dtype(n_features * L)
         if state_index is None:
-            state_index = np.arange(n_features * L, dtype=np.intp)
-        state_index = np.ascontiguousarray(state_index, dtype=np.intp)
+            state_index = np.arange(n_features * L, dtype=dtype)
+        state_index = np.ascontiguousarray(state_index, dtype=dtype)
         if labels is None:
             tail = np.arange(L * L + 2 * L, dtype=np.intp)
         else:

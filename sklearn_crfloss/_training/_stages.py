@@ -199,7 +199,10 @@ class _Watched:
     with the same loss, prior and C), as the batch solvers' first call
     does: one evaluation fewer, the same numbers. It is dropped at the
     first call or the first other attribute read, so that it is not held
-    through the solve.
+    through the solve. Likewise the value of the last evaluation (with its
+    loss, prior and C; forgotten at any other call or attribute read) is
+    the objective at the solver's result when the solver records that it
+    returns the point it evaluated last (:meth:`result_value`).
 
     Parameters
     ----------
@@ -213,11 +216,12 @@ class _Watched:
         self.objective = objective
         self.non_finite = 0
         self._start = start
+        self._last = None  # (loss, prior, C, value) of the last value_and_grad
 
     def __getattr__(self, name):
-        if name.startswith("__") or name in ("objective", "_start"):
+        if name.startswith("__") or name in ("objective", "_start", "_last"):
             raise AttributeError(name)
-        self._start = None
+        self._start = self._last = None
         return getattr(self.objective, name)
 
     def _count(self, out):
@@ -240,19 +244,39 @@ class _Watched:
 
     def value_and_grad(self, theta, loss, prior, C, out=None):
         """The objective's ``value_and_grad``, counted (``out`` passed on if given)."""
+        self._last = None
         start = self._at_start(theta, loss, prior, C)
         if start is not None:
             if out is not None:  # the solver's own vector gets the start's gradient
                 out[:] = start[1]
                 start = (start[0], out)
                 release_free_heap()  # the start's point and gradient, freed just now
-            return self._count(start)
-        extra = {} if out is None else {"out": out}
-        return self._count(self.objective.value_and_grad(theta, loss, prior, C, **extra))
+            result = self._count(start)
+        else:
+            extra = {} if out is None else {"out": out}
+            result = self._count(self.objective.value_and_grad(theta, loss, prior, C, **extra))
+        self._last = (loss, prior, C, result[0])
+        return result
+
+    def result_value(self, theta, loss, prior, C, recorded):
+        """The objective at the solver's result ``theta``, evaluated again only if need be.
+
+        ``recorded``: the value the solver recorded for ``theta``, the point
+        it evaluated last (``ConvergenceMonitor.result_value``), or None.
+        If the last evaluation made here was that one (the same value, and
+        ``loss``, ``prior`` and ``C``), its value is the objective at
+        ``theta``, bit for bit (the objective is deterministic); else
+        ``theta`` is evaluated.
+        """
+        last, self._last = self._last, None
+        if (recorded is not None and last is not None and last[0] is loss
+                and last[1] is prior and last[2] == C and last[3] == recorded):
+            return float(last[3])
+        return float(self.objective.value_and_grad(theta, loss, prior, C)[0])
 
     def loss_value_and_grad(self, theta, loss, out=None):
         """The objective's ``loss_value_and_grad``, counted (``out`` passed on if given)."""
-        self._start = None
+        self._start = self._last = None
         extra = {} if out is None else {"out": out}
         return self._count(self.objective.loss_value_and_grad(theta, loss, **extra))
 
@@ -370,7 +394,7 @@ def run_stage(solver, objective, loss, prior, C, x0, monitor, *, stage):
         except PotentialMagnitudeError as exc:
             raise _diverged(monitor, objective,
                             f"the weights grew out of range during training ({exc})") from exc
-    value = float(objective.value_and_grad(theta, loss, prior, C)[0])
+    value = watched.result_value(theta, loss, prior, C, monitor.result_value(theta))
     if not (np.isfinite(value) and np.all(np.isfinite(theta))):
         raise _diverged(monitor, objective, f"the objective is {value} at the solver's result"
                         if not np.isfinite(value) else "the solver's result is not finite")

@@ -170,6 +170,7 @@ class ConvergenceMonitor:
         self._no_change = 0
         self.offset = 0  # reports made by earlier stages of a schedule (see Schedule)
         self._t0 = time.perf_counter()
+        self._evaluated = None  # (result, value): see record_result_value
 
     @property
     def n_iter(self):
@@ -416,6 +417,41 @@ class ConvergenceMonitor:
     def result(self, theta):
         """The parameters to keep: those of the best validation score, else ``theta``."""
         return theta if self.best_theta is None else self.best_theta
+
+    def record_result_value(self, result, value):
+        """Record that the solver's last evaluation of its objective was at ``result``.
+
+        Called by a solver that knows it (``minimize_liblbfgs``): ``result``
+        is the array it returns, whose point it evaluated last, getting
+        ``value``; the caller that knows which objective that was can then
+        use ``value`` instead of evaluating it again (:meth:`result_value`).
+
+        Parameters
+        ----------
+        result : ndarray
+            The very array the solver returns.
+        value : float
+        """
+        self._evaluated = (result, value)
+
+    def result_value(self, theta):
+        """The value recorded for ``theta`` (:meth:`record_result_value`), or None; forgets it.
+
+        Parameters
+        ----------
+        theta : ndarray
+            The parameters kept (:meth:`result`).
+
+        Returns
+        -------
+        float or None
+            The recorded value if ``theta`` is the very array recorded (not
+            the best validation score's parameters, nor a copy), else None.
+        """
+        evaluated, self._evaluated = self._evaluated, None
+        if evaluated is None or evaluated[0] is not theta:
+            return None
+        return evaluated[1]
 
 
 def split_sequences(n_sequences, validation_fraction, random_state):

@@ -20,6 +20,13 @@ _STOPPED_EARLY = {
 }
 
 
+#: What the progress callback returns to stop libLBFGS: its code
+#: LBFGS_ALREADY_MINIMIZED. libLBFGS frees its work vectors and returns the
+#: callback's value as its own code, for which PyLBFGS returns the point (a
+#: copy made then, not while libLBFGS holds its 2m + 5 vectors of n).
+_STOP = 2
+
+
 def _liblbfgs():
     try:
         import lbfgs
@@ -72,7 +79,9 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
     Returns
     -------
     ndarray of float64 of shape (n,)
-        The last accepted point.
+        The last accepted point. When it is the point that ``fun`` was
+        evaluated at last, ``monitor.record_result_value(x, value)`` records
+        that evaluation's value (``ConvergenceMonitor.result_value``).
 
     Raises
     ------
@@ -83,9 +92,8 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
     x0 = np.ascontiguousarray(x0, dtype=np.float64)  # copied into libLBFGS's own vector
     options = dict(orthantwise_c=float(l1), line_search="wolfe" if l1 > 0 else "default",
                    m=max_corrections, epsilon=epsilon, max_linesearch=max_linesearch)
-    # No copy of the point is kept through the solve: libLBFGS's own is the
-    # one (``last`` is taken when the monitor stops it).
-    state = {"error": None, "stopped": False, "last": None, "k": 0}
+    # No copy of the point is kept through the solve: libLBFGS's own is the one.
+    state = {"error": None, "stopped": False, "k": 0, "value": None}
 
     def evaluate(x, g):
         if state["error"] is not None:  # unwind libLBFGS quickly
@@ -99,6 +107,7 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
             return np.nan
         if grad is not g:
             g[:] = grad
+        state["value"] = value
         return value
 
     def progress(x, g, fx, xnorm, gnorm, step, k, n_evals):
@@ -112,10 +121,9 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
         except BaseException as exc:  # e.g. a callback's KeyboardInterrupt: re-raised below
             state["error"] = exc
             return 1
-        if stop:  # PyLBFGS raises and frees its vector: the point is taken here
+        if stop:
             state["stopped"] = True
-            state["last"] = x.copy()
-            return 1
+            return _STOP
         return 0
 
     # As for scipy's L-BFGS-B (see minimize_lbfgs): one BLAS thread.
@@ -127,8 +135,8 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
                                  **options)
             reason = None
         except lbfgs.LBFGSError as exc:
-            x, reason = state["last"], str(exc)
-            if x is None and state["error"] is None:  # an error of libLBFGS itself
+            x, reason = None, str(exc)
+            if state["error"] is None:  # an error of libLBFGS itself
                 x = _replay(lbfgs, evaluate, x0, state["k"], options)
     early = None
     for w in caught:
@@ -158,14 +166,22 @@ def minimize_liblbfgs(fun, x0, monitor, *, l1=0.0, max_corrections=6, epsilon=1e
                        reason="stalled" if early[0] == "line search" else "max_iter")
     else:
         monitor.finish(True, "the gradient norm test holds", solver=name)
-    return np.asarray(x, dtype=np.float64).reshape(-1)
+    x = np.asarray(x, dtype=np.float64).reshape(-1)
+    # The point returned is the last one evaluated (libLBFGS accepts a step
+    # at its last evaluation) unless libLBFGS went back to the previous point
+    # (a failed line search, warned) or raised and was run again (_replay).
+    if state["stopped"] or (reason is None and all(
+            _STOPPED_EARLY.get(str(w.message)) == "max_iter" for w in caught)):
+        monitor.record_result_value(x, state["value"])
+    return x
 
 
 def _replay(lbfgs, evaluate, x0, n_iter, options):
     """libLBFGS's point after ``n_iter`` iterations from ``x0``, computed again.
 
     When libLBFGS stops on an error of its own (a line search that PyLBFGS
-    does not report as a warning), PyLBFGS raises and frees its vector, so
+    does not report as a warning), or PyLBFGS does not return the point at
+    the monitor's stop (``_STOP``), PyLBFGS raises and frees its vector, so
     the last accepted point is lost: the same iterations from the same
     start give it again, bit for bit (the objective is deterministic).
     Rare, and the price of keeping no copy of the point through the solve.

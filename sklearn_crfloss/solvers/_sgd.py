@@ -140,8 +140,9 @@ class _ScaledModel:
         self.rank = np.empty_like(order)
         self.rank[order] = np.arange(order.shape[0])
         indptr, indices, data, binary = kernel_csr(X)
-        self.csr = (indptr, np.ascontiguousarray(self.rank[indices], dtype=np.int32), data,
-                    binary)
+        # intp row pointers: the SGD kernels are compiled for those only.
+        self.csr = (np.ascontiguousarray(indptr, dtype=np.intp),
+                    np.ascontiguousarray(self.rank[indices], dtype=np.int32), data, binary)
         self.y = np.ascontiguousarray(objective.y, dtype=np.intp)
         self.offsets = np.ascontiguousarray(objective.offsets, dtype=np.intp)
         n_seq = self.offsets.shape[0] - 1
