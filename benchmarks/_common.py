@@ -318,7 +318,7 @@ def training_objective(crf, F, y, n_threads=1):
     y_enc = np.searchsorted(crf.classes_, np.concatenate(y)).astype(np.intp)
     L = crf.classes_.shape[0]
     layout = ParameterLayout(Xc.shape[1], L, observed_pairs(Xc, y_enc, L))
-    objective = CRFObjective(Xc, y_enc, offsets, layout, n_threads=n_threads)
+    objective = CRFObjective(Xc, y_enc, offsets, layout, n_threads=n_threads, owns_features=True)
     theta = layout.pack(crf.coef_.T, crf.transition_, crf.start_, crf.end_)
     return objective, theta, y_enc, offsets
 

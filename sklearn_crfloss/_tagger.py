@@ -476,11 +476,11 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
         features, ``labels``: the label mask of a label expert); ``tag_schemes``
         is published as ``tag_schemes_`` with the other fitted attributes.
         ``Xc`` may be handed over in a one-element list (emptied here): then
-        no reference to the matrix is kept past the objective, which frees
-        it with its buffers before the fitted state is built.
+        no reference to the matrix is kept past the objective, which orders its rows in place
+        (no copy) and frees it with its buffers before the fitted state is built.
         """
-        if isinstance(Xc, list):
-            Xc = Xc.pop()
+        handed = isinstance(Xc, list)  # then the objective may order Xc's arrays in place
+        Xc = Xc.pop() if handed else Xc
         if components is None:
             validate_params(self)
             components = self._components()
@@ -493,6 +493,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
             (Xc, y_enc, offsets, sample_weight, token_weight), held_out = hold_out(
                 Xc, y_enc, offsets, sample_weight, token_weight, self.validation_fraction,
                 self.random_state)
+            handed = True  # a new matrix, the training sequences'
         n_labels = classes.shape[0]
         dense = self.all_possible_states or solver.dense_states
         layout = make_layout(features, Xc.shape[1], n_labels,
@@ -514,7 +515,7 @@ class CRFTagger(SequenceTaggerTagsMixin, PartialFitMixin, VersionedStateMixin,
             prior = prior.bind(Xc, y_enc, offsets, layout)
         objective = make_objective(Xc, y_enc, offsets, layout, sample_weight=sample_weight,
                                    token_weight=token_weight,
-                                   n_threads=kernel_threads(self.n_jobs))
+                                   n_threads=kernel_threads(self.n_jobs), owns_features=handed)
         del Xc  # the objective's (an indicator matrix: its values freed, see CRFObjective)
         release_free_heap()  # what the vectorisation freed, before the solver's vectors
         warm = self.warm_start and hasattr(self, "coef_")

@@ -693,7 +693,8 @@ def _subset(Xc, offsets, y, seqs):
 
 
 def _fit_expert(estimator, features, X, offsets, classes, y, labels, schemes):
-    return count_trained(estimator._fit_vectorized(features, X, offsets, classes, y,
+    # X, the expert's column subset, is its own matrix: handed over (ordered in place).
+    return count_trained(estimator._fit_vectorized(features, [X], offsets, classes, y,
                                                    labels=labels, tag_schemes=schemes), labels)
 
 

@@ -397,8 +397,8 @@ def confidence_weights(X, y, offsets, n_labels, state_index=None):
         )
     n_seq = offsets.shape[0] - 1
     L = n_labels
+    # Every stored entry counts (X's arrays are not written: they may be read-only).
     binary = sp.csr_matrix((np.ones_like(X.data), X.indices, X.indptr), shape=X.shape)
-    binary.eliminate_zeros()
     onehot = sp.csr_matrix((np.ones(y.shape[0]), (np.arange(y.shape[0]), y)),
                            shape=(y.shape[0], L))
     a_state = np.asarray((binary.T @ onehot).todense()).ravel()

@@ -150,17 +150,18 @@ def test_int8_indicator_matrix_is_not_copied_and_gives_the_same_objective():
     rng = np.random.default_rng(6)
     objective, theta, X = make_objective(rng)
     X8 = sp.csr_matrix((np.ones(X.nnz, dtype=np.int8), X.indices, X.indptr), shape=X.shape)
-    objective8 = CRFObjective(X8, objective.y, objective.offsets, objective.layout)
-    # Neither copied nor held: the kernels read the columns (not copied) and
-    # row pointers; the matrix is built again, the same, when asked for.
+    objective8 = CRFObjective(X8, objective.y, objective.offsets, objective.layout,
+                              owns_features=True)
+    # Handed over, neither copied nor held: the kernels read the columns
+    # (ordered in place) and row pointers; the matrix is built again, the
+    # same, when asked for.
     assert np.shares_memory(objective8.csr[1], X8.indices)
     assert not any(np.shares_memory(a, X8.data) for a in objective8.csr[:3])
     assert objective8._X is None
     stored = objective8.stored_X
     assert stored.dtype == np.int8 and objective8.stored_X is stored
     assert_array_equal(stored.indptr, X8.indptr)
-    assert_array_equal(stored.indices, X8.indices)
-    assert_array_equal(stored.data, X8.data)
+    assert_array_equal(stored.toarray(), X.toarray())
     for loss in (ConditionalLogLikelihood(), GenericCLL()):
         value, grad = objective8.loss_value_and_grad(theta, loss)
         ref_value, ref_grad = objective.loss_value_and_grad(theta, loss)
@@ -344,3 +345,76 @@ def test_release_free_heap_calls_malloc_trim_under_glibc():
     from sklearn_crfloss._utils import release_free_heap
 
     assert release_free_heap() == (platform.libc_ver()[0] == "glibc")
+
+
+def _class_of(code):
+    """0 for a dense row, else the number of labels of a compact code (4 for none)."""
+    count = (code >> 32) & 3
+    return np.where(code < 0, 0, np.where(count == 0, 4, count))
+
+
+@pytest.mark.parametrize("binary", [True, False])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_ordered_rows_give_the_unordered_value_and_gradient(binary, n_threads):
+    # Attributes of every class (dense rows, compact with 1, 2, 3 labels,
+    # none), at random in column order; the caller's matrix is not changed.
+    rng = np.random.default_rng(11)
+    objective, theta, X = make_objective(rng, n_labels=7, n_features=40, binary=binary,
+                                         weighted=True, n_threads=n_threads,
+                                         lengths=(1, 4, 7, 3, 9, 2, 12, 5, 8, 6, 1, 10))
+    before = (X.indptr.copy(), X.indices.copy(), X.data.copy())
+    indptr, indices, data, _ = objective.csr
+    code = objective.state_weights.code
+    assert set(np.unique(_class_of(code[indices]))) == {0, 1, 2, 3, 4}
+    for t in range(objective.n_tokens):  # each row: its classes in order, each stable
+        row = slice(indptr[t], indptr[t + 1])
+        cls = _class_of(code[indices[row]])
+        assert np.all(np.diff(cls) >= 0)
+        given = X.indices[row]
+        given_cls = _class_of(code[given])
+        for k in range(5):
+            assert_array_equal(indices[row][cls == k], given[given_cls == k])
+            if not binary:
+                assert_array_equal(data[row][cls == k], X.data[row][given_cls == k])
+    for a, b in zip((X.indptr, X.indices, X.data), before):
+        assert_array_equal(a, b)
+    assert not np.shares_memory(indices, X.indices)
+    assert not indices.flags.writeable  # a sort in place would raise, not undo the order
+    # The same objective on the rows in column order.
+    unordered = CRFObjective(X, objective.y, objective.offsets, objective.layout,
+                             sample_weight=objective.sample_weight, n_threads=n_threads)
+    unordered.csr = (X.indptr.astype(np.intp), X.indices, np.ones(1) if binary else X.data,
+                     binary)
+    prior = GaussianPrior()
+    for loss in (ConditionalLogLikelihood(), GenericCLL()):
+        value, grad = objective.value_and_grad(theta, loss, prior, 1.0)
+        ref_value, ref_grad = unordered.value_and_grad(theta, loss, prior, 1.0)
+        assert_allclose(value, ref_value, rtol=1e-12)
+        assert_allclose(grad, ref_grad, rtol=1e-12, atol=1e-12 * np.abs(ref_grad).max())
+    if not binary:
+        assert_array_equal(objective.stored_X.toarray(), X.toarray())
+
+
+def test_handed_over_features_are_ordered_in_place():
+    rng = np.random.default_rng(12)
+    objective, theta, X = make_objective(rng, binary=False)
+    X = X.copy()
+    data = X.data.copy()
+    own = CRFObjective(X, objective.y, objective.offsets, objective.layout,
+                       owns_features=True)
+    assert np.shares_memory(own.csr[1], X.indices) and np.shares_memory(own.csr[2], X.data)
+    assert not np.array_equal(X.data, data)  # reordered, the same matrix
+    assert_array_equal(own.stored_X.toarray(), objective.stored_X.toarray())
+    value, grad = own.loss_value_and_grad(theta, ConditionalLogLikelihood())
+    ref_value, ref_grad = objective.loss_value_and_grad(theta, ConditionalLogLikelihood())
+    assert value == ref_value
+    assert_array_equal(grad, ref_grad)
+    # Read-only arrays (e.g. joblib's memory maps in a worker) are copied.
+    X = X.copy()
+    X.indices.flags.writeable = X.data.flags.writeable = False
+    before = X.indices.copy()
+    copied = CRFObjective(X, objective.y, objective.offsets, objective.layout,
+                          owns_features=True)
+    assert not np.shares_memory(copied.csr[1], X.indices)
+    assert_array_equal(X.indices, before)
+    assert_array_equal(copied.csr[1], own.csr[1])

@@ -29,7 +29,9 @@ class Recorded(CRFObjective):
 
 
 def recorded_objective():
-    rng = np.random.default_rng(0)
+    # (Data whose run from zero ends in a failed line search that tried a
+    # point off the result, test_failed_line_search_evaluates_the_result_again.)
+    rng = np.random.default_rng(2)
     objective, _, _ = make_objective(rng, n_labels=4, lengths=(3, 6, 2, 8, 5, 4) * 3)
     objective.__class__ = Recorded
     objective.points = []

@@ -24,7 +24,7 @@ from ._log_space import marginals_vjp_log_space
 from ._position_transitions import (position_forward_backward, position_gold_counts,
                                     position_scores, position_viterbi, PositionTransitions)
 from ._positions import exp_tables, position_scratch_width
-from ._potentials import pair_counts
+from ._potentials import order_entries, pair_counts
 from ._threads import kernel_threads, usable_threads
 from ._trigram import (PairStates, second_order_forward_backward, second_order_gold_counts,
                        second_order_scores, second_order_viterbi, SecondOrderResult)
@@ -37,7 +37,7 @@ __all__ = ["Accumulators", "CHUNK", "Chain", "KERNEL_BUILD", "N_BLOCKS",
            "marginals_vjp_batch",
            "marginals_vjp_log_space", "max_incorrect_batch",
            "max_incorrect_from_tables", "max_marginals_batch", "mce_f_labels_batch",
-           "n_best_batch", "nonempty_sequences", "pair_counts", "pair_gradient",
+           "n_best_batch", "nonempty_sequences", "order_entries", "pair_counts", "pair_gradient",
            "pair_potentials", "position_cll_features_batch",
            "position_forward_backward", "position_forward_backward_batch",
            "position_gold_counts", "position_scores", "position_scratch_width",

@@ -141,6 +141,11 @@ class CRFObjective:
         Per-token weights, passed to the losses that declare
         ``supports_token_weight = True`` (the others never see them).
     n_threads : int, default=1
+    owns_features : bool, default=False
+        Whether X's index and value arrays are handed over (no one else
+        reads them): the objective then orders their rows in place (see
+        ``csr``), else in its own copy. The matrix given is never modified
+        otherwise.
 
     Attributes
     ----------
@@ -155,7 +160,9 @@ class CRFObjective:
         The sizes (``n_params`` is ``layout.n_params``).
     csr : tuple
         ``(indptr, indices, data, binary)``: X in the kernels' CSR form
-        (:func:`kernel_csr`).
+        (:func:`kernel_csr`), each row's entries ordered by attribute class
+        (:meth:`StateWeights.order`; read-only): the same matrix, its column
+        indices unsorted.
     state_weights : StateWeights
         How the kernels store the free state weights: ``code`` and ``W_hot``
         (the dense rows, ``Lp`` wide), ``accumulators`` for a kernel's
@@ -181,21 +188,34 @@ class CRFObjective:
     ROUNDS_MAX_THREADS = 1
 
     def __init__(self, X, y, offsets, layout, *, sample_weight=None, token_weight=None,
-                 n_threads=1):
+                 n_threads=1, owns_features=False):
         X = sp.csr_matrix(X)  # any numeric dtype: no float64 copy of an int8 indicator matrix
         if X.shape[1] != layout.n_features:
             raise ValueError(f"X has {X.shape[1]} columns, the layout {layout.n_features}")
         self.n_tokens, self.n_features = X.shape
         L = layout.n_labels
         self.layout = layout
-        self.csr = kernel_csr(X)
+        # Observation-dependent label bigrams: the distinct rows of the bigram columns.
+        self.bigram = (BigramGroups(X, offsets, layout.bigram_columns) if layout.n_bigram
+                       else None)
+        self.state_weights = StateWeights(layout.state_index, self.n_features, L,
+                                           column_counts(X))
+        csr = kernel_csr(X)
+        # In place where the arrays are the objective's: handed over, or
+        # converted by kernel_csr (then not X's).
+        own = owns_features or (csr[1] is not X.indices and (csr[3] or csr[2] is not X.data))
+        self.csr = self.state_weights.order(csr, in_place=own)
         # An indicator matrix is not held: the kernels read its columns and
         # row pointers only, and :attr:`stored_X` builds it again if asked
         # (the caller that hands its matrix over frees its values).
-        self._X = None if self.csr[3] else X
+        indptr, indices, data, binary = self.csr
+        if binary:
+            self._X = None
+        elif indices is X.indices or data is X.data:  # X's arrays, ordered in place
+            self._X = sp.csr_matrix((data, indices, indptr), shape=X.shape, copy=False)
+        else:
+            self._X = X
         self._X_dtype = X.dtype
-        self.state_weights = StateWeights(layout.state_index, self.n_features, L,
-                                           column_counts(X))
         self._hot_acc = DenseRowAccumulators(self.state_weights, self.csr, offsets)
         self._pair_sums = KeptPairSums()  # label bigrams' per-matrix sums
         self._rounds = RoundBuffers(self.state_weights, self.csr, offsets)
@@ -211,9 +231,6 @@ class CRFObjective:
         self._unary = None
         self._observed = None
         self._kept = {}  # what a loss's fused evaluation derives from the data (kept())
-        # Observation-dependent label bigrams: the distinct rows of the bigram columns.
-        self.bigram = (BigramGroups(X, offsets, layout.bigram_columns) if layout.n_bigram
-                       else None)
 
     @property
     def n_blocks(self):
